@@ -1,0 +1,117 @@
+"""The embedded backend: JSON/JSONL files served by nlq's own MQL engine.
+
+Layouts of `--data DIR` (both may be mixed):
+
+- `DIR/<db>.json` shaped `{"<collection>": [docs], ...}` (the TEND v1 layout);
+- `DIR/<db>/<collection>.json` (a JSON array) or `.jsonl` (Extended JSON lines).
+
+Files are read lazily, once per database, and documents are never copied by
+the backend; the engine does not modify them either.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from nlq import io
+from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from nlq.errors import BackendError, InputError
+
+
+class EmbeddedBackend:
+    name = "embedded"
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        if not self.root.is_dir():
+            raise BackendError(f"--data {root}: not a directory",
+                               hint="point --data at a folder of <db>.json files or <db>/<collection>.jsonl")
+        self._dbs: dict[str, dict[str, list[dict]]] = {}
+
+    # -- discovery -----------------------------------------------------------------
+    def databases(self) -> list[str]:
+        found = {p.stem for p in self.root.glob("*.json")}
+        found |= {p.name for p in self.root.iterdir()
+                  if p.is_dir() and any(p.glob("*.json*"))}
+        return sorted(found)
+
+    def _load(self, db: str) -> dict[str, list[dict]]:
+        cached = self._dbs.get(db)
+        if cached is not None:
+            return cached
+        collections: dict[str, list[dict]] = {}
+        single = self.root / f"{db}.json"
+        folder = self.root / db
+        if single.is_file():
+            data = io.load_json_file(single)
+            if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+                raise BackendError(f"{single}: expected {{collection: [documents]}}")
+            collections.update(data)
+        if folder.is_dir():
+            for path in sorted(folder.iterdir()):
+                if path.suffix == ".jsonl":
+                    collections[path.stem] = _read_jsonl(path)
+                elif path.suffix == ".json" and path.name != "manifest.json":
+                    docs = io.load_json_file(path)
+                    if not isinstance(docs, list):
+                        raise BackendError(f"{path}: expected a JSON array of documents")
+                    collections[path.stem] = docs
+        if not collections and not single.is_file() and not folder.is_dir():
+            known = ", ".join(self.databases()) or "none"
+            raise BackendError(f"no database {db!r} under {self.root} (found: {known})")
+        self._dbs[db] = collections
+        return collections
+
+    def collections(self, db: str) -> list[str]:
+        return sorted(self._load(db))
+
+    def documents(self, db: str, collection: str) -> list[dict]:
+        """All documents of a collection (empty for a collection that does not exist,
+        as MongoDB answers an aggregate on a missing collection)."""
+        return self._load(db).get(collection, [])
+
+    def count(self, db: str, collection: str) -> int:
+        return len(self.documents(db, collection))
+
+    def sample(self, db: str, collection: str, n: int, seed: int = 0) -> list[dict]:
+        docs = self.documents(db, collection)
+        if n >= len(docs):
+            return list(docs)
+        picked = sorted(random.Random(seed).sample(range(len(docs)), n))
+        return [docs[i] for i in picked]
+
+    def aggregate(self, db: str, collection: str, pipeline: list, *,
+                  timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
+                  max_bytes: int = DEFAULT_MAX_BYTES) -> list[dict]:
+        from nlq.mql import engine
+
+        colls = self._load(db)
+        return engine.aggregate(colls.get(collection, []), pipeline,
+                                catalog=lambda name: colls.get(name, []),
+                                timeout=timeout, max_rows=max_rows, max_bytes=max_bytes)
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    docs = []
+    with open(path, "rb") as f:
+        for line in io.iter_lines(f):
+            if line.error:
+                raise BackendError(f"{path}: {line.error}")
+            docs.append(line.record)
+    return docs
+
+
+def open_backend(data: str | None = None, uri: str | None = None):
+    """The backend for `--data DIR` or `--uri URI` (`file:DIR` is the embedded one)."""
+    if uri and uri.startswith("file:"):
+        data, uri = uri[len("file:"):], None
+    if data and uri:
+        raise InputError("give either --data or --uri, not both")
+    if data:
+        return EmbeddedBackend(data)
+    if uri:
+        from nlq.backends.mongo import MongoBackend
+
+        return MongoBackend(uri)
+    raise InputError("no database: give --data DIR (embedded) or --uri mongodb://... (or set NLQ_URI)")

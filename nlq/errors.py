@@ -1,0 +1,111 @@
+"""The NlqError hierarchy: the only exceptions `commands/` catches.
+
+Every error carries a short machine-readable `type` (used in failure records)
+and an actionable message. `to_failure(stage)` turns one into the typed
+`failure` object that flows on in the JSONL stream.
+"""
+
+from __future__ import annotations
+
+
+class NlqError(Exception):
+    """Base of every error nlq raises on purpose."""
+
+    type = "error"
+    hint: str | None = None
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(message)
+        if hint is not None:
+            self.hint = hint
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+    def to_failure(self, stage: str) -> dict:
+        return failure(stage, self.type, self.message)
+
+
+class InputError(NlqError):
+    """A malformed input record or file (bad JSON, wrong shape)."""
+
+    type = "input_error"
+
+
+class ParseError(NlqError):
+    """A query that cannot be parsed (mongosh or JSON). Carries position info."""
+
+    type = "parse_error"
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None,
+                 excerpt: str | None = None):
+        self.line, self.column, self.excerpt = line, column, excerpt
+        where = f" at line {line}, column {column}" if line is not None else ""
+        full = f"{message}{where}"
+        if excerpt:
+            full += "\n" + excerpt
+        super().__init__(full)
+
+
+class UnknownOperatorError(NlqError):
+    """A `$name` that MongoDB does not know (with a did-you-mean suggestion)."""
+
+    type = "unknown_operator"
+
+
+class UnsupportedOperatorError(NlqError):
+    """A real MongoDB operator the embedded engine does not implement."""
+
+    type = "unsupported_operator"
+
+
+class ForbiddenOperatorError(NlqError):
+    """An operator that writes, is non-deterministic or reads server state (SPEC §7)."""
+
+    type = "forbidden_operator"
+
+
+class ExecutionError(NlqError):
+    """An error MongoDB itself would raise while executing (e.g. $add of a string)."""
+
+    type = "exec_error"
+
+    def __init__(self, message: str, *, code: int | None = None):
+        self.code = code
+        super().__init__(message)
+
+
+class QueryTimeout(ExecutionError):
+    """The per-query time limit elapsed."""
+
+    type = "timeout"
+
+
+class ResultTooLarge(ExecutionError):
+    """The result exceeded the row or byte cap."""
+
+    type = "result_too_large"
+
+
+class BackendError(NlqError):
+    """The database cannot be reached or read (missing files, server down)."""
+
+    type = "backend_error"
+
+
+class ModelError(NlqError):
+    """An LLM endpoint failed after retries, or answered with something unusable."""
+
+    type = "model_error"
+
+
+class AbstainedError(NlqError):
+    """A generation method declined to answer (confidence below the threshold)."""
+
+    type = "abstained"
+
+
+def failure(stage: str, type_: str, message: str) -> dict:
+    """The typed failure object of SPEC §1: `{"stage", "type", "message"}`."""
+    return {"stage": stage, "type": type_, "message": message}

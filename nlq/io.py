@@ -1,0 +1,298 @@
+"""JSONL in and out, MongoDB Extended JSON, and failure records.
+
+Reading accepts canonical and relaxed Extended JSON v2 (and the legacy
+`{"$date": <ms>}` / `{"$oid"}` forms mongoexport writes); writing produces
+relaxed Extended JSON, so ObjectIds, dates, longs beyond 2^53, decimals,
+regexes and binary survive a round trip.
+
+    >>> from_extjson({"n": {"$numberLong": "5"}})["n"]
+    Int64(5)
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import math
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO, Iterable, Iterator
+
+import orjson
+
+from nlq.errors import InputError, failure
+from nlq.mql.values import (EPOCH, MISSING, UTC, Binary, Decimal128, Int64, MaxKey, MinKey,
+                            ObjectId, Regex, Timestamp, date_to_millis)
+
+# ---------------------------------------------------------------------------
+# Extended JSON -> Python BSON values
+
+
+def _parse_iso_date(text: str) -> _dt.datetime:
+    s = text.strip()
+    if s.endswith("Z") or s.endswith("z"):
+        s = s[:-1] + "+00:00"
+    try:
+        value = _dt.datetime.fromisoformat(s)
+    except ValueError:
+        raise InputError(f"invalid $date string {text!r}") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _millis_date(ms) -> _dt.datetime:
+    return EPOCH + _dt.timedelta(milliseconds=int(ms))
+
+
+def _double(text: str) -> float:
+    special = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+    if text in special:
+        return special[text]
+    return float(text)
+
+
+def _date(v):
+    if isinstance(v, str):
+        return _parse_iso_date(v)
+    if isinstance(v, dict) and "$numberLong" in v:
+        return _millis_date(v["$numberLong"])
+    if isinstance(v, (int, float)):
+        return _millis_date(v)
+    raise InputError(f"invalid $date value {v!r}")
+
+
+def _binary(v, doc):
+    if isinstance(v, dict):
+        return Binary(base64.b64decode(v["base64"]), int(v.get("subType", "00"), 16))
+    return Binary(base64.b64decode(v), int(doc.get("$type", "00"), 16))
+
+
+def _regex(v, doc):
+    return Regex(v["pattern"], v.get("options", ""))
+
+
+# One-key wrappers of Extended JSON v2 (and the legacy forms) -> constructor.
+_WRAPPERS = {
+    "$oid": lambda v, d: ObjectId(v),
+    "$date": lambda v, d: _date(v),
+    "$numberInt": lambda v, d: int(v),
+    "$numberLong": lambda v, d: Int64(int(v)),
+    "$numberDouble": lambda v, d: _double(v),
+    "$numberDecimal": lambda v, d: Decimal128(v),
+    "$regularExpression": _regex,
+    "$binary": _binary,
+    "$timestamp": lambda v, d: Timestamp(int(v["t"]), int(v["i"])),
+    "$minKey": lambda v, d: MinKey(),
+    "$maxKey": lambda v, d: MaxKey(),
+    "$undefined": lambda v, d: None,
+    "$symbol": lambda v, d: str(v),
+}
+# Keys allowed beside the wrapper key in legacy forms.
+# The legacy `{"$regex", "$options"}` form is deliberately not read as a value:
+# inside a query it is the `$regex` operator, and must stay one.
+_COMPANIONS = {"$binary": {"$type"}}
+
+
+def from_extjson(value):
+    """Convert parsed JSON (dicts/lists/scalars) with Extended JSON wrappers to BSON values.
+
+    A dict is a wrapper only when its keys are exactly a wrapper key (plus the
+    legacy companion key).
+    """
+    t = type(value)
+    if t is dict:
+        if value:
+            first = next(iter(value))
+            if first[:1] == "$" and first in _WRAPPERS and set(value) <= {first} | _COMPANIONS.get(first, set()):
+                try:
+                    return _WRAPPERS[first](value[first], value)
+                except InputError:
+                    raise
+                except Exception as exc:  # malformed wrapper payload
+                    raise InputError(f"invalid Extended JSON {first}: {exc}") from None
+        return {k: from_extjson(v) for k, v in value.items()}
+    if t is list:
+        return [from_extjson(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------------
+# Python BSON values -> relaxed Extended JSON
+
+
+def _iso(value: _dt.datetime) -> str:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    value = value.astimezone(UTC)
+    ms = value.microsecond // 1000
+    return value.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms:03d}Z"
+
+
+def to_extjson(value):
+    """The relaxed Extended JSON form of a BSON value (plain JSON where possible)."""
+    t = type(value)
+    if t is dict:
+        return {k: to_extjson(v) for k, v in value.items() if v is not MISSING}
+    if t is list or t is tuple:
+        return [None if v is MISSING else to_extjson(v) for v in value]
+    if t is str or t is bool or t is int or value is None:
+        return value
+    if t is float:
+        if math.isfinite(value):
+            return value
+        return {"$numberDouble": "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")}
+    if t is Int64:
+        return int(value)
+    if isinstance(value, _dt.datetime):
+        ms = date_to_millis(value)
+        if 0 <= ms < 253402300800000:
+            return {"$date": _iso(value)}
+        return {"$date": {"$numberLong": str(ms)}}
+    if isinstance(value, ObjectId):
+        return {"$oid": str(value)}
+    if isinstance(value, Decimal128):
+        return {"$numberDecimal": str(value)}
+    if isinstance(value, Regex):
+        return {"$regularExpression": {"pattern": value.pattern, "options": value.flags if isinstance(value.flags, str) else Regex.from_native(value).flags}}
+    if type(value).__name__ == "Pattern":
+        r = Regex.from_native(value)
+        return {"$regularExpression": {"pattern": r.pattern, "options": r.flags}}
+    if isinstance(value, (Binary, bytes)):
+        return {"$binary": {"base64": base64.b64encode(bytes(value)).decode(),
+                            "subType": f"{getattr(value, 'subtype', 0):02x}"}}
+    if isinstance(value, Timestamp):
+        return {"$timestamp": {"t": value.time, "i": value.inc}}
+    if isinstance(value, MinKey):
+        return {"$minKey": 1}
+    if isinstance(value, MaxKey):
+        return {"$maxKey": 1}
+    if isinstance(value, int):
+        return int(value)
+    if value is MISSING:
+        return None
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def loads(text: str | bytes):
+    """Parse one JSON text with Extended JSON wrappers into BSON values."""
+    return from_extjson(orjson.loads(text))
+
+
+def dumps(value, *, sort_keys: bool = False, indent: bool = False) -> bytes:
+    """Relaxed Extended JSON bytes of a value (no trailing newline)."""
+    option = 0
+    if sort_keys:
+        option |= orjson.OPT_SORT_KEYS
+    if indent:
+        option |= orjson.OPT_INDENT_2
+    return orjson.dumps(to_extjson(value), option=option)
+
+
+# ---------------------------------------------------------------------------
+# JSONL streams
+
+
+@dataclass
+class Line:
+    """One input line: its 1-based number and either a record or a failure."""
+
+    number: int
+    record: dict | None
+    error: str | None = None
+
+
+def iter_lines(stream: IO[bytes]) -> Iterator[Line]:
+    """Parse a JSONL byte stream; blank lines are skipped, bad ones become errors."""
+    for number, raw in enumerate(stream, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = loads(raw)
+        except (orjson.JSONDecodeError, InputError) as exc:
+            yield Line(number, None, f"line {number}: malformed JSON: {exc}")
+            continue
+        if not isinstance(record, dict):
+            yield Line(number, None, f"line {number}: expected a JSON object, got {type(record).__name__}")
+            continue
+        yield Line(number, record)
+
+
+def read_records(source: str | IO[bytes] = "-", *, strict: bool = False, stage: str = "input") -> Iterator[dict]:
+    """Yield the records of a JSONL file or '-' (stdin).
+
+    A malformed line yields `{"line": N, "failure": {...}}` so that it keeps
+    its place in the output; with `strict=True` it raises InputError instead.
+    """
+    with open_input(source) as stream:
+        for line in iter_lines(stream):
+            if line.error is None:
+                yield line.record
+            elif strict:
+                raise InputError(line.error)
+            else:
+                yield {"line": line.number, "failure": failure(stage, "malformed_input", line.error)}
+
+
+@contextmanager
+def open_input(source: str | IO[bytes] = "-"):
+    """A binary input stream for a path, '-' (stdin) or an open file."""
+    if hasattr(source, "read"):
+        yield getattr(source, "buffer", source)
+    elif source == "-":
+        yield sys.stdin.buffer
+    else:
+        try:
+            f = open(source, "rb")
+        except OSError as exc:
+            raise InputError(f"cannot read {source}: {exc.strerror}") from None
+        with f:
+            yield f
+
+
+@contextmanager
+def open_output(target: str | IO = "-"):
+    """A binary output stream for a path, '-' (stdout) or an open file."""
+    if hasattr(target, "write"):
+        yield getattr(target, "buffer", target)
+    elif target == "-":
+        yield sys.stdout.buffer
+    else:
+        try:
+            f = open(target, "wb")
+        except OSError as exc:
+            raise InputError(f"cannot write {target}: {exc.strerror}") from None
+        with f:
+            yield f
+
+
+def write_records(records: Iterable[dict], target: str | IO = "-") -> int:
+    """Write records as JSONL (relaxed Extended JSON), flushing per line. Returns the count."""
+    n = 0
+    with open_output(target) as out:
+        for record in records:
+            out.write(dumps(record) + b"\n")
+            out.flush()
+            n += 1
+    return n
+
+
+def has_failure(record: dict) -> bool:
+    """True when an earlier stage marked the record as failed."""
+    return bool(record.get("failure"))
+
+
+def load_json_file(path) -> object:
+    """Read a whole JSON file (Extended JSON aware)."""
+    try:
+        with open(path, "rb") as f:
+            return loads(f.read())
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{path}: malformed JSON: {exc}") from None
+
+
+__all__ = ["from_extjson", "to_extjson", "loads", "dumps", "read_records", "write_records",
+           "iter_lines", "open_input", "open_output", "has_failure", "load_json_file", "Line", "MISSING"]

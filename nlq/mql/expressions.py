@@ -1,0 +1,219 @@
+"""Aggregation expressions compiled once into Python callables.
+
+`compile_expression(spec)` returns `fn(vars) -> value` where `vars` is a dict
+of variable bindings: `vars["CURRENT"]` (the document field paths read),
+`vars["ROOT"]` and any `$let`/`$map`/`$filter`/`$lookup let` names. A field
+that does not exist evaluates to MISSING (not None).
+
+    >>> compile_expression("$a.b")({"CURRENT": {"a": [{"b": 1}, {"c": 2}, {"b": 3}]}})
+    [1, 3]
+
+Operators are compiled by the functions registered in the operator registry
+(`registry.implements(EXPRESSION, "$add")`): each receives the raw argument
+spec and returns a callable. The operator modules (`nlq.mql.ops_*`) are
+imported at the bottom of this file so that registration happens once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from nlq.errors import ExecutionError, ForbiddenOperatorError, UnknownOperatorError, UnsupportedOperatorError
+from nlq.mql import registry
+from nlq.mql.registry import EXPRESSION
+from nlq.mql.values import MISSING
+
+Compiled = Callable[[dict], Any]
+
+# System variables an expression may read (`$$NOW`/`$$CLUSTER_TIME` are forbidden).
+_SYSTEM_VARS = {"ROOT", "CURRENT", "REMOVE", "DESCEND", "PRUNE", "KEEP"}
+
+
+def traverse(value, parts: tuple[str, ...] | list[str]):
+    """Resolve a dotted path the way aggregation field paths do.
+
+    Through arrays the path maps over elements, skipping those where it is
+    missing, and keeps array nesting: `$a.b` of `{a: [{b: 1}, {}, [{b: 2}]]}`
+    is `[1, [2]]`.
+    """
+    for i, part in enumerate(parts):
+        t = type(value)
+        if t is dict:
+            value = value.get(part, MISSING)
+            if value is MISSING:
+                return MISSING
+        elif t is list:
+            rest = parts[i:]
+            out = []
+            for element in value:
+                if type(element) is dict or type(element) is list:
+                    r = traverse(element, rest)
+                    if r is not MISSING:
+                        out.append(r)
+            return out
+        else:
+            return MISSING
+    return value
+
+
+def field_path(path: str) -> Compiled:
+    """Compile `$a.b.c` (path given without the leading `$`)."""
+    parts = tuple(path.split("."))
+    if any(not p for p in parts):
+        raise ExecutionError(f"invalid field path '${path}': empty field name")
+    if len(parts) == 1:
+        name = parts[0]
+
+        def get_one(vars):
+            current = vars["CURRENT"]
+            return current.get(name, MISSING) if type(current) is dict else MISSING
+        return get_one
+
+    def get_path(vars):
+        return traverse(vars["CURRENT"], parts)
+    return get_path
+
+
+def variable(ref: str) -> Compiled:
+    """Compile `$$name` or `$$name.path` (ref given without the leading `$$`)."""
+    name, _, rest = ref.partition(".")
+    if name in ("NOW", "CLUSTER_TIME"):
+        raise ForbiddenOperatorError(f"$${name} is forbidden: results would not be reproducible")
+    if name == "REMOVE":
+        return lambda vars: MISSING
+    if not name or not (name[0].islower() or name in _SYSTEM_VARS or not name[0].isascii()):
+        raise ExecutionError(f"use of undefined variable: {name}")
+    parts = tuple(rest.split(".")) if rest else ()
+
+    def get_var(vars):
+        try:
+            value = vars[name]
+        except KeyError:
+            raise ExecutionError(f"use of undefined variable: {name}") from None
+        return traverse(value, parts) if parts else value
+    return get_var
+
+
+def constant(value) -> Compiled:
+    return lambda vars: value
+
+
+def compile_expression(spec) -> Compiled:
+    """Compile an aggregation expression (field path, variable, operator, object, array, literal)."""
+    t = type(spec)
+    if t is str:
+        if spec.startswith("$$"):
+            return variable(spec[2:])
+        if spec.startswith("$"):
+            if len(spec) == 1:
+                raise ExecutionError("'$' by itself is not a valid field path")
+            return field_path(spec[1:])
+        return constant(spec)
+    if t is dict:
+        if len(spec) >= 1:
+            first = next(iter(spec))
+            if first.startswith("$"):
+                if len(spec) != 1:
+                    raise ExecutionError(
+                        f"an expression object with operator {first} must have exactly one field, got {list(spec)}")
+                return compile_operator(first, spec[first])
+        return compile_object(spec)
+    if t is list:
+        items = [compile_expression(s) for s in spec]
+
+        def array(vars):
+            out = []
+            for item in items:
+                v = item(vars)
+                out.append(None if v is MISSING else v)
+            return out
+        return array
+    return constant(spec)
+
+
+def compile_object(spec: dict) -> Compiled:
+    """`{a: <expr>, b: {c: <expr>}}`: fields that evaluate to missing are left out."""
+    for key in spec:
+        if key.startswith("$"):
+            raise ExecutionError(f"field names may not start with '$' in an expression object: {key}")
+        if "." in key:
+            raise ExecutionError(f"field names may not contain '.' in an expression object: {key}")
+    fields = [(k, compile_expression(v)) for k, v in spec.items()]
+
+    def obj(vars):
+        out = {}
+        for k, fn in fields:
+            v = fn(vars)
+            if v is not MISSING:
+                out[k] = v
+        return out
+    return obj
+
+
+def compile_operator(name: str, args) -> Compiled:
+    """Compile `{<name>: args}` with the evaluator registered for it."""
+    op = registry.get(name)
+    if op is None or EXPRESSION not in op.kinds:
+        if op is None:
+            raise UnknownOperatorError(f"unknown expression operator {name}{registry.suggestion(name, EXPRESSION)}")
+        raise UnknownOperatorError(f"{name} is not an expression operator (it is a {op.kind} operator)")
+    if op.forbidden:
+        raise ForbiddenOperatorError(f"{name} is forbidden (SPEC §7)")
+    compiler = op.evaluators.get(EXPRESSION)
+    if compiler is None:
+        raise UnsupportedOperatorError(f"the embedded engine does not support the expression operator {name}")
+    return compiler(args)
+
+
+def operand_list(args) -> list:
+    """Operator arguments as a list: `{$op: x}` is `{$op: [x]}` when x is not an array."""
+    return args if type(args) is list else [args]
+
+
+def compile_args(args, *, name: str, min_args: int = 0, max_args: int | None = None) -> list[Compiled]:
+    """Compile an operator's positional arguments, checking their count."""
+    items = operand_list(args)
+    n = len(items)
+    if n < min_args or (max_args is not None and n > max_args):
+        want = str(min_args) if max_args == min_args else (
+            f"at least {min_args}" if max_args is None else f"{min_args} to {max_args}")
+        raise ExecutionError(f"expression {name} takes {want} arguments, {n} were passed in")
+    return [compile_expression(a) for a in items]
+
+
+def compile_named(args, *, name: str, required: tuple[str, ...] = (), optional: tuple[str, ...] = ()
+                  ) -> dict[str, Compiled]:
+    """Compile an operator's named arguments `{input: ..., as: ...}` (unknown names are errors)."""
+    if type(args) is not dict:
+        raise ExecutionError(f"{name} expects an object as its argument")
+    allowed = set(required) | set(optional)
+    for key in args:
+        if key not in allowed:
+            raise ExecutionError(f"{name} found an unknown argument: {key}")
+    for key in required:
+        if key not in args:
+            raise ExecutionError(f"{name} requires '{key}' to be specified")
+    return {key: compile_expression(value) for key, value in args.items()}
+
+
+def evaluate(spec, document: dict, variables: dict | None = None):
+    """Evaluate an expression once against a document (convenience for tests and callers)."""
+    vars = {"CURRENT": document, "ROOT": document}
+    if variables:
+        vars.update(variables)
+    return compile_expression(spec)(vars)
+
+
+# Register the operator implementations (import for side effects).
+def _load_operator_modules() -> None:
+    import importlib
+    import pkgutil
+
+    import nlq.mql as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("ops_"):
+            importlib.import_module(f"nlq.mql.{info.name}")
+
+
+_load_operator_modules()

@@ -1,0 +1,22 @@
+"""The one value every query form parses to: a collection and a pipeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Query:
+    """`db.<collection>.aggregate(<pipeline>)`, whatever the query was written as.
+
+    `form` records the surface form it was parsed from ('aggregate', 'find',
+    'count', 'countDocuments', 'distinct', 'json'); find/count/distinct are
+    lowered to equivalent aggregation stages by the parser.
+    """
+
+    collection: str
+    pipeline: list = field(default_factory=list)
+    form: str = "aggregate"
+
+    def to_json(self) -> dict:
+        return {"collection": self.collection, "pipeline": self.pipeline}

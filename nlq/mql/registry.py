@@ -1,0 +1,228 @@
+"""The operator registry: every MongoDB 7/8 operator nlq knows, in one table.
+
+Each :class:`Operator` says what a `$name` is (stage, expression, accumulator,
+window function, query or projection operator, system variable) and its
+properties (forbidden by SPEC §7, order-sensitive as a root stage, fields or
+variables it introduces). The parser, analyzer, gate, engine and the
+forbidden-operator scan all read this table; the engine attaches evaluators
+to entries with :func:`implements`.
+
+    >>> lookup("$sortByCount").kind
+    'stage'
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from nlq.errors import UnknownOperatorError
+
+STAGE, EXPRESSION, ACCUMULATOR, WINDOW, QUERY, PROJECTION, VARIABLE = (
+    "stage", "expression", "accumulator", "window", "query", "projection", "variable")
+KINDS = (STAGE, EXPRESSION, ACCUMULATOR, WINDOW, QUERY, PROJECTION, VARIABLE)
+
+
+@dataclass
+class Operator:
+    """One entry of the registry (a name may have several kinds: `$max` is both
+    an expression and an accumulator)."""
+
+    name: str
+    kinds: set[str]
+    forbidden: bool = False          # SPEC §7: never executed
+    order_sensitive: bool = False    # as a root stage, makes result order significant (SPEC §6)
+    introduces_fields: bool = False  # stage defines fields later stages may reference
+    binds_variables: bool = False    # defines `$$name` variables for a sub-expression
+    evaluators: dict[str, Callable] = field(default_factory=dict)  # kind -> engine callable
+
+    @property
+    def kind(self) -> str:
+        """The primary kind (the first of KINDS this operator has)."""
+        return next(k for k in KINDS if k in self.kinds)
+
+
+_TABLE: dict[str, Operator] = {}
+
+
+def _add(kind: str, names: Iterable[str] | str, **props) -> None:
+    if isinstance(names, str):
+        names = names.split()
+    for name in names:
+        op = _TABLE.get(name)
+        if op is None:
+            _TABLE[name] = Operator(name, {kind}, **props)
+        else:
+            op.kinds.add(kind)
+            for key, value in props.items():
+                if value:
+                    setattr(op, key, value)
+
+
+# --- stages (https://www.mongodb.com/docs/manual/reference/operator/aggregation-pipeline/)
+_add(STAGE, "$match $limit $skip $count $sortByCount $sample $redact $geoNear $search $searchMeta "
+            "$vectorSearch $changeStream $changeStreamSplitLargeEvent $listSearchIndexes "
+            "$listSampledQueries $shardedDataDistribution $querySettings $queryStats "
+            "$listClusterCatalog $rankFusion $scoreFusion $listLocalSessions")
+_add(STAGE, "$project $addFields $set $unset $group $unwind $lookup $facet $replaceRoot $replaceWith "
+            "$bucket $bucketAuto $graphLookup $unionWith $documents $densify $fill $setWindowFields",
+     introduces_fields=True)
+_add(STAGE, "$sort $limit $skip $setWindowFields", order_sensitive=True)
+_add(STAGE, "$lookup $graphLookup", binds_variables=True)
+
+# --- query operators (https://www.mongodb.com/docs/manual/reference/operator/query/)
+_add(QUERY, "$eq $gt $gte $in $lt $lte $ne $nin $and $not $nor $or $exists $type $expr $jsonSchema "
+            "$mod $regex $options $text $where $geoIntersects $geoWithin $near $nearSphere $box "
+            "$center $centerSphere $geometry $maxDistance $minDistance $polygon $all $elemMatch "
+            "$size $bitsAllClear $bitsAllSet $bitsAnyClear $bitsAnySet $comment $rand $natural "
+            "$search $language $caseSensitive $diacriticSensitive $uniqueDocs")
+
+# --- projection operators
+_add(PROJECTION, "$ $elemMatch $meta $slice")
+
+# --- expression operators (https://www.mongodb.com/docs/manual/reference/operator/aggregation/)
+_add(EXPRESSION,
+     # arithmetic
+     "$abs $add $ceil $divide $exp $floor $ln $log $log10 $mod $multiply $pow $round $sqrt "
+     "$subtract $trunc "
+     # array
+     "$arrayElemAt $arrayToObject $concatArrays $filter $first $firstN $in $indexOfArray "
+     "$isArray $last $lastN $map $maxN $minN $objectToArray $range $reduce $reverseArray "
+     "$size $slice $sortArray $zip "
+     # bitwise
+     "$bitAnd $bitNot $bitOr $bitXor "
+     # boolean
+     "$and $not $or "
+     # comparison
+     "$cmp $eq $gt $gte $lt $lte $ne "
+     # conditional
+     "$cond $ifNull $switch "
+     # custom (forbidden below)
+     "$function "
+     # data size
+     "$binarySize $bsonSize "
+     # date
+     "$dateAdd $dateDiff $dateFromParts $dateFromString $dateSubtract $dateToParts "
+     "$dateToString $dateTrunc $dayOfMonth $dayOfWeek $dayOfYear $hour $isoDayOfWeek "
+     "$isoWeek $isoWeekYear $millisecond $minute $month $second $week $year "
+     # literal, misc, object
+     "$literal $getField $rand $sampleRate $toHashedIndexKey $meta $mergeObjects "
+     "$setField $unsetField "
+     # set
+     "$allElementsTrue $anyElementTrue $setDifference $setEquals $setIntersection "
+     "$setIsSubset $setUnion "
+     # string
+     "$concat $indexOfBytes $indexOfCP $ltrim $regexFind $regexFindAll $regexMatch "
+     "$replaceOne $replaceAll $rtrim $split $strLenBytes $strLenCP $strcasecmp $substr "
+     "$substrBytes $substrCP $toLower $toString $trim $toUpper "
+     # text
+     "$meta "
+     # timestamp
+     "$tsIncrement $tsSecond "
+     # trigonometry
+     "$sin $cos $tan $asin $acos $atan $atan2 $asinh $acosh $atanh $sinh $cosh $tanh "
+     "$degreesToRadians $radiansToDegrees "
+     # type
+     "$convert $isNumber $toBool $toDate $toDecimal $toDouble $toInt $toLong $toObjectId "
+     "$toUUID $type "
+     # accumulator-named expressions usable in $project
+     "$avg $max $min $sum $stdDevPop $stdDevSamp $median $percentile")
+_add(EXPRESSION, "$let $map $filter $reduce", binds_variables=True)
+
+# --- accumulators ($group, $bucket, $setWindowFields)
+_add(ACCUMULATOR, "$accumulator $addToSet $avg $bottom $bottomN $count $first $firstN $last "
+                  "$lastN $max $maxN $median $mergeObjects $min $minN $percentile $push "
+                  "$stdDevPop $stdDevSamp $sum $top $topN")
+
+# --- window-only operators ($setWindowFields output)
+_add(WINDOW, "$covariancePop $covarianceSamp $denseRank $derivative $documentNumber "
+             "$expMovingAvg $integral $linearFill $locf $rank $shift")
+
+# --- system variables (`$$NAME`)
+_add(VARIABLE, "$$ROOT $$CURRENT $$REMOVE $$DESCEND $$PRUNE $$KEEP $$NOW $$CLUSTER_TIME "
+               "$$SEARCH_META $$USER_ROLES")
+
+# --- SPEC §7: writes, server state, non-determinism, server-side JavaScript
+FORBIDDEN = frozenset("$out $merge $function $accumulator $where $sample $rand $$NOW "
+                      "$$CLUSTER_TIME $currentOp $listSessions $collStats $indexStats "
+                      "$planCacheStats".split())
+for _name in ("$out", "$merge", "$currentOp", "$listSessions", "$collStats", "$indexStats",
+              "$planCacheStats"):
+    _add(STAGE, _name)
+for _name in FORBIDDEN:
+    _TABLE[_name].forbidden = True
+
+# Root stages whose presence makes the order of gold rows significant (SPEC §6).
+ORDER_SENSITIVE_STAGES = frozenset(n for n, op in _TABLE.items() if op.order_sensitive)
+
+
+def lookup(name: str) -> Operator:
+    """The registry entry of `name`, or UnknownOperatorError with a suggestion."""
+    op = _TABLE.get(name)
+    if op is None:
+        raise UnknownOperatorError(f"unknown operator {name}{suggestion(name)}")
+    return op
+
+
+def get(name: str) -> Operator | None:
+    """The registry entry of `name`, or None."""
+    return _TABLE.get(name)
+
+
+def is_known(name: str, kind: str | None = None) -> bool:
+    op = _TABLE.get(name)
+    return op is not None and (kind is None or kind in op.kinds)
+
+
+def names(kind: str | None = None) -> list[str]:
+    """All registered names (of one kind), sorted."""
+    return sorted(n for n, op in _TABLE.items() if kind is None or kind in op.kinds)
+
+
+def suggestion(name: str, kind: str | None = None) -> str:
+    """' — did you mean $x?' for the closest known name, or ''."""
+    pool = names(kind)
+    lowered = {n.lower(): n for n in pool}
+    if name.lower() in lowered:
+        return f" — did you mean {lowered[name.lower()]}?"
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+        close = [lowered[c] for c in close]
+    return f" — did you mean {close[0]}?" if close else ""
+
+
+def implements(kind: str, *op_names: str):
+    """Decorator: register the engine's evaluator of `kind` for each name.
+
+        @implements(EXPRESSION, "$add")
+        def _add(args, ctx): ...
+    """
+    def decorate(fn):
+        for name in op_names:
+            op = _TABLE.get(name)
+            if op is None or kind not in op.kinds:
+                raise KeyError(f"{name} is not a registered {kind} operator")
+            op.evaluators[kind] = fn
+        return fn
+    return decorate
+
+
+def evaluator(name: str, kind: str) -> Callable | None:
+    """The engine's evaluator for `name` of `kind`, or None when not implemented."""
+    op = _TABLE.get(name)
+    return op.evaluators.get(kind) if op else None
+
+
+def supported(kind: str | None = None) -> list[str]:
+    """Names (of one kind) that the embedded engine implements."""
+    return sorted(n for n, op in _TABLE.items()
+                  if (kind is None and op.evaluators) or (kind is not None and kind in op.evaluators))
+
+
+def unsupported(kind: str | None = None) -> list[str]:
+    """Known, non-forbidden names (of one kind) the embedded engine does not implement."""
+    return sorted(n for n, op in _TABLE.items() if not op.forbidden
+                  and ((kind is None and not op.evaluators)
+                       or (kind is not None and kind in op.kinds and kind not in op.evaluators)))

@@ -1,0 +1,43 @@
+"""Shared test fixtures: paths, the shared-data skip, and a CLI runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+WORLDS = FIXTURES / "worlds"
+SHARED = ROOT.parent / "shared"
+TEND_V1 = SHARED / "tend-v1"
+TEND_NATIVE = SHARED / "tend-native"
+ATLAS = SHARED / "atlas-sample"
+
+
+def need(path: Path) -> Path:
+    """Skip the calling test cleanly when a piece of ../shared is absent."""
+    if not path.exists():
+        pytest.skip(f"{path} is not present (a fresh clone has no ../shared)")
+    return path
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def tend_v1() -> Path:
+    return need(TEND_V1)
+
+
+@pytest.fixture
+def tend_native() -> Path:
+    return need(TEND_NATIVE)
+
+
+@pytest.fixture
+def atlas() -> Path:
+    return need(ATLAS)
