@@ -1,0 +1,40 @@
+"""nlq generate: add a `prediction` to each task record."""
+
+from __future__ import annotations
+
+import click
+
+from commands.options import errors_as_click, io_options, open_backend_from
+from nlq import generate, io, methods
+
+
+@click.command("generate")
+@io_options
+@click.option("-m", "--method", type=click.Choice(methods.names()), default="rules", show_default=True,
+              help="Generation method.")
+@click.option("--index", "index_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Grounding index (JSONL from `nlq index`), one document per database.")
+@click.option("--min-confidence", type=click.FloatRange(0, 1), default=None,
+              help="Abstain (typed `abstained` failure) below this confidence.")
+@click.option("--data", type=click.Path(file_okay=False), envvar="NLQ_DATA",
+              help="Optional embedded database folder, for methods that probe data.")
+@click.option("--uri", envvar="NLQ_URI", help="Optional MongoDB URI, for methods that probe data.")
+def cli(input, output, strict, progress, method, index_path, min_confidence, data, uri):
+    """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
+
+    Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
+    channels it observed in `disclosure`. A question the method cannot answer
+    gets a typed `failure` and flows on.
+
+    \b
+    Example:
+      nlq index --data fixtures/worlds --db clinic -o clinic.idx.jsonl
+      nlq witness --index clinic.idx.jsonl fixtures/tasks/clinic.jsonl \\
+        | nlq generate --method rules --index clinic.idx.jsonl | head -1
+    """
+    with errors_as_click():
+        indexes = generate.load_indexes(io.read_records(index_path, strict=True))
+        backend = open_backend_from(data, uri) if (data or uri) else None
+        context = generate.Context(indexes, backend, min_confidence=min_confidence)
+        records = io.read_records(input, strict=strict, stage="generate")
+        io.write_records(generate.run(records, method, context), output)

@@ -1,0 +1,31 @@
+"""Generation methods: one module per method, registered by name.
+
+A method is an object with `name`, `channels` (what it observes, recorded as
+the prediction's `disclosure`) and `generate(task, context) -> dict` returning
+a prediction `{collection, pipeline, ...}` or raising an NlqError. `task` is a
+*view* of the record without `gold`, `gold_mql` or `labels` (see
+nlq.generate.task_view): no method can read them.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from nlq.errors import InputError
+
+# name -> module under nlq/methods/ defining METHOD
+_MODULES = {
+    "rules": "rules",
+}
+
+
+def names() -> list[str]:
+    return sorted(_MODULES)
+
+
+def get(name: str):
+    """The method registered as `name` (InputError listing the choices otherwise)."""
+    module = _MODULES.get(name)
+    if module is None:
+        raise InputError(f"unknown method {name!r}; choose one of: {', '.join(names())}")
+    return importlib.import_module(f"nlq.methods.{module}").METHOD

@@ -1,0 +1,885 @@
+"""`rules`: LLM-free generation over an intermediate representation.
+
+Question -> IR -> pipeline, using only the grounding index (lattice, value
+index) and the task's witnesses — the induced index replaces text2ql's
+hand-written schema configuration. Each step is a small function over the
+IR, testable on its own:
+
+    schema_of(index)            fields of every collection, with word forms
+    mention_fields(q, schema)   spans of the question naming lattice paths
+    resolve_collection(...)     the collection, and the margin over the runner-up
+    bind_witnesses(...)         equality filters on exact stored values/keys
+    detect_comparisons(...)     more than / at least / under / between / before ...
+    detect_aggregation(...)     count, sum, average, min, max, distinct
+    detect_grouping(...)        for each / per / by; "most common X"
+    detect_order(...)           superlatives, "in descending order of", top N
+    choose_outputs(...)         the fields the question asks to see
+    plan_unwinds(...)           arrays on the way to referenced fields
+    render(ir)                  the aggregation pipeline
+    confidence(ir)              in [0.15, 0.97] from grounding signals
+
+General English patterns only: no per-database or per-question rules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from nlq.errors import AbstainedError, NlqError
+from nlq.text import STOPWORDS as TEXT_STOPWORDS
+from nlq.text import normalize
+
+# --- vocabulary: general English, no benchmark phrasings -----------------------------
+
+COUNT_PATTERNS = re.compile(r"\b(how many|number of|count of|count the|count|total number)\b")
+AGG_WORDS = {
+    "average": "$avg", "avg": "$avg", "mean": "$avg",
+    "total": "$sum", "sum": "$sum", "combined": "$sum",
+    "maximum": "$max", "max": "$max", "highest": "$max", "largest": "$max", "biggest": "$max",
+    "greatest": "$max", "most": "$max", "top": "$max",
+    "minimum": "$min", "min": "$min", "lowest": "$min", "smallest": "$min", "least": "$min",
+    "fewest": "$min",
+}
+DISTINCT_WORDS = {"distinct", "different", "unique"}
+GROUP_PATTERNS = re.compile(r"\b(?:for each|for every|per|in each|of each|by each|grouped by|group by|by)\s+")
+DESC_WORDS = {"descending", "decreasing", "highest", "largest", "most", "biggest", "greatest",
+              "oldest", "latest", "newest", "longest", "top", "maximum"}
+ASC_WORDS = {"ascending", "increasing", "lowest", "smallest", "least", "fewest", "youngest",
+             "earliest", "shortest", "alphabetical", "alphabetically", "minimum"}
+# Superlatives that name their own measure (an age, a date, a length).
+MEASURE_SUPERLATIVES = {
+    "oldest": ("age", -1), "youngest": ("age", 1),
+    "newest": ("year", -1), "latest": ("date", -1), "earliest": ("date", 1),
+    "longest": ("length", -1), "shortest": ("length", 1),
+}
+COMPARATORS = [
+    # (pattern, operator); N is a number captured as group "n"
+    (r"(?:more|greater|higher|larger|bigger|older|longer|heavier|later) than", "$gt"),
+    (r"(?:less|fewer|lower|smaller|younger|shorter|lighter|earlier) than", "$lt"),
+    (r"at least|no less than|not less than|minimum of|(?:greater|more|higher) than or equal to", "$gte"),
+    (r"at most|no more than|not more than|maximum of|(?:less|fewer|lower) than or equal to", "$lte"),
+    (r"over|above|exceeding|exceeds|after|since", "$gt"),
+    (r"under|below|before", "$lt"),
+]
+NUMBER = r"(?P<n>-?\d+(?:\.\d+)?)"
+BETWEEN = re.compile(r"\bbetween\s+" + NUMBER + r"\s+and\s+(?P<m>-?\d+(?:\.\d+)?)")
+NEGATIONS = {"not", "no", "except", "excluding", "other", "without", "never"}
+LIMIT_PATTERNS = re.compile(r"\b(?:top|first|last|highest|lowest|largest|smallest|best|worst)\s+(?P<n>\d+)\b"
+                            r"|\b(?P<m>\d+)\s+(?:highest|lowest|largest|smallest|most|least|best|worst|top)\b")
+WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                "eight": 8, "nine": 9, "ten": 10}
+ALL_FIELDS_PATTERNS = re.compile(r"\ball (?:the )?(?:information|info|details|data|attributes|fields|columns)\b")
+# Words that carry no schema meaning: general stopwords plus request verbs.
+STOPWORDS = TEXT_STOPWORDS | frozenset(
+    "show list give find return display tell please provide retrieve get identify name names "
+    "value values record records entry entries".split())
+# Light synonyms: question word -> field words it may stand for.
+SYNONYMS = {
+    "age": ("age",), "old": ("age",), "year": ("year",), "when": ("date", "year"),
+    "called": ("name",), "named": ("name",), "title": ("name", "title"),
+    "cost": ("price", "cost"), "price": ("price", "cost"), "salary": ("salary", "pay", "wage"),
+    "city": ("city", "town"), "town": ("city", "town"),
+}
+
+
+# --- the intermediate representation ------------------------------------------------
+
+@dataclass
+class Field:
+    """A lattice path of one collection, with the words that can name it."""
+
+    collection: str
+    path: str                 # lattice path, e.g. "wine[].Price"
+    mql: str                  # dotted path, e.g. "wine.Price"
+    arrays: tuple[str, ...]   # dotted prefixes that are arrays, outermost first
+    kind: str
+    type: str
+    words: tuple[str, ...]    # normalized words of the leaf name
+    context: tuple[str, ...]  # normalized words of the enclosing names
+    present: int = 0
+
+    @property
+    def numeric(self) -> bool:
+        return self.type in ("int", "long", "double", "decimal")
+
+
+@dataclass
+class Mention:
+    field: Field
+    start: int
+    end: int       # token span [start, end)
+    score: float
+
+
+@dataclass
+class Filter:
+    field: Field
+    op: str        # $eq $ne $in $gt $gte $lt $lte
+    value: object
+    start: int = -1
+    key_of: Field | None = None  # a dynamic-map key filter: the map's field
+
+
+@dataclass
+class IR:
+    """What the question asks, bound to the induced schema."""
+
+    collection: str
+    collection_margin: float = 0.0
+    mentions: list[Mention] = field(default_factory=list)
+    filters: list[Filter] = field(default_factory=list)
+    group_by: list[Field] = field(default_factory=list)
+    aggregates: list[tuple[str, Field | None]] = field(default_factory=list)  # ($sum, field) / ($count, None)
+    count: bool = False
+    distinct: bool = False
+    sort: list[tuple[object, int]] = field(default_factory=list)  # (Field | "count" | agg name, dir)
+    limit: int | None = None
+    outputs: list[Field] = field(default_factory=list)
+    unwinds: list[str] = field(default_factory=list)
+    grain: str | None = None         # the array whose elements the question counts/lists
+    grounded_share: float = 0.0
+    witnesses_bound: int = 0
+    unresolved: list[str] = field(default_factory=list)
+    issues: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "collection": self.collection,
+            "unwind": self.unwinds,
+            "filters": [{"path": f.field.mql, "op": f.op, "value": f.value} for f in self.filters],
+            "group_by": [f.mql for f in self.group_by],
+            "aggregates": [{"op": op, "path": f.mql if f else None} for op, f in self.aggregates],
+            "count": self.count, "distinct": self.distinct,
+            "sort": [{"key": k.mql if isinstance(k, Field) else k, "dir": d} for k, d in self.sort],
+            "limit": self.limit,
+            "outputs": [f.mql for f in self.outputs],
+            "unresolved": self.unresolved, "issues": self.issues,
+        }
+
+
+# --- schema -------------------------------------------------------------------------
+
+def split_name(name: str) -> list[str]:
+    """Words of a field name: `Openning_year` -> ['openning', 'year'], `StuID` -> ['stu', 'id']."""
+    name = name.replace("[]", "")
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|[_\-.\s]+", " ", name)
+    return [normalize(w) for w in spaced.split() if w and w != "<*>"]
+
+
+def _lattice_to_mql(path: str) -> tuple[str, tuple[str, ...]]:
+    """`a[].b[].c` -> ('a.b.c', ('a', 'a.b'))."""
+    parts = path.split(".")
+    mql_parts, arrays = [], []
+    for part in parts:
+        is_array = part.endswith("[]")
+        mql_parts.append(part[:-2] if is_array else part)
+        if is_array:
+            arrays.append(".".join(mql_parts))
+    return ".".join(mql_parts), tuple(arrays)
+
+
+def _dominant_type(types: dict) -> str:
+    if not types:
+        return "missing"
+    real = {t: n for t, n in types.items() if t not in ("null", "missing")}
+    pool = real or types
+    return max(sorted(pool), key=lambda t: pool[t])
+
+
+_SCHEMAS: dict[int, tuple[dict, dict]] = {}  # id(index) -> (index, schema); the index is kept alive
+
+
+def schema_of(index: dict) -> dict[str, list[Field]]:
+    """Fields of each collection from the index's lattice (computed once per index)."""
+    cached = _SCHEMAS.get(id(index))
+    if cached is not None and cached[0] is index:
+        return cached[1]
+    schema: dict[str, list[Field]] = {c: [] for c in index.get("collections", {})}
+    for entry in index.get("lattice", []):
+        path = entry["path"]
+        mql, arrays = _lattice_to_mql(path)
+        if entry.get("kind") == "array" and not path.endswith("[]"):
+            arrays = arrays + (mql,)
+        names = [p for p in mql.split(".") if p != "<*>"]
+        if not names:
+            continue
+        schema.setdefault(entry["collection"], []).append(Field(
+            collection=entry["collection"], path=path, mql=mql, arrays=arrays,
+            kind=entry.get("kind", "scalar"), type=_dominant_type(entry.get("types", {})),
+            words=tuple(split_name(names[-1])), context=tuple(w for n in names[:-1] for w in split_name(n)),
+            present=entry.get("present", 0)))
+    if len(_SCHEMAS) > 64:
+        _SCHEMAS.clear()
+    _SCHEMAS[id(index)] = (index, schema)
+    return schema
+
+
+# --- mentions -----------------------------------------------------------------------
+
+def _word_match(q: str, f: str) -> float:
+    """How well a question word names a field word (1 exact, <1 partial, 0 none)."""
+    if q == f:
+        return 1.0
+    if len(f) >= 2 and len(q) >= 4 and q.startswith(f) and len(f) >= 3:
+        return 0.8  # 'student' ~ 'stu'
+    if len(q) >= 4 and len(f) >= 4 and (q.startswith(f[:4]) and f.startswith(q[:4])):
+        return 0.85 if _close(q, f) else 0.0  # 'opening' ~ 'openning'
+    if f in SYNONYMS.get(q, ()):
+        return 0.7
+    return 0.0
+
+
+def _close(a: str, b: str) -> bool:
+    import difflib
+
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.8
+
+
+def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Mention]:
+    """Every (field, span) where consecutive question words name a field's leaf words.
+
+    The score is the share of the field's words matched, with a bonus when the
+    enclosing names (collection, parent objects) also occur in the question.
+    """
+    present = set(words)
+    mentions = []
+    for collection, fields in schema.items():
+        coll_words = set(split_name(collection))
+        for f in fields:
+            if not f.words:
+                continue
+            for start in range(len(words)):
+                best = _span_match(words, start, f.words)
+                if best is None:
+                    continue
+                end, matched = best
+                share = matched / len(f.words)
+                if share < 0.5:
+                    continue
+                context = set(f.context) | coll_words
+                bonus = 0.25 if context & present else 0.0
+                mentions.append(Mention(f, start, end, share + bonus))
+    return mentions
+
+
+def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
+    """Match field words against question words from `start` (in order, allowing
+    the field's leading context words to be absent): returns (end, matched)."""
+    matched, i, total = 0.0, start, 0
+    for fw in fwords:
+        if i < len(words):
+            m = _word_match(words[i], fw)
+            if m:
+                matched += m
+                i += 1
+                total += 1
+                continue
+        if total == 0:
+            continue  # a leading field word may be implicit ('pilot name' named by 'name')
+        break
+    if total == 0:
+        return None
+    return i, matched
+
+
+# --- the method ---------------------------------------------------------------------
+
+class RulesMethod:
+    name = "rules"
+    channels = ("question", "witnesses", "grounding_index")
+
+    def generate(self, task: dict, context) -> dict:
+        question = task.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise NlqError("the task has no question")
+        index = context.index_for(task.get("db"))
+        ir = build_ir(question, task.get("witnesses") or [], index)
+        pipeline = render(ir)
+        conf = confidence(ir)
+        minimum = context.options.get("min_confidence")
+        if minimum is not None and conf < minimum:
+            raise AbstainedError(f"confidence {conf:.2f} is below --min-confidence {minimum:.2f}")
+        return {"collection": ir.collection, "pipeline": pipeline, "method": self.name,
+                "confidence": conf, "ir": ir.to_json()}
+
+
+METHOD = RulesMethod()
+
+
+# --- question analysis ---------------------------------------------------------------
+
+@dataclass
+class Question:
+    """The question as parallel word lists: raw lowercase words and normalized stems."""
+
+    text: str
+    raw: list[str]
+    stems: list[str]
+    spans: list[tuple[int, int]]  # character span of each word in `text`
+
+    @classmethod
+    def of(cls, text: str) -> "Question":
+        found = list(re.finditer(r"\d+(?:\.\d+)?|[^\W_]+(?:'[^\W_]+)?", text))
+        raw = [m.group().lower() for m in found]
+        return cls(text, raw, [normalize(w) for w in raw], [m.span() for m in found])
+
+    def word_at(self, char: int) -> int:
+        """Index of the first word starting at or after a character offset."""
+        for i, (s, _) in enumerate(self.spans):
+            if s >= char:
+                return i
+        return len(self.spans)
+
+    def find(self, phrase: str, start: int = 0) -> int:
+        """Word index where the words of `phrase` occur (case-insensitive), or -1."""
+        target = [normalize(w.lower()) for w in re.findall(r"\d+(?:\.\d+)?|[^\W_]+", phrase)]
+        n = len(target)
+        for i in range(start, len(self.stems) - n + 1):
+            if self.stems[i:i + n] == target:
+                return i
+        return -1
+
+
+def _number(text: str):
+    value = float(text)
+    return int(value) if value.is_integer() and "." not in text else value
+
+
+def resolve_collection(q: Question, schema: dict[str, list[Field]], mentions: list[Mention],
+                       witnesses: list[dict]) -> tuple[str, float, dict[str, set[int]]]:
+    """The collection the question is about, its margin over the runner-up, and,
+    per collection, the word positions that name the collection or an array entity."""
+    if not schema:
+        raise NlqError("the grounding index has no collections")
+    scores, entity_positions = {}, {}
+    for coll, fields in schema.items():
+        positions: set[int] = set()
+        score = 0.0
+        coll_words = split_name(coll)
+        for i, w in enumerate(q.stems):
+            if any(_word_match(w, cw) >= 0.8 for cw in coll_words):
+                positions.add(i)
+        score += 2.0 * min(1.0, len(positions) / max(1, len(coll_words))) if positions else 0.0
+        for f in fields:
+            if f.kind == "array" and f.words:
+                hits = {i for i, w in enumerate(q.stems) if _word_match(w, f.words[-1]) >= 0.85}
+                if hits:
+                    positions |= hits
+                    score += 0.6 / (1 + len(f.arrays) - 1) if f.arrays else 0.6
+        best_by_span: dict[int, float] = {}
+        for m in mentions:
+            if m.field.collection == coll and m.field.kind != "array":
+                best_by_span[m.start] = max(best_by_span.get(m.start, 0.0), min(m.score, 1.0))
+        score += sum(best_by_span.values())
+        for w in witnesses:
+            if any(match.get("collection") == coll for match in w.get("matches", [])):
+                score += 0.75
+        scores[coll] = score
+        entity_positions[coll] = positions
+    ranked = sorted(scores, key=lambda c: (-scores[c], c))
+    best = ranked[0]
+    second = scores[ranked[1]] if len(ranked) > 1 else 0.0
+    margin = 1.0 if scores[best] <= 0 and len(ranked) == 1 else (
+        (scores[best] - second) / scores[best] if scores[best] > 0 else 0.0)
+    return best, margin, entity_positions
+
+
+def select_mentions(mentions: list[Mention], collection: str, entity_positions: set[int]) -> list[Mention]:
+    """Non-overlapping field mentions of one collection, best first.
+
+    A word that names the collection or an array entity is taken as that entity,
+    unless a field's name matches there in full.
+    """
+    pool = [m for m in mentions if m.field.collection == collection and m.field.kind not in ("object", "dynamic_map")]
+    pool.sort(key=lambda m: (-min(m.score, 1.25), -(m.end - m.start), len(m.field.arrays),
+                             -m.field.present, m.field.mql))
+    taken: list[Mention] = []
+    used: set[int] = set()
+    for m in pool:
+        span = set(range(m.start, m.end))
+        if span & used:
+            continue
+        if m.field.kind == "array":
+            continue
+        if span & entity_positions and m.score < 1.0:
+            continue
+        taken.append(m)
+        used |= span
+    taken.sort(key=lambda m: m.start)
+    return taken
+
+
+def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_fields: list[Field],
+                   mentions: list[Mention], consumed: set[int]) -> list[Filter]:
+    """Equality filters on exact stored forms for value-like literals in the question."""
+    by_path = {f.path: f for f in schema_fields}
+    by_mql = {f.mql: f for f in schema_fields}
+    filters: list[Filter] = []
+    for w in witnesses:
+        term = str(w.get("term", ""))
+        at = q.find(term)
+        if at < 0 or at in consumed:
+            continue
+        end = at + max(1, len(re.findall(r"\d+(?:\.\d+)?|[^\W_]+", term)))
+        original = q.text[q.spans[at][0]:q.spans[end - 1][1]]
+        quoted = _is_quoted(q.text, q.spans[at][0], q.spans[end - 1][1])
+        if not (quoted or re.search(r"[A-Z0-9]", original)):
+            continue  # a lowercase common word is not a literal
+        if any(set(range(at, end)) & set(range(m.start, m.end)) for m in mentions) and not quoted:
+            continue
+        candidates = []
+        for match in w.get("matches", []):
+            if match.get("collection") != collection:
+                continue
+            f = by_path.get(match.get("path")) or by_mql.get(_lattice_to_mql(match.get("path", ""))[0])
+            if f is None:
+                continue
+            near = min((abs(m.start - at) for m in mentions if m.field.mql == f.mql), default=99)
+            candidates.append((near, -int(match.get("frequency", 0)), f.mql, f, match))
+        if not candidates:
+            continue
+        candidates.sort(key=lambda c: c[:3])
+        _, _, _, f, match = candidates[0]
+        negated = any(q.raw[i] in NEGATIONS for i in range(max(0, at - 3), at))
+        if match.get("kind") == "key":
+            filters.append(Filter(f, "$exists", match["stored"], at, key_of=f))
+        else:
+            filters.append(Filter(f, "$ne" if negated else "$eq", match["stored"], at))
+        consumed.update(range(at, end))
+    return _merge_equalities(filters)
+
+
+def _is_quoted(text: str, start: int, end: int) -> bool:
+    before, after = text[max(0, start - 1):start], text[end:end + 1]
+    return before in ("'", '"', "“", "‘") and after in ("'", '"', "”", "’")
+
+
+def _merge_equalities(filters: list[Filter]) -> list[Filter]:
+    """Several equality literals on one path mean any of them: `$in`."""
+    merged: list[Filter] = []
+    for f in filters:
+        same = next((g for g in merged if g.field.mql == f.field.mql and g.op in ("$eq", "$in")
+                     and f.op == "$eq"), None)
+        if same is None:
+            merged.append(f)
+        else:
+            values = same.value if same.op == "$in" else [same.value]
+            same.op, same.value = "$in", values + [f.value]
+    return merged
+
+
+def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention],
+                       consumed: set[int]) -> list[Filter]:
+    """Numeric comparisons ('more than 50', 'before 1850', 'between 2 and 5')
+    bound to the nearest numeric field mentioned (or named by the comparator)."""
+    lower = q.text.lower()
+    found: list[tuple[int, str, object]] = []
+    for m in BETWEEN.finditer(lower):
+        at = q.word_at(m.start())
+        found.append((at, "$gte", _number(m.group("n"))))
+        found.append((at, "$lte", _number(m.group("m"))))
+    for pattern, op in COMPARATORS:
+        for m in re.finditer(r"\b(?:" + pattern + r")\s+(?:the\s+|a\s+)?(?:year\s+)?" + NUMBER, lower):
+            at = q.word_at(m.start())
+            if any(a == at for a, _, _ in found):
+                continue
+            found.append((at, op, _number(m.group("n"))))
+    for m in re.finditer(NUMBER + r"\s+or\s+(more|greater|higher|above|less|fewer|lower|below)\b", lower):
+        at = q.word_at(m.start())
+        op = "$gte" if m.group(2) in ("more", "greater", "higher", "above") else "$lte"
+        found.append((at, op, _number(m.group("n"))))
+    numeric = [m for m in mentions if m.field.numeric]
+    filters = []
+    for at, op, value in sorted(found, key=lambda x: x[0]):
+        target = _comparison_field(q, at, value, numeric, fields)
+        if target is None:
+            continue
+        filters.append(Filter(target, op, value, at))
+        number_at = next((i for i in range(at, len(q.raw)) if q.raw[i] == str(value) or
+                          _maybe_number(q.raw[i]) == value), None)
+        consumed.update(range(at, (number_at + 1) if number_at is not None else at + 1))
+    return filters
+
+
+def _maybe_number(word: str):
+    try:
+        return _number(word)
+    except ValueError:
+        return None
+
+
+def _comparison_field(q: Question, at: int, value, numeric: list[Mention], fields: list[Field]) -> Field | None:
+    before = [m for m in numeric if m.end <= at + 1 and at - m.end <= 6]
+    if before:
+        return max(before, key=lambda m: m.end).field
+    after = [m for m in numeric if m.start > at and m.start - at <= 4]
+    if after:
+        return min(after, key=lambda m: m.start).field
+    word = q.raw[at] if at < len(q.raw) else ""
+    measure = {"older": "age", "younger": "age", "before": "year", "after": "year", "since": "year",
+               "earlier": "year", "later": "year", "longer": "length", "shorter": "length"}.get(word)
+    if measure is None and isinstance(value, int) and 1000 <= value <= 2100:
+        measure = "year"
+    if measure:
+        named = [f for f in fields if f.numeric and measure in f.words]
+        if named:
+            return min(named, key=lambda f: (len(f.arrays), -f.present, f.mql))
+    return None
+
+
+def detect_limit(q: Question) -> int | None:
+    m = LIMIT_PATTERNS.search(q.text.lower())
+    if m:
+        return int(m.group("n") or m.group("m"))
+    m = re.search(r"\b(?:top|first)\s+(" + "|".join(WORD_NUMBERS) + r")\b", q.text.lower())
+    return WORD_NUMBERS[m.group(1)] if m else None
+
+
+def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
+    """The intermediate representation of one question over one database's index."""
+    q = Question.of(question)
+    schema = schema_of(index)
+    all_mentions = mention_fields(q.stems, schema)
+    collection, margin, entity_positions = resolve_collection(q, schema, all_mentions, witnesses)
+    fields = schema.get(collection, [])
+    ir = IR(collection=collection, collection_margin=margin)
+    entities = entity_positions.get(collection, set())
+    mentions = select_mentions(all_mentions, collection, entities)
+    lower = question.lower()
+
+    consumed: set[int] = set()
+    ir.filters = detect_comparisons(q, fields, mentions, consumed)
+    ir.filters += bind_witnesses(q, witnesses, collection, fields, mentions, consumed)
+    ir.witnesses_bound = sum(1 for f in ir.filters if f.op in ("$eq", "$ne", "$in", "$exists"))
+    ir.limit = detect_limit(q)
+    ir.distinct = any(w in DISTINCT_WORDS for w in q.raw)
+    ir.count = bool(COUNT_PATTERNS.search(lower))
+    ir.mentions = mentions
+    filter_fields = {f.field.mql for f in ir.filters}
+    used: set[str] = set(filter_fields)
+
+    # grouping: "for each X", "per X", "by X", "most common X"
+    for m in GROUP_PATTERNS.finditer(lower):
+        at = q.word_at(m.end())
+        target = next((mm for mm in mentions if mm.start >= at and mm.start - at <= 2), None)
+        if target and target.field.mql not in used and not _is_order_phrase(lower, m.start()):
+            ir.group_by.append(target.field)
+            used.add(target.field.mql)
+    common = re.search(r"\b(?:most|least) (?:common|frequent|popular|often)\b", lower)
+    if common:
+        at = q.word_at(common.end())
+        target = next((mm for mm in mentions if mm.start >= at - 1), None) or (mentions[0] if mentions else None)
+        if target:
+            if target.field not in ir.group_by:
+                ir.group_by.append(target.field)
+            used.add(target.field.mql)
+            ir.sort = [("count", -1 if "most" in common.group() else 1)]
+            ir.limit = ir.limit or 1
+            ir.count = True
+
+    # aggregates: "average price", "total and minimum enrollment"
+    for i, word in enumerate(q.raw):
+        op = AGG_WORDS.get(word)
+        if op is None:
+            continue
+        target = next((mm for mm in mentions if mm.start > i and mm.start - i <= 4 and mm.field.numeric), None)
+        if target is None:
+            continue
+        if op in ("$max", "$min") and _is_superlative(q, i, mentions, target, used):
+            if not ir.sort:
+                ir.sort = [(target.field, -1 if op == "$max" else 1)]
+                ir.limit = ir.limit or 1
+            used.add(target.field.mql)
+            continue
+        if (op, target.field) not in ir.aggregates:
+            ir.aggregates.append((op, target.field))
+            used.add(target.field.mql)
+
+    # order: "in descending order of X", "sorted by X", measure superlatives
+    if not ir.sort:
+        ir.sort = detect_order(q, lower, mentions, fields, used)
+    if ir.sort and ir.limit is None:
+        ir.limit = _superlative_limit(q)
+
+    # outputs: what the question names and nothing else uses
+    if ALL_FIELDS_PATTERNS.search(lower):
+        grain = _grain_of(mentions, fields, entities, q)
+        ir.outputs = [f for f in fields if f.kind == "scalar" and f.arrays == grain and "<*>" not in f.mql]
+    else:
+        ir.outputs = [m.field for m in mentions if m.field.mql not in used]
+        if not ir.outputs and not (ir.count or ir.aggregates or ir.group_by):
+            # a bare entity ("list the students"): the identifying/name-like fields
+            ir.outputs = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1]
+    ir.grain = _count_grain(q, fields, entities) if ir.count else None
+
+    # the unresolved content words lower confidence
+    grounded = set(consumed) | entities
+    for m in mentions:
+        grounded.update(range(m.start, m.end))
+    content = [i for i, w in enumerate(q.raw) if w not in STOPWORDS and not w.isdigit()
+               and w not in AGG_WORDS and w not in DESC_WORDS and w not in ASC_WORDS]
+    covered = [i for i in content if i in grounded or _intent_word(q.raw[i])]
+    ir.grounded_share = len(covered) / len(content) if content else 1.0
+    ir.unresolved = [q.raw[i] for i in content if i not in covered]
+    ir.unwinds = plan_unwinds(ir)
+    validate(ir)
+    return ir
+
+
+def _is_order_phrase(lower: str, at: int) -> bool:
+    return bool(re.search(r"(?:order|sorted|ordered|sort|rank|ranked)\s*$", lower[:at]))
+
+
+def _intent_word(word: str) -> bool:
+    return word in ("many", "count", "number", "order", "sorted", "ordered", "each", "every", "common",
+                    "frequent", "than", "least", "most", "between", "distinct", "different", "unique")
+
+
+def _is_superlative(q: Question, i: int, mentions: list[Mention], target: Mention, used: set[str]) -> bool:
+    """'the ship with the highest tonnage' sorts; 'the highest tonnage' aggregates."""
+    others = [m for m in mentions if m.field.mql != target.field.mql and m.field.mql not in used]
+    return bool(others) or any(q.raw[j] in ("with", "whose", "has", "have", "having", "that", "who")
+                               for j in range(max(0, i - 3), i))
+
+
+def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[Field],
+                 used: set[str]) -> list[tuple[object, int]]:
+    """Explicit ordering phrases and measure superlatives ('oldest')."""
+    m = re.search(r"\b(?:order(?:ed)?|sort(?:ed)?|rank(?:ed)?|arrange(?:d)?)\b(?:\s+\w+){0,6}", lower)
+    if m:
+        window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
+        direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most)\b", window) else 1
+        at = q.word_at(m.start())
+        if re.search(r"\b(?:of|by) (?:the )?(?:count|number)\b", window[:40]):
+            return [("count", direction)]
+        target = next((mm for mm in mentions if mm.start > at), None)
+        if target is None:
+            target = next((mm for mm in reversed(mentions) if mm.end <= at), None)
+        if target:
+            if target.start > at and len(mentions) > 1:
+                used.add(target.field.mql)  # "names in order of age": age orders, names are shown
+            return [(target.field, direction)]
+        if "alphabetic" in lower and mentions:
+            return [(mentions[0].field, 1)]
+    for i, word in enumerate(q.raw):
+        measure = MEASURE_SUPERLATIVES.get(word)
+        if measure:
+            named = [f for f in fields if f.numeric or f.type in ("date", "string")]
+            named = [f for f in named if measure[0] in f.words]
+            if named:
+                f = min(named, key=lambda f: (len(f.arrays), -f.present, f.mql))
+                return [(f, measure[1])]
+    return []
+
+
+def _superlative_limit(q: Question) -> int | None:
+    if any(w in MEASURE_SUPERLATIVES or w in ("highest", "lowest", "largest", "smallest", "most", "least",
+                                              "fewest", "maximum", "minimum", "best", "worst")
+           for w in q.raw):
+        if not re.search(r"\border\b|\bsorted\b", q.text.lower()):
+            return 1
+    return None
+
+
+def _grain_of(mentions, fields, entities, q) -> tuple[str, ...]:
+    """The array level the question talks about (deepest entity named), or top level."""
+    grains = [f.arrays + ((f.mql,) if f.kind == "array" and not f.path.endswith("[]") else ())
+              for f in fields if f.kind == "array" and f.words
+              and any(_word_match(w, f.words[-1]) >= 0.85 for w in q.stems)]
+    for m in mentions:
+        if m.field.arrays:
+            grains.append(m.field.arrays)
+    return max(grains, key=len) if grains else ()
+
+
+def _count_grain(q: Question, fields: list[Field], entities: set[int]) -> str | None:
+    """'how many captains': the array whose elements are counted, if the counted noun is one."""
+    m = COUNT_PATTERNS.search(q.text.lower())
+    if not m:
+        return None
+    at = q.word_at(m.end())
+    for i in range(at, min(at + 4, len(q.stems))):
+        for f in fields:
+            if f.kind == "array" and f.words and _word_match(q.stems[i], f.words[-1]) >= 0.85:
+                return f.mql
+    return None
+
+
+def plan_unwinds(ir: IR) -> list[str]:
+    """Arrays to unwind, outermost first: those on the path to outputs, group keys,
+    sort keys, aggregated fields and the counted grain. Arrays reached only by
+    filters are matched in place (implicit array traversal), not unwound."""
+    needed: list[str] = []
+    referenced = list(ir.outputs) + list(ir.group_by) + [f for _, f in ir.aggregates if f is not None]
+    referenced += [k for k, _ in ir.sort if isinstance(k, Field)]
+    for f in referenced:
+        for a in f.arrays:
+            if a != f.mql and a not in needed:
+                needed.append(a)
+    if ir.grain:
+        prefix = [a for f in ir.mentions for a in f.field.arrays if ir.grain.startswith(a)]
+        for a in prefix + [ir.grain]:
+            if a not in needed:
+                needed.append(a)
+    return sorted(needed, key=lambda a: (a.count("."), a))
+
+
+def validate(ir: IR) -> None:
+    """Record what the IR cannot answer as issues (they lower confidence)."""
+    if not (ir.outputs or ir.count or ir.aggregates or ir.group_by):
+        ir.issues.append("no output field could be bound")
+    if ir.sort and ir.sort[0][0] == "count" and not (ir.count or ir.group_by):
+        ir.issues.append("ordering by a count without a grouping")
+    if ir.collection_margin < 0.15:
+        ir.issues.append("the collection is ambiguous")
+
+
+# --- rendering ----------------------------------------------------------------------
+
+def _ref(f: Field) -> str:
+    return "$" + f.mql
+
+
+def _out_name(f: Field, taken: set[str]) -> str:
+    name = f.mql.split(".")[-1]
+    if name in taken or name == "_id":
+        name = f.mql.replace(".", "_")
+    taken.add(name)
+    return name
+
+
+def _filter_doc(filters: list[Filter]) -> dict:
+    doc: dict = {}
+    for f in filters:
+        if f.op == "$exists":
+            path = f"{f.field.mql}.{f.value}"
+            doc.setdefault(path, {})["$exists"] = True
+        elif f.op == "$eq":
+            existing = doc.get(f.field.mql)
+            doc[f.field.mql] = f.value if existing is None else {"$in": [existing, f.value]}
+        else:
+            slot = doc.setdefault(f.field.mql, {})
+            if not isinstance(slot, dict):
+                slot = doc[f.field.mql] = {"$eq": slot}
+            slot[f.op] = f.value
+    return doc
+
+
+def render(ir: IR) -> list[dict]:
+    """The aggregation pipeline of an IR."""
+    pipeline: list[dict] = []
+    unwound = set(ir.unwinds)
+    early = [f for f in ir.filters if not (set(f.field.arrays) & unwound)]
+    late = [f for f in ir.filters if set(f.field.arrays) & unwound]
+    if early:
+        pipeline.append({"$match": _filter_doc(early)})
+    for a in ir.unwinds:
+        pipeline.append({"$unwind": "$" + a})
+    if late:
+        pipeline.append({"$match": _filter_doc(late)})
+
+    taken: set[str] = set()
+    if ir.group_by or ir.aggregates or (ir.count and ir.distinct and ir.outputs):
+        keys = ir.group_by or ([] if not ir.distinct else ir.outputs)
+        if len(keys) == 1:
+            group_id = _ref(keys[0])
+        else:
+            group_id = {k.mql.replace(".", "_"): _ref(k) for k in keys} if keys else None
+        group: dict = {"_id": group_id}
+        agg_names = []
+        for op, f in ir.aggregates:
+            name = f"{op[1:]}_{f.mql.replace('.', '_')}"
+            group[name] = {op: _ref(f)}
+            agg_names.append(name)
+        if ir.count and (ir.group_by or not ir.distinct):
+            group["count"] = {"$sum": 1}
+        pipeline.append({"$group": group})
+        if ir.count and ir.distinct and not ir.group_by:
+            pipeline.append({"$count": "count"})
+            return pipeline
+        sort = _render_sort(ir, agg_names, grouped=True)
+        if sort:
+            pipeline.append({"$sort": sort})
+        if ir.limit:
+            pipeline.append({"$limit": ir.limit})
+        project: dict = {"_id": 0}
+        if len(keys) == 1:
+            project[_out_name(keys[0], taken)] = "$_id"
+        else:
+            for k in keys:
+                project[_out_name(k, taken)] = "$_id." + k.mql.replace(".", "_")
+        for name in agg_names:
+            project[name] = 1
+        if "count" in group:
+            project["count"] = 1
+        extra = [f for f in ir.outputs if f not in keys and not any(f is a for _, a in ir.aggregates)]
+        if extra and ir.group_by:
+            for f in extra:
+                group[_out_name(f, set(group))] = {"$first": _ref(f)}
+                project[f.mql.split(".")[-1]] = 1
+        pipeline.append({"$project": project})
+        return pipeline
+    if ir.count:
+        pipeline.append({"$count": "count"})
+        return pipeline
+    if ir.distinct and ir.outputs:
+        group_id = (_ref(ir.outputs[0]) if len(ir.outputs) == 1
+                    else {f.mql.replace(".", "_"): _ref(f) for f in ir.outputs})
+        pipeline.append({"$group": {"_id": group_id}})
+        project = {"_id": 0}
+        if len(ir.outputs) == 1:
+            project[_out_name(ir.outputs[0], taken)] = "$_id"
+        else:
+            for f in ir.outputs:
+                project[_out_name(f, taken)] = "$_id." + f.mql.replace(".", "_")
+        sort = _render_sort(ir, [], grouped=False)
+        if sort:
+            pipeline.append({"$sort": sort})
+        if ir.limit:
+            pipeline.append({"$limit": ir.limit})
+        pipeline.append({"$project": project})
+        return pipeline
+    sort = _render_sort(ir, [], grouped=False)
+    if sort:
+        pipeline.append({"$sort": sort})
+    if ir.limit:
+        pipeline.append({"$limit": ir.limit})
+    project = {"_id": 0}
+    for f in ir.outputs:
+        project[_out_name(f, taken)] = _ref(f)
+    pipeline.append({"$project": project})
+    return pipeline
+
+
+def _render_sort(ir: IR, agg_names: list[str], grouped: bool) -> dict:
+    sort: dict = {}
+    for key, direction in ir.sort:
+        if key == "count":
+            if grouped:
+                sort["count"] = direction
+        elif isinstance(key, Field):
+            if grouped:
+                name = next((n for n, (_, f) in zip(agg_names, ir.aggregates) if f is key), None)
+                if name:
+                    sort[name] = direction
+                elif key in ir.group_by:
+                    sort["_id"] = direction
+            else:
+                sort[key.mql] = direction
+    return sort
+
+
+# --- confidence ---------------------------------------------------------------------
+
+def confidence(ir: IR) -> float:
+    """Additive grounding signals minus penalties, clipped to [0.15, 0.97]."""
+    score = 0.30
+    score += 0.20 * max(0.0, min(1.0, ir.collection_margin))
+    score += 0.35 * ir.grounded_share
+    score += min(0.10, 0.05 * ir.witnesses_bound)
+    score -= min(0.15, 0.03 * len(ir.unresolved))
+    score -= 0.12 * len(ir.issues)
+    if len(ir.unwinds) > 1:
+        score -= 0.05
+    return round(max(0.15, min(0.97, score)), 3)
