@@ -23,7 +23,7 @@ import orjson
 
 from nlq.errors import InputError, failure
 from nlq.mql.values import (EPOCH, MISSING, UTC, Binary, Decimal128, Int64, MaxKey, MinKey,
-                            ObjectId, Regex, Timestamp, date_to_millis)
+                            ObjectId, Regex, Timestamp, date_to_millis, regex_options)
 
 # ---------------------------------------------------------------------------
 # Extended JSON -> Python BSON values
@@ -154,11 +154,8 @@ def to_extjson(value):
         return {"$oid": str(value)}
     if isinstance(value, Decimal128):
         return {"$numberDecimal": str(value)}
-    if isinstance(value, Regex):
-        return {"$regularExpression": {"pattern": value.pattern, "options": value.flags if isinstance(value.flags, str) else Regex.from_native(value).flags}}
-    if type(value).__name__ == "Pattern":
-        r = Regex.from_native(value)
-        return {"$regularExpression": {"pattern": r.pattern, "options": r.flags}}
+    if isinstance(value, Regex) or type(value).__name__ == "Pattern":
+        return {"$regularExpression": {"pattern": value.pattern, "options": regex_options(value)}}
     if isinstance(value, (Binary, bytes)):
         return {"$binary": {"base64": base64.b64encode(bytes(value)).decode(),
                             "subType": f"{getattr(value, 'subtype', 0):02x}"}}

@@ -223,15 +223,25 @@ def sort_key(value):
     if b == TIMESTAMP:
         return (b, value.time, value.inc)
     if b == REGEX:
-        return (b, value.pattern, _regex_flags(value))
+        return (b, value.pattern, regex_options(value))
     raise TypeError(f"cannot order {type(value).__name__}")
 
 
-def _regex_flags(value) -> str:
+_FLAG_LETTERS = (("i", 2), ("l", 4), ("m", 8), ("s", 16), ("u", 32), ("x", 64))  # re.I, re.L, re.M, ...
+
+
+def regex_options(value) -> str:
+    """The options letters of a bson Regex or compiled pattern, sorted ('im', 'sx').
+
+    bson.regex.Regex keeps its flags as the `re` module's bit mask; MongoDB and
+    Extended JSON spell them as letters. The `u` flag Python sets on every str
+    pattern is not a MongoDB option and is dropped for compiled patterns.
+    """
     flags = value.flags
-    if isinstance(flags, int):
-        return Regex.from_native(value).flags if _is_pattern(value) else str(flags)
-    return flags
+    if isinstance(flags, str):
+        return "".join(sorted(flags))
+    letters = "".join(letter for letter, bit in _FLAG_LETTERS if flags & bit)
+    return letters.replace("u", "") if _is_pattern(value) else letters
 
 
 def compare(a, b) -> int:
@@ -291,6 +301,6 @@ def is_truthy(value) -> bool:
 __all__ = [
     "MISSING", "UTC", "EPOCH", "bson_type", "type_bracket", "sort_key", "compare", "equal",
     "group_key", "is_number", "to_decimal", "number_value", "date_to_millis", "millis_to_date",
-    "is_truthy", "TYPE_CODES", "CODE_TYPES", "NUMBER_TYPES",
+    "is_truthy", "regex_options", "TYPE_CODES", "CODE_TYPES", "NUMBER_TYPES",
     "Binary", "Decimal128", "Int64", "MaxKey", "MinKey", "ObjectId", "Regex", "Timestamp",
 ]
