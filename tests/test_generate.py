@@ -101,8 +101,28 @@ def test_order_phrase_sorts_by_the_named_field():
 
 def test_most_common_groups_counts_and_takes_one():
     assert pipeline_of("What is the most common flag of ships?") == [
-        {"$group": {"_id": "$Flag", "count": {"$sum": 1}}}, {"$sort": {"count": -1}}, {"$limit": 1},
+        {"$group": {"_id": "$Flag", "count": {"$sum": 1}}}, {"$sort": {"count": -1, "_id": 1}}, {"$limit": 1},
         {"$project": {"_id": 0, "Flag": "$_id", "count": 1}}]
+
+
+def test_text_patterns_and_array_sizes():
+    ir = ir_of("Find the names of ships whose name contains letter \"a\".")
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Name", "$regex", "a")]
+    assert [f.mql for f in ir.outputs] == ["Name"]
+    assert pipeline_of("Show names of ships with at least two captains.") == [
+        {"$match": {"$expr": {"$gte": [{"$size": {"$ifNull": ["$captain", []]}}, 2]}}},
+        {"$project": {"_id": 0, "Name": "$Name"}}]
+    assert pipeline_of("Show the name of the ship with the most captains.") == [
+        {"$addFields": {"_size": {"$size": {"$ifNull": ["$captain", []]}}}}, {"$sort": {"_size": -1}},
+        {"$limit": 1}, {"$project": {"_id": 0, "Name": "$Name"}}]
+
+
+def test_abbreviated_field_names():
+    index = {"db": "s", "collections": {"Student": {"count": 1, "sampled": 1}},
+             "lattice": [entry("Student", "Fname"), entry("Student", "LName"), entry("Student", "Age", types={"int": 1})]}
+    ir = rules.build_ir("What are the first names of students older than 20?", [], index)
+    assert [f.mql for f in ir.outputs] == ["Fname"]
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Age", "$gt", 20)]
 
 
 def test_confidence_is_bounded_and_lower_when_ungrounded():

@@ -42,7 +42,8 @@ AGG_WORDS = {
     "fewest": "$min",
 }
 DISTINCT_WORDS = {"distinct", "different", "unique"}
-GROUP_PATTERNS = re.compile(r"\b(?:for each|for every|per|in each|of each|by each|grouped by|group by|by)\s+")
+GROUP_PATTERNS = re.compile(r"\b(?:for each|for every|per|in each|of each|by each|grouped by|group by|"
+                            r"broken down by|count by|counts by)\s+")
 DESC_WORDS = {"descending", "decreasing", "highest", "largest", "most", "biggest", "greatest",
               "oldest", "latest", "newest", "longest", "top", "maximum"}
 ASC_WORDS = {"ascending", "increasing", "lowest", "smallest", "least", "fewest", "youngest",
@@ -62,13 +63,13 @@ COMPARATORS = [
     (r"over|above|exceeding|exceeds|after|since", "$gt"),
     (r"under|below|before", "$lt"),
 ]
-NUMBER = r"(?P<n>-?\d+(?:\.\d+)?)"
+WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                "eight": 8, "nine": 9, "ten": 10}
+NUMBER = r"(?P<n>-?\d+(?:\.\d+)?|" + "|".join(WORD_NUMBERS) + ")"
 BETWEEN = re.compile(r"\bbetween\s+" + NUMBER + r"\s+and\s+(?P<m>-?\d+(?:\.\d+)?)")
 NEGATIONS = {"not", "no", "except", "excluding", "other", "without", "never"}
 LIMIT_PATTERNS = re.compile(r"\b(?:top|first|last|highest|lowest|largest|smallest|best|worst)\s+(?P<n>\d+)\b"
                             r"|\b(?P<m>\d+)\s+(?:highest|lowest|largest|smallest|most|least|best|worst|top)\b")
-WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-                "eight": 8, "nine": 9, "ten": 10}
 ALL_FIELDS_PATTERNS = re.compile(r"\ball (?:the )?(?:information|info|details|data|attributes|fields|columns)\b")
 # Words that carry no schema meaning: general stopwords plus request verbs.
 STOPWORDS = TEXT_STOPWORDS | frozenset(
@@ -109,7 +110,8 @@ class Mention:
     field: Field
     start: int
     end: int       # token span [start, end)
-    score: float
+    score: float   # share of the field's words matched, plus a context bonus
+    share: float = 1.0
 
 
 @dataclass
@@ -119,6 +121,7 @@ class Filter:
     value: object
     start: int = -1
     key_of: Field | None = None  # a dynamic-map key filter: the map's field
+    size: bool = False           # compare the array's size, not its elements
 
 
 @dataclass
@@ -147,11 +150,13 @@ class IR:
         return {
             "collection": self.collection,
             "unwind": self.unwinds,
-            "filters": [{"path": f.field.mql, "op": f.op, "value": f.value} for f in self.filters],
+            "filters": [{"path": f.field.mql, "op": f.op, "value": f.value, **({"size": True} if f.size else {})}
+                        for f in self.filters],
             "group_by": [f.mql for f in self.group_by],
             "aggregates": [{"op": op, "path": f.mql if f else None} for op, f in self.aggregates],
             "count": self.count, "distinct": self.distinct,
-            "sort": [{"key": k.mql if isinstance(k, Field) else k, "dir": d} for k, d in self.sort],
+            "sort": [{"key": k.mql if isinstance(k, Field) else (f"$size:{k[1].mql}" if isinstance(k, tuple) else k),
+                      "dir": d} for k, d in self.sort],
             "limit": self.limit,
             "outputs": [f.mql for f in self.outputs],
             "unresolved": self.unresolved, "issues": self.issues,
@@ -259,8 +264,16 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
                     continue
                 context = set(f.context) | coll_words
                 bonus = 0.25 if context & present else 0.0
-                mentions.append(Mention(f, start, end, share + bonus))
+                mentions.append(Mention(f, start, end, share + bonus, share))
     return mentions
+
+
+def _abbreviates(fw: str, words: list[str], i: int) -> bool:
+    """'fname' abbreviates 'first name', 'dname' 'department name'."""
+    if i + 1 >= len(words) or len(fw) < 4:
+        return False
+    head, tail = words[i], words[i + 1]
+    return fw[0] == head[0] and len(head) > 1 and fw[1:] == tail and len(tail) >= 3
 
 
 def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
@@ -273,6 +286,11 @@ def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
             if m:
                 matched += m
                 i += 1
+                total += 1
+                continue
+            if _abbreviates(fw, words, i):
+                matched += 1.0
+                i += 2
                 total += 1
                 continue
         if total == 0:
@@ -341,11 +359,6 @@ class Question:
         return -1
 
 
-def _number(text: str):
-    value = float(text)
-    return int(value) if value.is_integer() and "." not in text else value
-
-
 def resolve_collection(q: Question, schema: dict[str, list[Field]], mentions: list[Mention],
                        witnesses: list[dict]) -> tuple[str, float, dict[str, set[int]]]:
     """The collection the question is about, its margin over the runner-up, and,
@@ -402,7 +415,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
             continue
         if m.field.kind == "array":
             continue
-        if span & entity_positions and m.score < 1.0:
+        if span & entity_positions and m.share < 1.0:
             continue
         taken.append(m)
         used |= span
@@ -469,37 +482,11 @@ def _merge_equalities(filters: list[Filter]) -> list[Filter]:
     return merged
 
 
-def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention],
-                       consumed: set[int]) -> list[Filter]:
-    """Numeric comparisons ('more than 50', 'before 1850', 'between 2 and 5')
-    bound to the nearest numeric field mentioned (or named by the comparator)."""
-    lower = q.text.lower()
-    found: list[tuple[int, str, object]] = []
-    for m in BETWEEN.finditer(lower):
-        at = q.word_at(m.start())
-        found.append((at, "$gte", _number(m.group("n"))))
-        found.append((at, "$lte", _number(m.group("m"))))
-    for pattern, op in COMPARATORS:
-        for m in re.finditer(r"\b(?:" + pattern + r")\s+(?:the\s+|a\s+)?(?:year\s+)?" + NUMBER, lower):
-            at = q.word_at(m.start())
-            if any(a == at for a, _, _ in found):
-                continue
-            found.append((at, op, _number(m.group("n"))))
-    for m in re.finditer(NUMBER + r"\s+or\s+(more|greater|higher|above|less|fewer|lower|below)\b", lower):
-        at = q.word_at(m.start())
-        op = "$gte" if m.group(2) in ("more", "greater", "higher", "above") else "$lte"
-        found.append((at, op, _number(m.group("n"))))
-    numeric = [m for m in mentions if m.field.numeric]
-    filters = []
-    for at, op, value in sorted(found, key=lambda x: x[0]):
-        target = _comparison_field(q, at, value, numeric, fields)
-        if target is None:
-            continue
-        filters.append(Filter(target, op, value, at))
-        number_at = next((i for i in range(at, len(q.raw)) if q.raw[i] == str(value) or
-                          _maybe_number(q.raw[i]) == value), None)
-        consumed.update(range(at, (number_at + 1) if number_at is not None else at + 1))
-    return filters
+def _number(text: str):
+    if text in WORD_NUMBERS:
+        return WORD_NUMBERS[text]
+    value = float(text)
+    return int(value) if value.is_integer() and "." not in text else value
 
 
 def _maybe_number(word: str):
@@ -509,13 +496,63 @@ def _maybe_number(word: str):
         return None
 
 
-def _comparison_field(q: Question, at: int, value, numeric: list[Mention], fields: list[Field]) -> Field | None:
+def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention],
+                       consumed: set[int], used: set[int]) -> list[Filter]:
+    """Numeric comparisons ('more than 50', 'before 1850', 'between 2 and 5',
+    'at least two flights') bound to the nearest numeric field mentioned, to the
+    field the comparator names ('older' -> age), or to the size of an array
+    entity named right after the number."""
+    lower = q.text.lower()
+    found: list[tuple[int, str, object, int]] = []  # (word index, op, value, char end)
+    for m in BETWEEN.finditer(lower):
+        at = q.word_at(m.start())
+        found.append((at, "$gte", _number(m.group("n")), m.end()))
+        found.append((at, "$lte", _number(m.group("m")), m.end()))
+    for pattern, op in COMPARATORS:
+        for m in re.finditer(r"\b(?:" + pattern + r")\s+(?:the\s+|a\s+)?(?:year\s+)?" + NUMBER + r"\b", lower):
+            at = q.word_at(m.start())
+            if not any(a == at for a, *_ in found):
+                found.append((at, op, _number(m.group("n")), m.end()))
+    for m in re.finditer(NUMBER + r"\s+or\s+(more|greater|higher|above|less|fewer|lower|below)\b", lower):
+        op = "$gte" if m.group(2) in ("more", "greater", "higher", "above") else "$lte"
+        found.append((q.word_at(m.start()), op, _number(m.group("n")), m.end()))
+    numeric = [m for m in mentions if m.field.numeric]
+    filters = []
+    for at, op, value, char_end in sorted(found, key=lambda x: x[0]):
+        after = q.word_at(char_end)
+        array = _array_named(q, after, fields)
+        if array is not None:
+            filters.append(Filter(array, op, value, at, size=True))
+            consumed.update(range(at, after + 1))
+            continue
+        mention, target = _comparison_field(q, at, value, numeric, fields)
+        if target is None:
+            continue
+        if mention is not None:
+            used.add(mention.start)
+        filters.append(Filter(target, op, value, at))
+        consumed.update(range(at, after))
+    return filters
+
+
+def _array_named(q: Question, at: int, fields: list[Field]) -> Field | None:
+    """The array field whose name is the word at `at` ('two flights' -> flight[])."""
+    if at >= len(q.stems):
+        return None
+    named = [f for f in fields if f.kind == "array" and f.words and _word_match(q.stems[at], f.words[-1]) >= 0.85]
+    return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else None
+
+
+def _comparison_field(q: Question, at: int, value, numeric: list[Mention], fields: list[Field]):
+    """(mention, field) a comparison at word `at` constrains, or (None, None)."""
     before = [m for m in numeric if m.end <= at + 1 and at - m.end <= 6]
     if before:
-        return max(before, key=lambda m: m.end).field
+        m = max(before, key=lambda m: m.end)
+        return m, m.field
     after = [m for m in numeric if m.start > at and m.start - at <= 4]
     if after:
-        return min(after, key=lambda m: m.start).field
+        m = min(after, key=lambda m: m.start)
+        return m, m.field
     word = q.raw[at] if at < len(q.raw) else ""
     measure = {"older": "age", "younger": "age", "before": "year", "after": "year", "since": "year",
                "earlier": "year", "later": "year", "longer": "length", "shorter": "length"}.get(word)
@@ -524,8 +561,45 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     if measure:
         named = [f for f in fields if f.numeric and measure in f.words]
         if named:
-            return min(named, key=lambda f: (len(f.arrays), -f.present, f.mql))
-    return None
+            return None, min(named, key=lambda f: (len(f.arrays), -f.present, f.mql))
+    return None, None
+
+
+TEXT_PATTERNS = [
+    # (pattern, how the literal is anchored); the literal is group "s"
+    (r"\b(?:contains?|containing|includes?|including|with|has|have|having)\s+(?:an?\s+|the\s+)?"
+     r"(?:letters?|words?|substrings?|strings?|characters?|text)?\s*[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]", "contains"),
+    (r"\b(?:contains?|containing|includes?|including)\s+(?:an?\s+|the\s+)?(?:letters?|words?|substrings?)\s+"
+     r"(?P<s>\w+)", "contains"),
+    (r"\b(?:starts?|starting|begins?|beginning)\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*"
+     r"[\"'“‘]?(?P<s>[\w]+)[\"'”’]?", "prefix"),
+    (r"\b(?:ends?|ending)\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*[\"'“‘]?(?P<s>[\w]+)[\"'”’]?",
+     "suffix"),
+]
+
+
+def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int], used: set[int]) -> list[Filter]:
+    """'whose name contains "a"', 'starting with M': case-insensitive regexes on
+    the nearest string field mentioned before (or right after) the phrase."""
+    strings = [m for m in mentions if m.field.type == "string"]
+    filters = []
+    for pattern, anchor in TEXT_PATTERNS:
+        for m in re.finditer(pattern, q.text, flags=re.IGNORECASE):
+            at = q.word_at(m.start())
+            if at in consumed:
+                continue
+            before = [mm for mm in strings if mm.end <= at and at - mm.end <= 8]
+            after = [mm for mm in strings if mm.start > at and mm.start - at <= 3]
+            mention = max(before, key=lambda mm: mm.end) if before else (
+                min(after, key=lambda mm: mm.start) if after else None)
+            if mention is None:
+                continue
+            literal = re.escape(m.group("s"))
+            regex = {"contains": literal, "prefix": "^" + literal, "suffix": literal + "$"}[anchor]
+            filters.append(Filter(mention.field, "$regex", regex, at))
+            used.add(mention.start)
+            consumed.update(range(at, q.word_at(m.end())))
+    return filters
 
 
 def detect_limit(q: Question) -> int | None:
@@ -546,26 +620,30 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     ir = IR(collection=collection, collection_margin=margin)
     entities = entity_positions.get(collection, set())
     mentions = select_mentions(all_mentions, collection, entities)
+    ir.mentions = mentions
     lower = question.lower()
 
-    consumed: set[int] = set()
-    ir.filters = detect_comparisons(q, fields, mentions, consumed)
-    ir.filters += bind_witnesses(q, witnesses, collection, fields, mentions, consumed)
-    ir.witnesses_bound = sum(1 for f in ir.filters if f.op in ("$eq", "$ne", "$in", "$exists"))
+    consumed: set[int] = set()   # question words that a filter or intent already explains
+    used: set[int] = set()       # mentions (by start) that filter, group, sort or aggregate
+    ir.filters = detect_comparisons(q, fields, mentions, consumed, used)
+    ir.filters += detect_text_filters(q, mentions, consumed, used)
+    bound = bind_witnesses(q, witnesses, collection, fields, mentions, consumed)
+    for f in bound:
+        used.update(m.start for m in mentions if m.field.mql == f.field.mql and abs(m.start - f.start) <= 4)
+    ir.filters += bound
+    ir.witnesses_bound = len(bound)
     ir.limit = detect_limit(q)
     ir.distinct = any(w in DISTINCT_WORDS for w in q.raw)
     ir.count = bool(COUNT_PATTERNS.search(lower))
-    ir.mentions = mentions
-    filter_fields = {f.field.mql for f in ir.filters}
-    used: set[str] = set(filter_fields)
 
-    # grouping: "for each X", "per X", "by X", "most common X"
+    # grouping: "for each X", "per X", "most common X"
     for m in GROUP_PATTERNS.finditer(lower):
         at = q.word_at(m.end())
         target = next((mm for mm in mentions if mm.start >= at and mm.start - at <= 2), None)
-        if target and target.field.mql not in used and not _is_order_phrase(lower, m.start()):
-            ir.group_by.append(target.field)
-            used.add(target.field.mql)
+        if target and target.start not in used and not _is_order_phrase(lower, m.start()):
+            if target.field not in ir.group_by:
+                ir.group_by.append(target.field)
+            used.add(target.start)
     common = re.search(r"\b(?:most|least) (?:common|frequent|popular|often)\b", lower)
     if common:
         at = q.word_at(common.end())
@@ -573,28 +651,34 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
         if target:
             if target.field not in ir.group_by:
                 ir.group_by.append(target.field)
-            used.add(target.field.mql)
+            used.add(target.start)
             ir.sort = [("count", -1 if "most" in common.group() else 1)]
             ir.limit = ir.limit or 1
             ir.count = True
 
-    # aggregates: "average price", "total and minimum enrollment"
+    # aggregates: "average price", "total and minimum enrollment"; superlatives sort
     for i, word in enumerate(q.raw):
         op = AGG_WORDS.get(word)
-        if op is None:
+        if op is None or i in consumed:
             continue
         target = next((mm for mm in mentions if mm.start > i and mm.start - i <= 4 and mm.field.numeric), None)
+        array = _array_named(q, i + 1, fields) if target is None else None
+        if op in ("$max", "$min") and array is not None:
+            ir.sort = ir.sort or [(("size", array), -1 if op == "$max" else 1)]  # 'the most players'
+            ir.limit = ir.limit or 1
+            consumed.add(i + 1)
+            continue
         if target is None:
             continue
         if op in ("$max", "$min") and _is_superlative(q, i, mentions, target, used):
             if not ir.sort:
                 ir.sort = [(target.field, -1 if op == "$max" else 1)]
                 ir.limit = ir.limit or 1
-            used.add(target.field.mql)
+            used.add(target.start)
             continue
         if (op, target.field) not in ir.aggregates:
             ir.aggregates.append((op, target.field))
-            used.add(target.field.mql)
+        used.add(target.start)
 
     # order: "in descending order of X", "sorted by X", measure superlatives
     if not ir.sort:
@@ -607,9 +691,11 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
         grain = _grain_of(mentions, fields, entities, q)
         ir.outputs = [f for f in fields if f.kind == "scalar" and f.arrays == grain and "<*>" not in f.mql]
     else:
-        ir.outputs = [m.field for m in mentions if m.field.mql not in used]
+        for m in mentions:
+            if m.start not in used and m.field not in ir.outputs and m.field not in ir.group_by:
+                ir.outputs.append(m.field)
         if not ir.outputs and not (ir.count or ir.aggregates or ir.group_by):
-            # a bare entity ("list the students"): the identifying/name-like fields
+            # a bare entity ("list the students"): its name-like field
             ir.outputs = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1]
     ir.grain = _count_grain(q, fields, entities) if ir.count else None
 
@@ -636,15 +722,15 @@ def _intent_word(word: str) -> bool:
                     "frequent", "than", "least", "most", "between", "distinct", "different", "unique")
 
 
-def _is_superlative(q: Question, i: int, mentions: list[Mention], target: Mention, used: set[str]) -> bool:
+def _is_superlative(q: Question, i: int, mentions: list[Mention], target: Mention, used: set[int]) -> bool:
     """'the ship with the highest tonnage' sorts; 'the highest tonnage' aggregates."""
-    others = [m for m in mentions if m.field.mql != target.field.mql and m.field.mql not in used]
+    others = [m for m in mentions if m.field.mql != target.field.mql and m.start not in used]
     return bool(others) or any(q.raw[j] in ("with", "whose", "has", "have", "having", "that", "who")
                                for j in range(max(0, i - 3), i))
 
 
 def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[Field],
-                 used: set[str]) -> list[tuple[object, int]]:
+                 used: set[int]) -> list[tuple[object, int]]:
     """Explicit ordering phrases and measure superlatives ('oldest')."""
     m = re.search(r"\b(?:order(?:ed)?|sort(?:ed)?|rank(?:ed)?|arrange(?:d)?)\b(?:\s+\w+){0,6}", lower)
     if m:
@@ -658,15 +744,14 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
             target = next((mm for mm in reversed(mentions) if mm.end <= at), None)
         if target:
             if target.start > at and len(mentions) > 1:
-                used.add(target.field.mql)  # "names in order of age": age orders, names are shown
+                used.add(target.start)  # "names in order of age": age orders, names are shown
             return [(target.field, direction)]
         if "alphabetic" in lower and mentions:
             return [(mentions[0].field, 1)]
     for i, word in enumerate(q.raw):
         measure = MEASURE_SUPERLATIVES.get(word)
         if measure:
-            named = [f for f in fields if f.numeric or f.type in ("date", "string")]
-            named = [f for f in named if measure[0] in f.words]
+            named = [f for f in fields if (f.numeric or f.type in ("date", "string")) and measure[0] in f.words]
             if named:
                 f = min(named, key=lambda f: (len(f.arrays), -f.present, f.mql))
                 return [(f, measure[1])]
@@ -751,10 +836,14 @@ def _out_name(f: Field, taken: set[str]) -> str:
 
 def _filter_doc(filters: list[Filter]) -> dict:
     doc: dict = {}
+    exprs = []
     for f in filters:
-        if f.op == "$exists":
-            path = f"{f.field.mql}.{f.value}"
-            doc.setdefault(path, {})["$exists"] = True
+        if f.size:
+            exprs.append({f.op if f.op != "$eq" else "$eq": [{"$size": {"$ifNull": [_ref(f.field), []]}}, f.value]})
+        elif f.op == "$exists":
+            doc.setdefault(f"{f.field.mql}.{f.value}", {})["$exists"] = True
+        elif f.op == "$regex":
+            doc.setdefault(f.field.mql, {}).update({"$regex": f.value, "$options": "i"})
         elif f.op == "$eq":
             existing = doc.get(f.field.mql)
             doc[f.field.mql] = f.value if existing is None else {"$in": [existing, f.value]}
@@ -763,15 +852,21 @@ def _filter_doc(filters: list[Filter]) -> dict:
             if not isinstance(slot, dict):
                 slot = doc[f.field.mql] = {"$eq": slot}
             slot[f.op] = f.value
+    if exprs:
+        doc["$expr"] = exprs[0] if len(exprs) == 1 else {"$and": exprs}
     return doc
+
+
+def _key_name(f: Field) -> str:
+    return f.mql.replace(".", "_")
 
 
 def render(ir: IR) -> list[dict]:
     """The aggregation pipeline of an IR."""
     pipeline: list[dict] = []
     unwound = set(ir.unwinds)
-    early = [f for f in ir.filters if not (set(f.field.arrays) & unwound)]
-    late = [f for f in ir.filters if set(f.field.arrays) & unwound]
+    early = [f for f in ir.filters if f.size or not (set(f.field.arrays) & unwound)]
+    late = [f for f in ir.filters if f not in early]
     if early:
         pipeline.append({"$match": _filter_doc(early)})
     for a in ir.unwinds:
@@ -780,25 +875,26 @@ def render(ir: IR) -> list[dict]:
         pipeline.append({"$match": _filter_doc(late)})
 
     taken: set[str] = set()
-    if ir.group_by or ir.aggregates or (ir.count and ir.distinct and ir.outputs):
-        keys = ir.group_by or ([] if not ir.distinct else ir.outputs)
-        if len(keys) == 1:
-            group_id = _ref(keys[0])
-        else:
-            group_id = {k.mql.replace(".", "_"): _ref(k) for k in keys} if keys else None
-        group: dict = {"_id": group_id}
+    keys = ir.group_by or (ir.outputs if ir.distinct else [])
+    if ir.group_by or ir.aggregates or (ir.distinct and keys):
+        group: dict = {"_id": (_ref(keys[0]) if len(keys) == 1
+                               else {_key_name(k): _ref(k) for k in keys} if keys else None)}
         agg_names = []
         for op, f in ir.aggregates:
-            name = f"{op[1:]}_{f.mql.replace('.', '_')}"
+            name = f"{op[1:]}_{_key_name(f)}"
             group[name] = {op: _ref(f)}
             agg_names.append(name)
-        if ir.count and (ir.group_by or not ir.distinct):
+        if ir.count and ir.group_by:
             group["count"] = {"$sum": 1}
+        extra = [f for f in ir.outputs if f not in keys and not any(f is a for _, a in ir.aggregates)]
+        if ir.group_by:
+            for f in extra:
+                group[_key_name(f)] = {"$first": _ref(f)}
         pipeline.append({"$group": group})
-        if ir.count and ir.distinct and not ir.group_by:
-            pipeline.append({"$count": "count"})
+        if ir.count and not ir.group_by:
+            pipeline.append({"$count": "count"})  # how many distinct values / groups
             return pipeline
-        sort = _render_sort(ir, agg_names, grouped=True)
+        sort = _render_sort(ir, agg_names, keys)
         if sort:
             pipeline.append({"$sort": sort})
         if ir.limit:
@@ -808,39 +904,23 @@ def render(ir: IR) -> list[dict]:
             project[_out_name(keys[0], taken)] = "$_id"
         else:
             for k in keys:
-                project[_out_name(k, taken)] = "$_id." + k.mql.replace(".", "_")
+                project[_out_name(k, taken)] = "$_id." + _key_name(k)
         for name in agg_names:
             project[name] = 1
         if "count" in group:
             project["count"] = 1
-        extra = [f for f in ir.outputs if f not in keys and not any(f is a for _, a in ir.aggregates)]
-        if extra and ir.group_by:
+        if ir.group_by:
             for f in extra:
-                group[_out_name(f, set(group))] = {"$first": _ref(f)}
-                project[f.mql.split(".")[-1]] = 1
+                project[_out_name(f, taken)] = "$" + _key_name(f)
         pipeline.append({"$project": project})
         return pipeline
     if ir.count:
         pipeline.append({"$count": "count"})
         return pipeline
-    if ir.distinct and ir.outputs:
-        group_id = (_ref(ir.outputs[0]) if len(ir.outputs) == 1
-                    else {f.mql.replace(".", "_"): _ref(f) for f in ir.outputs})
-        pipeline.append({"$group": {"_id": group_id}})
-        project = {"_id": 0}
-        if len(ir.outputs) == 1:
-            project[_out_name(ir.outputs[0], taken)] = "$_id"
-        else:
-            for f in ir.outputs:
-                project[_out_name(f, taken)] = "$_id." + f.mql.replace(".", "_")
-        sort = _render_sort(ir, [], grouped=False)
-        if sort:
-            pipeline.append({"$sort": sort})
-        if ir.limit:
-            pipeline.append({"$limit": ir.limit})
-        pipeline.append({"$project": project})
-        return pipeline
-    sort = _render_sort(ir, [], grouped=False)
+    sort = _render_sort(ir, [], [])
+    if any(isinstance(k, tuple) for k, _ in ir.sort):
+        size_of = next(k[1] for k, _ in ir.sort if isinstance(k, tuple))
+        pipeline.append({"$addFields": {"_size": {"$size": {"$ifNull": [_ref(size_of), []]}}}})
     if sort:
         pipeline.append({"$sort": sort})
     if ir.limit:
@@ -852,21 +932,27 @@ def render(ir: IR) -> list[dict]:
     return pipeline
 
 
-def _render_sort(ir: IR, agg_names: list[str], grouped: bool) -> dict:
+def _render_sort(ir: IR, agg_names: list[str], keys: list[Field]) -> dict:
+    """The $sort document; after a $group (`keys` or `agg_names` given) keys are renamed."""
+    grouped = bool(keys or agg_names)
     sort: dict = {}
     for key, direction in ir.sort:
         if key == "count":
-            if grouped:
+            if grouped and ir.count:
                 sort["count"] = direction
-        elif isinstance(key, Field):
-            if grouped:
-                name = next((n for n, (_, f) in zip(agg_names, ir.aggregates) if f is key), None)
-                if name:
-                    sort[name] = direction
-                elif key in ir.group_by:
-                    sort["_id"] = direction
-            else:
-                sort[key.mql] = direction
+        elif isinstance(key, tuple):  # ("size", array field)
+            if not grouped:
+                sort["_size"] = direction
+        elif grouped:
+            name = next((n for n, (_, f) in zip(agg_names, ir.aggregates) if f is key), None)
+            if name:
+                sort[name] = direction
+            elif key in keys:
+                sort["_id" if len(keys) == 1 else "_id." + _key_name(key)] = direction
+        else:
+            sort[key.mql] = direction
+    if sort and grouped:
+        sort.setdefault("_id", 1)  # groups come in no defined order: make ties deterministic
     return sort
 
 
