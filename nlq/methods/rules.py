@@ -43,7 +43,7 @@ AGG_WORDS = {
 }
 DISTINCT_WORDS = {"distinct", "different", "unique"}
 GROUP_PATTERNS = re.compile(r"\b(?:for each|for every|per|in each|of each|by each|grouped by|group by|"
-                            r"broken down by|count by|counts by)\s+")
+                            r"broken down by|count by|counts by|for (?:the )?different|across (?:the )?different)\s+")
 DESC_WORDS = {"descending", "decreasing", "highest", "largest", "most", "biggest", "greatest",
               "oldest", "latest", "newest", "longest", "top", "maximum"}
 ASC_WORDS = {"ascending", "increasing", "lowest", "smallest", "least", "fewest", "youngest",
@@ -67,7 +67,8 @@ WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, 
                 "eight": 8, "nine": 9, "ten": 10}
 NUMBER = r"(?P<n>-?\d+(?:\.\d+)?|" + "|".join(WORD_NUMBERS) + ")"
 BETWEEN = re.compile(r"\bbetween\s+" + NUMBER + r"\s+and\s+(?P<m>-?\d+(?:\.\d+)?)")
-NEGATIONS = {"not", "no", "except", "excluding", "other", "without", "never"}
+NEGATIONS = {"not", "no", "except", "excluding", "other", "without", "never", "don't", "doesn't", "didn't",
+             "haven't", "hasn't", "none", "nobody"}
 LIMIT_PATTERNS = re.compile(r"\b(?:top|first|last|highest|lowest|largest|smallest|best|worst)\s+(?P<n>\d+)\b"
                             r"|\b(?P<m>\d+)\s+(?:highest|lowest|largest|smallest|most|least|best|worst|top)\b")
 ALL_FIELDS_PATTERNS = re.compile(r"\ball (?:the )?(?:information|info|details|data|attributes|fields|columns)\b")
@@ -139,6 +140,7 @@ class IR:
     sort: list[tuple[object, int]] = field(default_factory=list)  # (Field | "count" | agg name, dir)
     limit: int | None = None
     outputs: list[Field] = field(default_factory=list)
+    sizes: list[Field] = field(default_factory=list)  # arrays whose sizes are output per document
     unwinds: list[str] = field(default_factory=list)
     grain: str | None = None         # the array whose elements the question counts/lists
     grounded_share: float = 0.0
@@ -159,6 +161,7 @@ class IR:
                       "dir": d} for k, d in self.sort],
             "limit": self.limit,
             "outputs": [f.mql for f in self.outputs],
+            "sizes": [f.mql for f in self.sizes],
             "unresolved": self.unresolved, "issues": self.issues,
         }
 
@@ -254,18 +257,37 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
         for f in fields:
             if not f.words:
                 continue
+            context = set(f.context) | coll_words
+            bonus = 0.25 if context & present else 0.0
             for start in range(len(words)):
                 best = _span_match(words, start, f.words)
-                if best is None:
-                    continue
-                end, matched = best
-                share = matched / len(f.words)
-                if share < 0.5:
-                    continue
-                context = set(f.context) | coll_words
-                bonus = 0.25 if context & present else 0.0
-                mentions.append(Mention(f, start, end, share + bonus, share))
+                if best is not None:
+                    end, matched = best
+                    share = matched / len(f.words)
+                    if share >= 0.5 or _only_weak_words_unmatched(f.words, words[start:end]):
+                        mentions.append(Mention(f, start, end, share + bonus, share))
+                inverted = _inverted_match(words, start, f.words)
+                if inverted is not None:
+                    mentions.append(Mention(f, start, inverted, 1.0 + bonus, 1.0))
     return mentions
+
+
+# Field-name words that add nothing a question would say ('address_line_1' is an address).
+WEAK_FIELD_WORDS = frozenset({"line", "code", "no", "num", "0", "1", "2", "3"})
+
+
+def _only_weak_words_unmatched(fwords: tuple[str, ...], span: list[str]) -> bool:
+    return fwords[0] in span and all(w in WEAK_FIELD_WORDS for w in fwords[1:])
+
+
+def _inverted_match(words: list[str], start: int, fwords: tuple[str, ...]) -> int | None:
+    """'name of the course' names `course_name`: returns the span end, or None."""
+    if len(fwords) != 2 or start + 2 >= len(words) or words[start + 1] != "of":
+        return None
+    j = start + 3 if words[start + 2] in ("the", "a", "an", "each", "every", "all") else start + 2
+    if j < len(words) and _word_match(words[j], fwords[0]) >= 0.8 and _word_match(words[start], fwords[1]) >= 0.8:
+        return j + 1
+    return None
 
 
 def _abbreviates(fw: str, words: list[str], i: int) -> bool:
@@ -398,11 +420,13 @@ def resolve_collection(q: Question, schema: dict[str, list[Field]], mentions: li
     return best, margin, entity_positions
 
 
-def select_mentions(mentions: list[Mention], collection: str, entity_positions: set[int]) -> list[Mention]:
+def select_mentions(mentions: list[Mention], collection: str, entity_positions: set[int],
+                    plural: set[int] = frozenset()) -> list[Mention]:
     """Non-overlapping field mentions of one collection, best first.
 
     A word that names the collection or an array entity is taken as that entity,
-    unless a field's name matches there in full.
+    unless a field's name matches there in full and the word is not a plural
+    ('the device name' is a field; 'for devices' is the collection).
     """
     pool = [m for m in mentions if m.field.collection == collection and m.field.kind not in ("object", "dynamic_map")]
     pool.sort(key=lambda m: (-min(m.score, 1.25), -(m.end - m.start), len(m.field.arrays),
@@ -415,7 +439,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
             continue
         if m.field.kind == "array":
             continue
-        if span & entity_positions and m.share < 1.0:
+        if span & entity_positions and (m.share < 1.0 or span & entity_positions & plural):
             continue
         taken.append(m)
         used |= span
@@ -454,6 +478,9 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
             continue
         candidates.sort(key=lambda c: c[:3])
         _, _, _, f, match = candidates[0]
+        if re.fullmatch(r"-?\d+(?:\.\d+)?", term) and not any(
+                m.field.mql == f.mql and 0 <= at - m.end <= 2 for m in mentions):
+            continue  # a bare number binds only right after its field ('major 50')
         negated = any(q.raw[i] in NEGATIONS for i in range(max(0, at - 3), at))
         if match.get("kind") == "key":
             filters.append(Filter(f, "$exists", match["stored"], at, key_of=f))
@@ -565,6 +592,22 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     return None, None
 
 
+def detect_absence(q: Question, fields: list[Field], consumed: set[int]) -> list[Filter]:
+    """'without any allergies', 'never received a complaint', 'has no players':
+    the named array entity is empty (missing counts as empty)."""
+    filters = []
+    for at, word in enumerate(q.raw):
+        if word not in NEGATIONS or word in ("except", "excluding", "other") or at in consumed:
+            continue
+        for j in range(at + 1, min(at + 6, len(q.raw))):
+            array = _array_named(q, j, fields)
+            if array is not None and j not in consumed:
+                filters.append(Filter(array, "$eq", 0, at, size=True))
+                consumed.update(range(at, j + 1))
+                break
+    return filters
+
+
 TEXT_PATTERNS = [
     # (pattern, how the literal is anchored); the literal is group "s"
     (r"\b(?:contains?|containing|includes?|including|with|has|have|having)\s+(?:an?\s+|the\s+)?"
@@ -602,12 +645,19 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
     return filters
 
 
-def detect_limit(q: Question) -> int | None:
-    m = LIMIT_PATTERNS.search(q.text.lower())
-    if m:
-        return int(m.group("n") or m.group("m"))
-    m = re.search(r"\b(?:top|first)\s+(" + "|".join(WORD_NUMBERS) + r")\b", q.text.lower())
-    return WORD_NUMBERS[m.group(1)] if m else None
+def detect_limit(q: Question, consumed: set[int]) -> tuple[int | None, int]:
+    """('top 3', 'the 5 largest', 'first two') -> (N, direction implied: -1, 1 or 0)."""
+    lower = q.text.lower()
+    m = LIMIT_PATTERNS.search(lower) or re.search(
+        r"\b(?P<w>top|first)\s+(?P<n>" + "|".join(WORD_NUMBERS) + r")\b", lower)
+    if not m:
+        return None, 0
+    n = _number(m.group("n") or m.group("m"))
+    consumed.update(range(q.word_at(m.start()), q.word_at(m.end())))
+    words = m.group().split()
+    direction = 1 if any(w in ASC_WORDS or w in ("bottom", "worst") for w in words) else (
+        0 if words[0] in ("first", "last") else -1)
+    return n, direction
 
 
 def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
@@ -619,20 +669,22 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     fields = schema.get(collection, [])
     ir = IR(collection=collection, collection_margin=margin)
     entities = entity_positions.get(collection, set())
-    mentions = select_mentions(all_mentions, collection, entities)
+    plural = {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
+    mentions = select_mentions(all_mentions, collection, entities, plural)
     ir.mentions = mentions
     lower = question.lower()
 
     consumed: set[int] = set()   # question words that a filter or intent already explains
     used: set[int] = set()       # mentions (by start) that filter, group, sort or aggregate
+    ir.limit, limit_direction = detect_limit(q, consumed)
     ir.filters = detect_comparisons(q, fields, mentions, consumed, used)
     ir.filters += detect_text_filters(q, mentions, consumed, used)
+    ir.filters += detect_absence(q, fields, consumed)
     bound = bind_witnesses(q, witnesses, collection, fields, mentions, consumed)
     for f in bound:
         used.update(m.start for m in mentions if m.field.mql == f.field.mql and abs(m.start - f.start) <= 4)
     ir.filters += bound
     ir.witnesses_bound = len(bound)
-    ir.limit = detect_limit(q)
     ir.distinct = any(w in DISTINCT_WORDS for w in q.raw)
     ir.count = bool(COUNT_PATTERNS.search(lower))
 
@@ -680,9 +732,14 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
             ir.aggregates.append((op, target.field))
         used.add(target.start)
 
-    # order: "in descending order of X", "sorted by X", measure superlatives
+    # order: "in descending order of X", "sorted by X", "top 3 X", measure superlatives
     if not ir.sort:
         ir.sort = detect_order(q, lower, mentions, fields, used)
+    if not ir.sort and limit_direction:
+        target = next((m for m in mentions if m.field.numeric and m.start not in used), None)
+        if target:
+            ir.sort = [(target.field, limit_direction)]
+            used.add(target.start)
     if ir.sort and ir.limit is None:
         ir.limit = _superlative_limit(q)
 
@@ -698,6 +755,17 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
             # a bare entity ("list the students"): its name-like field
             ir.outputs = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1]
     ir.grain = _count_grain(q, fields, entities) if ir.count else None
+    if ir.count and ir.outputs and not (ir.group_by or ir.aggregates or ir.distinct):
+        if ir.grain and not any(ir.grain == a for f in ir.outputs for a in f.arrays):
+            # "products and the number of complaints": one row per product, its array's size
+            ir.sizes = [next(f for f in fields if f.mql == ir.grain)]
+            ir.count, ir.grain = False, None
+        else:
+            # "nominees and the number of musicals": count per value
+            ir.group_by, ir.outputs = list(ir.outputs), []
+    elif (len(ir.outputs) == 1 and not (ir.count or ir.aggregates or ir.group_by or ir.sort or ir.filters)
+          and re.search(r"\ball\b", lower) and _plural_attribute(q, mentions, ir.outputs[0], plural)):
+        ir.distinct = True  # "show all majors": the set of majors
 
     # the unresolved content words lower confidence
     grounded = set(consumed) | entities
@@ -711,6 +779,13 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     ir.unwinds = plan_unwinds(ir)
     validate(ir)
     return ir
+
+
+def _plural_attribute(q: Question, mentions: list[Mention], f: Field, plural: set[int]) -> bool:
+    """The field is named in the plural and is an attribute, not a name or identifier."""
+    named = [m for m in mentions if m.field is f]
+    return bool(named) and bool(set(range(named[0].start, named[0].end)) & plural) and not (
+        {"name", "id", "title"} & set(f.words))
 
 
 def _is_order_phrase(lower: str, at: int) -> bool:
@@ -735,8 +810,17 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
     m = re.search(r"\b(?:order(?:ed)?|sort(?:ed)?|rank(?:ed)?|arrange(?:d)?)\b(?:\s+\w+){0,6}", lower)
     if m:
         window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
-        direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most)\b", window) else 1
+        direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most)\b"
+                                    r"|\bfrom (?:old|high|large|big|most|new|late)\w* to\b", window) else 1
         at = q.word_at(m.start())
+        by = re.search(r"\bby\b", lower[m.start():m.start() + 60])
+        if by:  # "sort the names by their age": the key follows 'by'
+            at = q.word_at(m.start() + by.end())
+            target = next((mm for mm in mentions if mm.start >= at), None)
+            if target:
+                if len(mentions) > 1:
+                    used.add(target.start)
+                return [(target.field, direction)]
         if re.search(r"\b(?:of|by) (?:the )?(?:count|number)\b", window[:40]):
             return [("count", direction)]
         target = next((mm for mm in mentions if mm.start > at), None)
@@ -802,6 +886,12 @@ def plan_unwinds(ir: IR) -> list[str]:
         for a in f.arrays:
             if a != f.mql and a not in needed:
                 needed.append(a)
+    for f in ir.filters:
+        # a filter on an array nested in an unwound one is matched per element
+        if not f.size and any(a.startswith(n + ".") for a in f.field.arrays for n in needed):
+            for a in f.field.arrays:
+                if a not in needed:
+                    needed.append(a)
     if ir.grain:
         prefix = [a for f in ir.mentions for a in f.field.arrays if ir.grain.startswith(a)]
         for a in prefix + [ir.grain]:
@@ -928,6 +1018,9 @@ def render(ir: IR) -> list[dict]:
     project = {"_id": 0}
     for f in ir.outputs:
         project[_out_name(f, taken)] = _ref(f)
+    for f in ir.sizes:
+        project["count" if "count" not in taken else f"count_{_key_name(f)}"] = {"$size": {"$ifNull": [_ref(f), []]}}
+        taken.add("count")
     pipeline.append({"$project": project})
     return pipeline
 
