@@ -141,6 +141,7 @@ class IR:
     limit: int | None = None
     outputs: list[Field] = field(default_factory=list)
     sizes: list[Field] = field(default_factory=list)  # arrays whose sizes are output per document
+    array_paths: frozenset = frozenset()               # dotted paths of the collection's arrays
     unwinds: list[str] = field(default_factory=list)
     grain: str | None = None         # the array whose elements the question counts/lists
     grounded_share: float = 0.0
@@ -562,11 +563,13 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
     return filters
 
 
-def _array_named(q: Question, at: int, fields: list[Field]) -> Field | None:
-    """The array field whose name is the word at `at` ('two flights' -> flight[])."""
+def _array_named(q: Question, at: int, fields: list[Field], top_level: bool = True) -> Field | None:
+    """The array field whose name is the word at `at` ('two flights' -> flight[]);
+    by default only top-level arrays, whose size is a property of the document."""
     if at >= len(q.stems):
         return None
-    named = [f for f in fields if f.kind == "array" and f.words and _word_match(q.stems[at], f.words[-1]) >= 0.85]
+    named = [f for f in fields if f.kind == "array" and f.words and _word_match(q.stems[at], f.words[-1]) >= 0.85
+             and (not top_level or "." not in f.mql)]
     return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else None
 
 
@@ -667,7 +670,8 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     all_mentions = mention_fields(q.stems, schema)
     collection, margin, entity_positions = resolve_collection(q, schema, all_mentions, witnesses)
     fields = schema.get(collection, [])
-    ir = IR(collection=collection, collection_margin=margin)
+    ir = IR(collection=collection, collection_margin=margin,
+            array_paths=frozenset(a for f in fields for a in f.arrays))
     entities = entity_positions.get(collection, set())
     plural = {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
     mentions = select_mentions(all_mentions, collection, entities, plural)
@@ -756,7 +760,8 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
             ir.outputs = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1]
     ir.grain = _count_grain(q, fields, entities) if ir.count else None
     if ir.count and ir.outputs and not (ir.group_by or ir.aggregates or ir.distinct):
-        if ir.grain and not any(ir.grain == a for f in ir.outputs for a in f.arrays):
+        inside = [k for k, _ in ir.sort if isinstance(k, Field)] + list(ir.outputs)
+        if ir.grain and "." not in ir.grain and not any(ir.grain in f.arrays for f in inside):
             # "products and the number of complaints": one row per product, its array's size
             ir.sizes = [next(f for f in fields if f.mql == ir.grain)]
             ir.count, ir.grain = False, None
@@ -893,11 +898,19 @@ def plan_unwinds(ir: IR) -> list[str]:
                 if a not in needed:
                     needed.append(a)
     if ir.grain:
-        prefix = [a for f in ir.mentions for a in f.field.arrays if ir.grain.startswith(a)]
-        for a in prefix + [ir.grain]:
+        parents = [p for p in _prefixes(ir.grain) if p in ir.array_paths]
+        for a in parents + [ir.grain]:
             if a not in needed:
                 needed.append(a)
+    # an array the question asserts empty, or whose size is output, stays whole
+    whole = {f.field.mql for f in ir.filters if f.size} | {f.mql for f in ir.sizes}
+    needed = [a for a in needed if not any(a == w or a.startswith(w + ".") for w in whole)]
     return sorted(needed, key=lambda a: (a.count("."), a))
+
+
+def _prefixes(path: str) -> list[str]:
+    parts = path.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def validate(ir: IR) -> None:
@@ -908,6 +921,10 @@ def validate(ir: IR) -> None:
         ir.issues.append("ordering by a count without a grouping")
     if ir.collection_margin < 0.15:
         ir.issues.append("the collection is ambiguous")
+    low = {f.field.mql: f.value for f in ir.filters if f.op in ("$gt", "$gte") and not f.size}
+    for f in ir.filters:
+        if f.op in ("$lt", "$lte") and not f.size and f.field.mql in low and f.value <= low[f.field.mql]:
+            ir.issues.append(f"contradictory range on {f.field.mql}")
 
 
 # --- rendering ----------------------------------------------------------------------
