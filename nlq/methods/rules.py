@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from nlq.errors import AbstainedError, NlqError
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
@@ -100,6 +101,7 @@ class Field:
     words: tuple[str, ...]    # normalized words of the leaf name
     context: tuple[str, ...]  # normalized words of the enclosing names
     present: int = 0
+    maps: tuple[str, ...] = ()  # dotted prefixes that are dynamic maps (a `<*>` follows), outermost first
 
     @property
     def numeric(self) -> bool:
@@ -142,6 +144,8 @@ class IR:
     outputs: list[Field] = field(default_factory=list)
     sizes: list[Field] = field(default_factory=list)  # arrays whose sizes are output per document
     array_paths: frozenset = frozenset()               # dotted paths of the collection's arrays
+    bound_keys: dict = field(default_factory=dict)     # map path -> witnessed key addressed directly
+    expand: list[str] = field(default_factory=list)    # map paths ranged over with $objectToArray
     unwinds: list[str] = field(default_factory=list)
     grain: str | None = None         # the array whose elements the question counts/lists
     grounded_share: float = 0.0
@@ -153,6 +157,8 @@ class IR:
         return {
             "collection": self.collection,
             "unwind": self.unwinds,
+            "keys": self.bound_keys,
+            "expand": self.expand,
             "filters": [{"path": f.field.mql, "op": f.op, "value": f.value, **({"size": True} if f.size else {})}
                         for f in self.filters],
             "group_by": [f.mql for f in self.group_by],
@@ -188,6 +194,14 @@ def _lattice_to_mql(path: str) -> tuple[str, tuple[str, ...]]:
     return ".".join(mql_parts), tuple(arrays)
 
 
+def _key_words(map_name: str) -> tuple[str, ...]:
+    """What the keys of a map are called: 'values_by_year' -> ('year',), 'seasons' -> ('season',)."""
+    words = split_name(map_name)
+    if "by" in words[:-1]:
+        return tuple(words[words.index("by") + 1:])
+    return tuple(words)
+
+
 def _dominant_type(types: dict) -> str:
     if not types:
         return "missing"
@@ -213,11 +227,20 @@ def schema_of(index: dict) -> dict[str, list[Field]]:
         names = [p for p in mql.split(".") if p != "<*>"]
         if not names:
             continue
-        schema.setdefault(entry["collection"], []).append(Field(
+        parts = mql.split(".")
+        maps = tuple(".".join(parts[:i]) for i in range(1, len(parts)) if parts[i] == "<*>")
+        context = tuple(w for n in names[:-1] for w in split_name(n))
+        fields = schema.setdefault(entry["collection"], [])
+        fields.append(Field(
             collection=entry["collection"], path=path, mql=mql, arrays=arrays,
             kind=entry.get("kind", "scalar"), type=_dominant_type(entry.get("types", {})),
-            words=tuple(split_name(names[-1])), context=tuple(w for n in names[:-1] for w in split_name(n)),
-            present=entry.get("present", 0)))
+            words=tuple(split_name(names[-1])), context=context, present=entry.get("present", 0), maps=maps))
+        if entry.get("kind") == "dynamic_map":
+            # the map's keys are data ('seasons' -> a season, 'results_by_driver' -> a driver)
+            fields.append(Field(
+                collection=entry["collection"], path=path + ".<*>", mql=mql + ".<*>", arrays=arrays,
+                kind="key", type="string", words=_key_words(names[-1]), context=context,
+                present=entry.get("present", 0), maps=maps + (mql,)))
     if len(_SCHEMAS) > 64:
         _SCHEMAS.clear()
     _SCHEMAS[id(index)] = (index, schema)
@@ -421,8 +444,20 @@ def resolve_collection(q: Question, schema: dict[str, list[Field]], mentions: li
     return best, margin, entity_positions
 
 
+def _name_span(q: Question, collection: str) -> set[int]:
+    """Word positions where the question spells a multi-word collection name out
+    ('lab histories' for lab_histories): the entity itself, never a field."""
+    words = split_name(collection)
+    if len(words) < 2:
+        return set()
+    for i in range(len(q.stems) - len(words) + 1):
+        if all(_word_match(q.stems[i + j], w) >= 0.8 for j, w in enumerate(words)):
+            return set(range(i, i + len(words)))
+    return set()
+
+
 def select_mentions(mentions: list[Mention], collection: str, entity_positions: set[int],
-                    plural: set[int] = frozenset()) -> list[Mention]:
+                    plural: set[int] = frozenset(), blocked: set[int] = frozenset()) -> list[Mention]:
     """Non-overlapping field mentions of one collection, best first.
 
     A word that names the collection or an array entity is taken as that entity,
@@ -436,7 +471,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     used: set[int] = set()
     for m in pool:
         span = set(range(m.start, m.end))
-        if span & used:
+        if span & used or span & blocked:
             continue
         if m.field.kind == "array":
             continue
@@ -462,7 +497,9 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
         end = at + max(1, len(re.findall(r"\d+(?:\.\d+)?|[^\W_]+", term)))
         original = q.text[q.spans[at][0]:q.spans[end - 1][1]]
         quoted = _is_quoted(q.text, q.spans[at][0], q.spans[end - 1][1])
-        if not (quoted or re.search(r"[A-Z0-9]", original)):
+        is_key = w.get("hard") and any(m.get("kind") == "key" and m.get("collection") == collection
+                                       for m in w.get("matches", []))
+        if not (quoted or re.search(r"[A-Z0-9]", original) or end - at > 1 or is_key):
             continue  # a lowercase common word is not a literal
         if any(set(range(at, end)) & set(range(m.start, m.end)) for m in mentions) and not quoted:
             continue
@@ -473,18 +510,25 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
             f = by_path.get(match.get("path")) or by_mql.get(_lattice_to_mql(match.get("path", ""))[0])
             if f is None:
                 continue
-            near = min((abs(m.start - at) for m in mentions if m.field.mql == f.mql), default=99)
+            if match.get("kind") == "key":
+                near = min((abs(m.start - at) for m in mentions if f.mql in m.field.maps), default=50)
+            else:
+                near = min((abs(m.start - at) for m in mentions if m.field.mql == f.mql), default=99)
             candidates.append((near, -int(match.get("frequency", 0)), f.mql, f, match))
         if not candidates:
             continue
         candidates.sort(key=lambda c: c[:3])
         _, _, _, f, match = candidates[0]
-        if re.fullmatch(r"-?\d+(?:\.\d+)?", term) and not any(
+        if match.get("kind") != "key" and re.fullmatch(r"-?\d+(?:\.\d+)?", term) and not any(
                 m.field.mql == f.mql and 0 <= at - m.end <= 2 for m in mentions):
             continue  # a bare number binds only right after its field ('major 50')
         negated = any(q.raw[i] in NEGATIONS for i in range(max(0, at - 3), at))
         if match.get("kind") == "key":
             filters.append(Filter(f, "$exists", match["stored"], at, key_of=f))
+        elif match.get("part") == "year" and f.type == "date":
+            year = int(term)
+            filters.append(Filter(f, "$gte", datetime(year, 1, 1, tzinfo=timezone.utc), at))
+            filters.append(Filter(f, "$lt", datetime(year + 1, 1, 1, tzinfo=timezone.utc), at))
         else:
             filters.append(Filter(f, "$ne" if negated else "$eq", match["stored"], at))
         consumed.update(range(at, end))
@@ -674,7 +718,7 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
             array_paths=frozenset(a for f in fields for a in f.arrays))
     entities = entity_positions.get(collection, set())
     plural = {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
-    mentions = select_mentions(all_mentions, collection, entities, plural)
+    mentions = select_mentions(all_mentions, collection, entities, plural, _name_span(q, collection))
     ir.mentions = mentions
     lower = question.lower()
 
@@ -689,6 +733,7 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
         used.update(m.start for m in mentions if m.field.mql == f.field.mql and abs(m.start - f.start) <= 4)
     ir.filters += bound
     ir.witnesses_bound = len(bound)
+    ir.bound_keys = {f.field.mql: f.value for f in bound if f.key_of is not None}
     ir.distinct = any(w in DISTINCT_WORDS for w in q.raw)
     ir.count = bool(COUNT_PATTERNS.search(lower))
 
@@ -709,7 +754,8 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
                 ir.group_by.append(target.field)
             used.add(target.start)
             ir.sort = [("count", -1 if "most" in common.group() else 1)]
-            ir.limit = ir.limit or 1
+            if not re.match(r"\s*(?:first|last|to)\b", lower[common.end():]):
+                ir.limit = ir.limit or 1  # "the most common X" is one; "most common first" orders
             ir.count = True
 
     # aggregates: "average price", "total and minimum enrollment"; superlatives sort
@@ -766,8 +812,12 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
             ir.sizes = [next(f for f in fields if f.mql == ir.grain)]
             ir.count, ir.grain = False, None
         else:
-            # "nominees and the number of musicals": count per value
-            ir.group_by, ir.outputs = list(ir.outputs), []
+            # "nominees and the number of musicals": count per value named before the count;
+            # attributes after it ("how many patients have a reading") are conditions
+            at = q.word_at(COUNT_PATTERNS.search(lower).start())
+            before = {m.field.mql for m in mentions if m.end <= at}
+            ir.group_by = [f for f in ir.outputs if f.mql in before]
+            ir.outputs = []
     elif (len(ir.outputs) == 1 and not (ir.count or ir.aggregates or ir.group_by or ir.sort or ir.filters)
           and re.search(r"\ball\b", lower) and _plural_attribute(q, mentions, ir.outputs[0], plural)):
         ir.distinct = True  # "show all majors": the set of majors
@@ -782,6 +832,7 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     ir.grounded_share = len(covered) / len(content) if content else 1.0
     ir.unresolved = [q.raw[i] for i in content if i not in covered]
     ir.unwinds = plan_unwinds(ir)
+    ir.expand = plan_expansions(ir)
     validate(ir)
     return ir
 
@@ -908,6 +959,26 @@ def plan_unwinds(ir: IR) -> list[str]:
     return sorted(needed, key=lambda a: (a.count("."), a))
 
 
+def plan_expansions(ir: IR) -> list[str]:
+    """Dynamic maps the question ranges over: referenced through `<*>` with no
+    witnessed key (those are addressed directly), outermost first."""
+    referenced = list(ir.outputs) + list(ir.group_by) + [f for _, f in ir.aggregates if f is not None]
+    referenced += [k for k, _ in ir.sort if isinstance(k, Field)]
+    referenced += [f.field for f in ir.filters if not f.size and f.key_of is None]
+    maps = [m for f in referenced for m in f.maps] + [m for a in ir.unwinds for m in _maps_of(a)]
+    expand: list[str] = []
+    for m in maps:
+        if m not in ir.bound_keys and m not in expand:
+            expand.append(m)
+    return sorted(expand, key=lambda m: (m.count("."), m))
+
+
+def _maps_of(path: str) -> list[str]:
+    """Dynamic-map prefixes of a logical path ('m.<*>.a' -> ['m'])."""
+    parts = path.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts)) if parts[i] == "<*>"]
+
+
 def _prefixes(path: str) -> list[str]:
     parts = path.split(".")
     return [".".join(parts[:i]) for i in range(1, len(parts))]
@@ -929,74 +1000,118 @@ def validate(ir: IR) -> None:
 
 # --- rendering ----------------------------------------------------------------------
 
-def _ref(f: Field) -> str:
-    return "$" + f.mql
+def _alias(map_path: str) -> str:
+    """The field an expanded map's {k, v} pairs are unwound into."""
+    name = re.sub(r"[^0-9A-Za-z]+", "_", map_path).strip("_")
+    depth = map_path.count("<*>")
+    return f"_{name}_{depth}" if depth else f"_{name}"
+
+
+def physical(path: str, ir: IR, key: bool = False) -> str:
+    """The stored path of a logical lattice path: a bound key replaces `<*>`
+    (`seasons.<*>.team` -> `seasons.2018.team`); under an expanded map the
+    path continues from its {k, v} pair (`_seasons.v.team`, the key `_seasons.k`)."""
+    parts = path.split(".")
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        if part != "<*>":
+            out.append(part)
+            continue
+        logical = ".".join(parts[:i])
+        if logical in ir.bound_keys:
+            out.append(str(ir.bound_keys[logical]))
+        elif logical in ir.expand:
+            out = [_alias(logical), "k" if key and i == len(parts) - 1 else "v"]
+        else:
+            out.append(part)
+    return ".".join(out)
+
+
+def _ref(f: Field, ir: IR) -> str:
+    return "$" + physical(f.mql, ir, key=f.kind == "key")
+
+
+def _key_name(f: Field) -> str:
+    return re.sub(r"[^0-9A-Za-z_]+", "_", f.mql.replace(".<*>", "_key" if f.kind == "key" else "")).strip("_")
 
 
 def _out_name(f: Field, taken: set[str]) -> str:
-    name = f.mql.split(".")[-1]
-    if name in taken or name == "_id":
-        name = f.mql.replace(".", "_")
+    name = "_".join(f.words) if f.kind == "key" else f.mql.split(".")[-1]
+    if name in taken or name == "_id" or not name:
+        name = _key_name(f)
     taken.add(name)
     return name
 
 
-def _filter_doc(filters: list[Filter]) -> dict:
+def _filter_doc(filters: list[Filter], ir: IR) -> dict:
     doc: dict = {}
     exprs = []
     for f in filters:
+        path = physical(f.field.mql, ir, key=f.field.kind == "key")
         if f.size:
-            exprs.append({f.op if f.op != "$eq" else "$eq": [{"$size": {"$ifNull": [_ref(f.field), []]}}, f.value]})
+            exprs.append({f.op: [{"$size": {"$ifNull": ["$" + path, []]}}, f.value]})
         elif f.op == "$exists":
-            doc.setdefault(f"{f.field.mql}.{f.value}", {})["$exists"] = True
+            doc.setdefault(f"{path}.{f.value}", {})["$exists"] = True
         elif f.op == "$regex":
-            doc.setdefault(f.field.mql, {}).update({"$regex": f.value, "$options": "i"})
+            doc.setdefault(path, {}).update({"$regex": f.value, "$options": "i"})
         elif f.op == "$eq":
-            existing = doc.get(f.field.mql)
-            doc[f.field.mql] = f.value if existing is None else {"$in": [existing, f.value]}
+            existing = doc.get(path)
+            doc[path] = f.value if existing is None else {"$in": [existing, f.value]}
         else:
-            slot = doc.setdefault(f.field.mql, {})
+            slot = doc.setdefault(path, {})
             if not isinstance(slot, dict):
-                slot = doc[f.field.mql] = {"$eq": slot}
+                slot = doc[path] = {"$eq": slot}
             slot[f.op] = f.value
     if exprs:
         doc["$expr"] = exprs[0] if len(exprs) == 1 else {"$and": exprs}
     return doc
 
 
-def _key_name(f: Field) -> str:
-    return f.mql.replace(".", "_")
+def _traversal(ir: IR) -> list[tuple[str, str]]:
+    """Unwinds and map expansions in the order the paths nest: (kind, logical path)."""
+    steps = [("unwind", a) for a in ir.unwinds] + [("expand", m) for m in ir.expand]
+    return sorted(steps, key=lambda s: (s[1].count("."), s[0] == "expand", s[1]))
+
+
+def _is_late(f: Filter, ir: IR) -> bool:
+    """A filter that must wait for an unwind or an expansion on its path."""
+    if f.size:
+        return False
+    return bool(set(f.field.arrays) & set(ir.unwinds)) or any(m in ir.expand for m in f.field.maps)
 
 
 def render(ir: IR) -> list[dict]:
     """The aggregation pipeline of an IR."""
     pipeline: list[dict] = []
-    unwound = set(ir.unwinds)
-    early = [f for f in ir.filters if f.size or not (set(f.field.arrays) & unwound)]
-    late = [f for f in ir.filters if f not in early]
+    early = [f for f in ir.filters if not _is_late(f, ir)]
+    late = [f for f in ir.filters if _is_late(f, ir)]
     if early:
-        pipeline.append({"$match": _filter_doc(early)})
-    for a in ir.unwinds:
-        pipeline.append({"$unwind": "$" + a})
+        pipeline.append({"$match": _filter_doc(early, ir)})
+    for kind, path in _traversal(ir):
+        if kind == "unwind":
+            pipeline.append({"$unwind": "$" + physical(path, ir)})
+        else:
+            pipeline.append({"$addFields": {_alias(path): {"$objectToArray": "$" + physical(path, ir)}}})
+            pipeline.append({"$unwind": "$" + _alias(path)})
     if late:
-        pipeline.append({"$match": _filter_doc(late)})
+        pipeline.append({"$match": _filter_doc(late, ir)})
 
     taken: set[str] = set()
     keys = ir.group_by or (ir.outputs if ir.distinct else [])
     if ir.group_by or ir.aggregates or (ir.distinct and keys):
-        group: dict = {"_id": (_ref(keys[0]) if len(keys) == 1
-                               else {_key_name(k): _ref(k) for k in keys} if keys else None)}
+        group: dict = {"_id": (_ref(keys[0], ir) if len(keys) == 1
+                               else {_key_name(k): _ref(k, ir) for k in keys} if keys else None)}
         agg_names = []
         for op, f in ir.aggregates:
             name = f"{op[1:]}_{_key_name(f)}"
-            group[name] = {op: _ref(f)}
+            group[name] = {op: _ref(f, ir)}
             agg_names.append(name)
         if ir.count and ir.group_by:
             group["count"] = {"$sum": 1}
         extra = [f for f in ir.outputs if f not in keys and not any(f is a for _, a in ir.aggregates)]
         if ir.group_by:
             for f in extra:
-                group[_key_name(f)] = {"$first": _ref(f)}
+                group[_key_name(f)] = {"$first": _ref(f, ir)}
         pipeline.append({"$group": group})
         if ir.count and not ir.group_by:
             pipeline.append({"$count": "count"})  # how many distinct values / groups
@@ -1027,16 +1142,17 @@ def render(ir: IR) -> list[dict]:
     sort = _render_sort(ir, [], [])
     if any(isinstance(k, tuple) for k, _ in ir.sort):
         size_of = next(k[1] for k, _ in ir.sort if isinstance(k, tuple))
-        pipeline.append({"$addFields": {"_size": {"$size": {"$ifNull": [_ref(size_of), []]}}}})
+        pipeline.append({"$addFields": {"_size": {"$size": {"$ifNull": [_ref(size_of, ir), []]}}}})
     if sort:
         pipeline.append({"$sort": sort})
     if ir.limit:
         pipeline.append({"$limit": ir.limit})
     project = {"_id": 0}
     for f in ir.outputs:
-        project[_out_name(f, taken)] = _ref(f)
+        project[_out_name(f, taken)] = _ref(f, ir)
     for f in ir.sizes:
-        project["count" if "count" not in taken else f"count_{_key_name(f)}"] = {"$size": {"$ifNull": [_ref(f), []]}}
+        project["count" if "count" not in taken else f"count_{_key_name(f)}"] = {
+            "$size": {"$ifNull": [_ref(f, ir), []]}}
         taken.add("count")
     pipeline.append({"$project": project})
     return pipeline
@@ -1060,7 +1176,7 @@ def _render_sort(ir: IR, agg_names: list[str], keys: list[Field]) -> dict:
             elif key in keys:
                 sort["_id" if len(keys) == 1 else "_id." + _key_name(key)] = direction
         else:
-            sort[key.mql] = direction
+            sort[physical(key.mql, ir, key=key.kind == "key")] = direction
     if sort and grouped:
         sort.setdefault("_id", 1)  # groups come in no defined order: make ties deterministic
     return sort
