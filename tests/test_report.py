@@ -1,0 +1,209 @@
+"""`nlq report`: numbers, paired test, bootstrap, slices, and a snapshot of every format."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from scipy.stats import binomtest
+
+from commands import cli
+from nlq import io, report
+from nlq.errors import InputError
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+UPDATE = os.environ.get("NLQ_UPDATE_SNAPSHOTS") == "1"
+
+
+def _score(outcome, near_miss=None, exf1=None):
+    exc = int(outcome == "correct")
+    return {"exc": exc, "exf1": exf1 if exf1 is not None else float(exc), "outcome": outcome,
+            "near_miss": near_miss, "order_sensitive": False, "gold_rows": 2, "pred_rows": None,
+            "ms": 1.0, "error": None}
+
+
+# (outcome, near_miss, exf1) per task, for two runs over the same ten tasks.
+BASELINE = [("correct",), ("empty",), ("no_submission",), ("wrong_rows", "value_mismatch", 0.5),
+            ("exec_error",), ("correct",), ("wrong_rows", "row_subset", 0.8), ("invalid",),
+            ("empty",), ("wrong_rows", "order_only", 1.0)]
+SAG = [("correct",), ("correct",), ("correct",), ("wrong_rows", "value_mismatch", 0.25),
+       ("correct",), ("correct",), ("correct",), ("wrong_rows", "row_superset", 0.5),
+       ("correct",), ("wrong_rows", "order_only", 1.0)]
+DBS = ["clinic", "clinic", "racing", "racing", "club", "clinic", "club", "racing", "club", "clinic"]
+FLEX = ["dynamic_key", "nested_array", "dynamic_key", "polymorphic", "dynamic_key",
+        "nested_array", "missing_vs_present", "dynamic_key", "polymorphic", "dynamic_key"]
+
+
+def _records(outcomes, method):
+    return [{"id": f"{db}/{i}", "db": db, "labels": {"schema_flex": flex},
+             "prediction": {"method": method}, "score": _score(*o)}
+            for i, (o, db, flex) in enumerate(zip(outcomes, DBS, FLEX))]
+
+
+@pytest.fixture
+def runs(tmp_path):
+    paths = []
+    for name, outcomes in (("baseline", BASELINE), ("sag", SAG)):
+        path = tmp_path / f"{name}.scored.jsonl"
+        io.write_records(_records(outcomes, name), str(path))
+        paths.append(str(path))
+    return paths
+
+
+def _report(paths, **opts):
+    return report.build(report.load_runs(paths), **opts)
+
+
+def test_run_numbers_and_decomposition(runs):
+    base, sag = _report(runs, ref="baseline")["runs"]
+    assert (base["name"], base["n"], base["exc"]) == ("baseline", 10, 0.2)
+    assert base["exf1"] == pytest.approx((1 + 0.5 + 1 + 0.8 + 1) / 10)
+    assert base["counts"] == {"correct": 2, "no_submission": 1, "invalid": 1, "exec_error": 1, "empty": 2,
+                              "order_only": 1, "row_subset": 1, "row_superset": 0, "value_mismatch": 1,
+                              "gold_error": 0, "unscored": 0}
+    for run in (base, sag):
+        assert sum(run["fractions"].values()) == pytest.approx(1.0)
+        assert run["fractions"]["correct"] == run["exc"]
+    assert sag["exc"] == 0.7
+
+
+def test_exact_mcnemar_against_the_reference(runs):
+    base, sag = _report(runs, ref="baseline")["runs"]
+    assert base["mcnemar"] is None
+    # sag alone right on tasks 1, 2, 4, 6, 8 (c = 5); baseline alone right on none (b = 0)
+    assert sag["mcnemar"] == {"ref": "baseline", "paired": 10, "ref_only": 0, "run_only": 5,
+                              "p": pytest.approx(binomtest(5, 5, 0.5).pvalue)}
+    assert sag["mcnemar"]["p"] == pytest.approx(0.0625)
+
+
+def test_mcnemar_pairs_by_unique_id_only(tmp_path):
+    a = [{"id": "x", "score": _score("correct")}, {"id": "y", "score": _score("empty")},
+         {"id": "y", "score": _score("correct")}, {"score": _score("correct")}]
+    b = [{"id": "x", "score": _score("empty")}, {"id": "y", "score": _score("correct")},
+         {"id": "z", "score": _score("correct")}]
+    test = report.mcnemar(report.Run("a", a), report.Run("b", b))
+    assert test == {"ref": "b", "paired": 1, "ref_only": 0, "run_only": 1, "p": 1.0}
+
+
+def test_no_discordant_pairs_gives_p_one():
+    records = [{"id": "x", "score": _score("correct")}]
+    assert report.mcnemar(report.Run("a", records), report.Run("b", records))["p"] == 1.0
+
+
+def test_bootstrap_interval_is_deterministic_and_brackets_the_mean():
+    values = [1, 0, 1, 1, 0, 0, 1, 0, 1, 1]
+    lo, hi = report.bootstrap_interval(values, 2000, seed=7)
+    assert report.bootstrap_interval(values, 2000, seed=7) == [lo, hi]
+    assert lo < 0.6 < hi and 0 <= lo and hi <= 1
+    assert report.bootstrap_interval([1, 1, 1], 100, seed=0) == [1.0, 1.0]
+    assert report.bootstrap_interval([], 100, seed=0) is None
+    assert report.bootstrap_interval(values, 0, seed=0) is None
+
+
+def test_slices_by_dotted_fields_with_counts(runs):
+    built = _report(runs, by=["db", "labels.schema_flex", "prediction.method", "labels.absent"])
+    by_db = {v["value"]: v["runs"] for v in built["slices"][0]["values"]}
+    assert list(by_db) == ["clinic", "club", "racing"]
+    assert by_db["clinic"][0] == {"name": "baseline", "n": 4, "exc": 0.5,
+                                  "exf1": pytest.approx((1 + 1 + 1) / 4)}
+    assert by_db["clinic"][1]["exc"] == 0.75
+    flex = {v["value"]: v["runs"][1]["n"] for v in built["slices"][1]["values"]}
+    assert flex == {"dynamic_key": 5, "missing_vs_present": 1, "nested_array": 2, "polymorphic": 2}
+    methods = {v["value"]: [r["n"] for r in v["runs"]] for v in built["slices"][2]["values"]}
+    assert methods == {"baseline": [10, 0], "sag": [0, 10]}
+    assert [v["value"] for v in built["slices"][3]["values"]] == ["(missing)"]
+
+
+def test_unscored_and_gold_error_records_stay_in_the_denominator():
+    records = [{"id": "a", "score": _score("correct")}, {"line": 3, "failure": {"type": "malformed_input"}},
+               {"id": "c", "score": {**_score("gold_error"), "error": {"stage": "gold"}}}]
+    built = report.build([report.Run("r", records)], bootstrap=0)
+    run = built["runs"][0]
+    assert run["exc"] == pytest.approx(1 / 3)
+    assert run["counts"]["unscored"] == 1 and run["counts"]["gold_error"] == 1
+    assert built["buckets"][-2:] == ["gold_error", "unscored"]
+    assert "GoldErr" in report.render(built, "markdown")
+
+
+def test_extra_buckets_hidden_when_empty(runs):
+    assert "GoldErr" not in report.render(_report(runs), "markdown")
+
+
+def test_unknown_outcome_is_an_error():
+    with pytest.raises(InputError, match="unknown score outcome 'great'"):
+        report.build([report.Run("r", [{"id": "a", "score": {"outcome": "great"}}])])
+
+
+def test_names_ref_and_duplicates(runs):
+    named = report.load_runs(runs, ["A", "B"])
+    assert [r.name for r in named] == ["A", "B"]
+    with pytest.raises(InputError, match="2 --name for 1"):
+        report.load_runs(runs[:1], ["A", "B"])
+    with pytest.raises(InputError, match="two runs are named 'baseline'"):
+        report.load_runs([runs[0], runs[0]])
+    with pytest.raises(InputError, match="--ref nope: no such run"):
+        report.build(named, ref="nope")
+    assert report.run_name("out/x.scored.jsonl") == "x" and report.run_name("-") == "stdin"
+
+
+def test_table_cells_are_not_rich_markup():
+    built = report.build([report.Run("[red]x", [{"id": "a", "score": _score("correct")}])], bootstrap=0)
+    assert report.render(built, "table").splitlines()[4].split()[0] == "[red]x"
+
+
+def test_latex_escape():
+    assert report.latex_escape("a_b & 50% #1 {x} ~ ^ $ \\") == (
+        r"a\_b \& 50\% \#1 \{x\} \textasciitilde{} \textasciicircum{} \$ \textbackslash{}")
+
+
+@pytest.mark.parametrize("fmt, suffix", [("table", "txt"), ("markdown", "md"), ("json", "json"),
+                                         ("latex", "tex")])
+def test_snapshot_of_every_format(runs, fmt, suffix):
+    text = report.run(runs, by=["db", "labels.schema_flex"], ref="baseline", fmt=fmt, bootstrap=500, seed=1)
+    snapshot = SNAPSHOTS / f"report.{suffix}"
+    if UPDATE:
+        snapshot.write_text(text)
+    assert text == snapshot.read_text()
+
+
+def test_json_format_is_the_built_report(runs):
+    text = report.run(runs, ref="sag", fmt="json", bootstrap=0)
+    data = json.loads(text)
+    assert data["ref"] == "sag" and data["runs"][0]["mcnemar"]["run_only"] == 0
+    assert data["runs"][0]["exc_ci"] is None
+
+
+# --- the command ------------------------------------------------------------------
+
+def test_cli_markdown_to_stdout(runner, runs):
+    result = runner.invoke(cli, ["report", *runs, "--name", "base", "--name", "sag", "--ref", "base",
+                                 "--format", "markdown", "--bootstrap", "0"])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "### EXC, EXF1 and outcome decomposition (% of n)"
+    assert lines[2] == ("| Run | n | EXC | 95% CI | EXF1 | NoSub | Invalid | Exec | Empty | Order | Subset "
+                        "| Superset | Value | p vs base | paired |")
+    assert lines[4] == "| base | 10 | 20.0 | - | 43.0 | 10.0 | 10.0 | 10.0 | 20.0 | 10.0 | 10.0 | 0.0 | 10.0 | ref | - |"
+    assert lines[5] == "| sag | 10 | 70.0 | - | 87.5 | 0.0 | 0.0 | 0.0 | 0.0 | 10.0 | 0.0 | 10.0 | 10.0 | 0.0625 | 10 |"
+    assert result.stderr == ""
+
+
+def test_cli_reads_stdin_and_writes_a_file(runner, runs, tmp_path):
+    out = tmp_path / "r.tex"
+    result = runner.invoke(cli, ["report", "--format", "latex", "-o", str(out)],
+                           input=Path(runs[1]).read_bytes())
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    lines = out.read_text().splitlines()
+    assert lines[1] == r"\begin{tabular}{lrrrrrrrrrrrr}"
+    assert lines[5].startswith(r"stdin & 10 & 70.0 & [")
+
+
+def test_cli_errors_are_one_line(runner, runs):
+    result = runner.invoke(cli, ["report", runs[0], "--ref", "nope"])
+    assert result.exit_code == 1
+    assert result.stderr == "nlq: --ref nope: no such run (runs: baseline)\n"
+    result = runner.invoke(cli, ["report", "--format", "html", runs[0]])
+    assert result.exit_code == 2
