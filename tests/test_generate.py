@@ -184,3 +184,99 @@ def test_cli_rejects_unknown_method(runner, tmp_path):
     index_file.write_bytes(orjson.dumps(INDEX) + b"\n")
     result = runner.invoke(cli, ["generate", "--method", "oracle", "--index", str(index_file)], input="")
     assert result.exit_code == 2
+
+
+# --- dynamic maps ------------------------------------------------------------------
+
+LABS = {
+    "db": "labs",
+    "collections": {"lab_histories": {"count": 3, "sampled": 3}},
+    "lattice": [
+        entry("lab_histories", "patient_id"), entry("lab_histories", "lab"),
+        entry("lab_histories", "values_by_year", kind="dynamic_map", types={"object": 3}),
+        entry("lab_histories", "values_by_year.<*>", kind="dynamic_map", types={"object": 5}),
+        entry("lab_histories", "values_by_year.<*>.<*>", kind="object", types={"object": 9}),
+        entry("lab_histories", "values_by_year.<*>.<*>.count", types={"int": 9}),
+        entry("lab_histories", "values_by_year.<*>.<*>.readings", kind="array", types={"array": 9}),
+        entry("lab_histories", "values_by_year.<*>.<*>.readings[]", types={"double": 20}),
+    ],
+}
+
+
+def key_witness(term, path):
+    return {"term": term, "hard": True,
+            "matches": [{"stored": term, "kind": "key", "collection": "lab_histories", "path": path, "frequency": 3}]}
+
+
+def test_map_keys_are_fields_named_after_the_map():
+    fields = rules.schema_of(LABS)["lab_histories"]
+    keys = {f.mql: f.words for f in fields if f.kind == "key"}
+    assert keys == {"values_by_year.<*>": ("year",), "values_by_year.<*>.<*>": ()}
+    count = next(f for f in fields if f.mql == "values_by_year.<*>.<*>.count")
+    assert count.maps == ("values_by_year", "values_by_year.<*>")
+
+
+def test_physical_paths_bind_keys_and_follow_expansions():
+    ir = rules.IR(collection="lab_histories", bound_keys={"values_by_year.<*>": "HBA1C"},
+                  expand=["values_by_year"])
+    assert rules.physical("values_by_year.<*>.<*>.count", ir) == "_values_by_year.v.HBA1C.count"
+    assert rules.physical("values_by_year.<*>", ir, key=True) == "_values_by_year.k"
+    ir = rules.IR(collection="lab_histories", bound_keys={"values_by_year": "1987"})
+    assert rules.physical("values_by_year.<*>.<*>.count", ir) == "values_by_year.1987.<*>.count"
+
+
+def test_witnessed_year_key_is_addressed_directly():
+    # the paper's example: the literal 1987 binds to a dynamic key of values_by_year
+    pipeline = pipeline_of_labs("Show the patient id and HBA1C count in 1987.",
+                                [key_witness("1987", "values_by_year"),
+                                 key_witness("HBA1C", "values_by_year.<*>")])
+    assert pipeline[0] == {"$match": {"values_by_year.1987": {"$exists": True},
+                                      "values_by_year.1987.HBA1C": {"$exists": True}}}
+    assert {"$project": {"_id": 0, "patient_id": "$patient_id",
+                         "count": "$values_by_year.1987.HBA1C.count"}} in pipeline
+
+
+def test_ranging_over_a_map_expands_it():
+    pipeline = pipeline_of_labs("For each year, what is the total HBA1C count?",
+                                [key_witness("HBA1C", "values_by_year.<*>")])
+    assert pipeline[:3] == [
+        {"$addFields": {"_values_by_year": {"$objectToArray": "$values_by_year"}}},
+        {"$unwind": "$_values_by_year"},
+        {"$match": {"_values_by_year.v.HBA1C": {"$exists": True}}},
+    ]
+    assert pipeline[3]["$group"]["_id"] == "$_values_by_year.k"
+    assert pipeline[3]["$group"]["sum_values_by_year_count"] == {"$sum": "$_values_by_year.v.HBA1C.count"}
+
+
+def pipeline_of_labs(question, witnesses):
+    return rules.render(rules.build_ir(question, witnesses, LABS))
+
+
+def test_multiword_collection_name_is_the_entity_not_a_field():
+    ir = rules.build_ir("How many lab histories are there?", [], LABS)
+    assert ir.mentions == [] and rules.render(ir) == [{"$count": "count"}]
+
+
+def test_count_groups_only_by_attributes_named_before_it():
+    assert pipeline_of("Show each flag and the number of ships.")[0] == {
+        "$group": {"_id": "$Flag", "count": {"$sum": 1}}}
+    assert pipeline_of("How many ships have a flag?") == [{"$count": "count"}]
+
+
+def test_most_common_first_orders_without_limit():
+    pipeline = pipeline_of("List flags of ships, most common first.")
+    assert {"$limit": 1} not in pipeline and pipeline[1] == {"$sort": {"count": -1, "_id": 1}}
+
+
+def test_year_of_a_date_field_is_a_date_range():
+    import datetime as dt
+
+    index = {"db": "v", "collections": {"visits": {"count": 1, "sampled": 1}},
+             "lattice": [entry("visits", "type"), entry("visits", "date", types={"date": 1})]}
+    witness = {"term": "2021", "hard": True, "matches": [
+        {"stored": "2021-01-01", "kind": "value", "collection": "visits", "path": "date", "frequency": 4,
+         "part": "year"}]}
+    ir = rules.build_ir("How many visits took place in 2021?", [witness], index)
+    utc = dt.timezone.utc
+    assert [(f.op, f.value) for f in ir.filters] == [
+        ("$gte", dt.datetime(2021, 1, 1, tzinfo=utc)), ("$lt", dt.datetime(2022, 1, 1, tzinfo=utc))]

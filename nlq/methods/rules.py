@@ -236,10 +236,12 @@ def schema_of(index: dict) -> dict[str, list[Field]]:
             kind=entry.get("kind", "scalar"), type=_dominant_type(entry.get("types", {})),
             words=tuple(split_name(names[-1])), context=context, present=entry.get("present", 0), maps=maps))
         if entry.get("kind") == "dynamic_map":
-            # the map's keys are data ('seasons' -> a season, 'results_by_driver' -> a driver)
+            # the map's keys are data ('seasons' -> a season, 'results_by_driver' -> a driver);
+            # a map directly inside another map has no name for its keys
+            key_words = () if parts[-1] == "<*>" else _key_words(names[-1])
             fields.append(Field(
                 collection=entry["collection"], path=path + ".<*>", mql=mql + ".<*>", arrays=arrays,
-                kind="key", type="string", words=_key_words(names[-1]), context=context,
+                kind="key", type="string", words=key_words, context=context,
                 present=entry.get("present", 0), maps=maps + (mql,)))
     if len(_SCHEMAS) > 64:
         _SCHEMAS.clear()
@@ -519,7 +521,7 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
             continue
         candidates.sort(key=lambda c: c[:3])
         _, _, _, f, match = candidates[0]
-        if match.get("kind") != "key" and re.fullmatch(r"-?\d+(?:\.\d+)?", term) and not any(
+        if match.get("kind") != "key" and match.get("part") != "year" and re.fullmatch(r"-?\d+(?:\.\d+)?", term) and not any(
                 m.field.mql == f.mql and 0 <= at - m.end <= 2 for m in mentions):
             continue  # a bare number binds only right after its field ('major 50')
         negated = any(q.raw[i] in NEGATIONS for i in range(max(0, at - 3), at))
@@ -735,7 +737,8 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     ir.witnesses_bound = len(bound)
     ir.bound_keys = {f.field.mql: f.value for f in bound if f.key_of is not None}
     ir.distinct = any(w in DISTINCT_WORDS for w in q.raw)
-    ir.count = bool(COUNT_PATTERNS.search(lower))
+    named = {i for m in mentions for i in range(m.start, m.end)}
+    ir.count = any(q.word_at(c.start()) not in named for c in COUNT_PATTERNS.finditer(lower))
 
     # grouping: "for each X", "per X", "most common X"
     for m in GROUP_PATTERNS.finditer(lower):
@@ -902,7 +905,9 @@ def _superlative_limit(q: Question) -> int | None:
     if any(w in MEASURE_SUPERLATIVES or w in ("highest", "lowest", "largest", "smallest", "most", "least",
                                               "fewest", "maximum", "minimum", "best", "worst")
            for w in q.raw):
-        if not re.search(r"\border\b|\bsorted\b", q.text.lower()):
+        # "most common first", "highest first" and explicit orderings rank; they do not pick one
+        if not re.search(r"\border\b|\bsorted\b|\b(?:most|least|highest|lowest|largest|smallest|biggest)"
+                         r"(?:\s+\w+)?\s+(?:first|last)\b", q.text.lower()):
             return 1
     return None
 
