@@ -11,12 +11,15 @@ class Query:
 
     `form` records the surface form it was parsed from ('aggregate', 'find',
     'count', 'countDocuments', 'distinct', 'json'); find/count/distinct are
-    lowered to equivalent aggregation stages by the parser.
+    lowered to equivalent aggregation stages by the parser. `warnings` notes
+    what a tolerant parse accepted (e.g. a missing final ')'). Equality looks
+    at the collection and the pipeline only.
     """
 
     collection: str
     pipeline: list = field(default_factory=list)
-    form: str = "aggregate"
+    form: str = field(default="aggregate", compare=False)
+    warnings: tuple = field(default=(), compare=False)
 
     def to_json(self) -> dict:
         return {"collection": self.collection, "pipeline": self.pipeline}
