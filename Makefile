@@ -29,13 +29,12 @@ check: test
 
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
-	@for db in $$(ls $(WORLDS)); do \
-	  $(BIN)/nlq index --data $(WORLDS) --db $$db -o $(DEMO)/$$db.index.jsonl || exit 1; \
-	  $(BIN)/nlq witness --index $(DEMO)/$$db.index.jsonl fixtures/tasks/$$db.jsonl \
-	    | $(BIN)/nlq generate --method rules --index $(DEMO)/$$db.index.jsonl \
-	    | $(BIN)/nlq score --data $(WORLDS) -o $(DEMO)/$$db.scored.jsonl || exit 1; \
-	done
-	$(BIN)/nlq report $(DEMO)/*.scored.jsonl --by db --by labels.schema_flex
+	$(BIN)/nlq index --data $(WORLDS) -o $(DEMO)/index.jsonl
+	cat fixtures/tasks/*.jsonl \
+	  | $(BIN)/nlq witness --index $(DEMO)/index.jsonl \
+	  | $(BIN)/nlq generate --method rules --index $(DEMO)/index.jsonl \
+	  | $(BIN)/nlq score --data $(WORLDS) -o $(DEMO)/rules.scored.jsonl
+	$(BIN)/nlq report $(DEMO)/rules.scored.jsonl --by db --by labels.schema_flex --by labels.anti_sql
 
 clean:
 	rm -rf $(VENV) out .hypothesis
