@@ -1,0 +1,871 @@
+"""Date expression operators: field extractors ($year ... $isoDayOfWeek),
+$dateToString, $dateFromString, $dateFromParts, $dateToParts, $dateAdd,
+$dateSubtract, $dateDiff and $dateTrunc, with the `timezone` argument (Olson
+names via zoneinfo, or UTC offsets "+HH:MM", "+HHMM", "+HH").
+
+Dates are timezone-aware UTC datetimes with millisecond precision; local
+arithmetic happens on naive wall-clock datetimes which are converted back to
+UTC. Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/#date-expression-operators
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as _dt
+import functools
+import re
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from bson.decimal128 import Decimal128
+from bson.int64 import Int64
+from bson.objectid import ObjectId
+from bson.timestamp import Timestamp
+
+from nlq.errors import ExecutionError
+from nlq.mql import registry
+from nlq.mql.expressions import compile_expression, compile_named
+from nlq.mql.registry import EXPRESSION
+from nlq.mql.values import MISSING, UTC, bson_type
+
+_NAIVE_EPOCH = _dt.datetime(1970, 1, 1)
+_REF = _dt.datetime(2000, 1, 1)  # $dateTrunc's reference instant (local wall time)
+_REF_UTC = _dt.datetime(2000, 1, 1, tzinfo=UTC)
+_REF_UTC_MS = 946_684_800_000
+_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=UTC)
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December"]
+UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond")
+_FIXED_MS = {"week": 7 * 86_400_000, "day": 86_400_000, "hour": 3_600_000, "minute": 60_000,
+             "second": 1000, "millisecond": 1}
+_DAYS = {"monday": 1, "tuesday": 2, "wednesday": 3, "thursday": 4, "friday": 5, "saturday": 6, "sunday": 7}
+
+
+def _nullish(v) -> bool:
+    return v is None or v is MISSING
+
+
+# ---------------------------------------------------------------- conversions
+
+
+def to_date(value, op: str) -> _dt.datetime:
+    """A date operand: a date, a Timestamp (its seconds) or an ObjectId (its creation time)."""
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
+    if isinstance(value, Timestamp):
+        return _dt.datetime.fromtimestamp(value.time, UTC)
+    if isinstance(value, ObjectId):
+        return value.generation_time
+    raise ExecutionError(f"{op}: can't convert from BSON type {bson_type(value)} to Date", code=16006)
+
+
+_OFFSET_RE = re.compile(r"^([+-])(\d{2})(?::?(\d{2}))?$")
+
+
+@functools.lru_cache(maxsize=512)
+def _zone(name: str):
+    if name in ("UTC", "GMT", "Z", "utc"):
+        return UTC
+    m = _OFFSET_RE.match(name)
+    if m:
+        sign, hh, mm = m.group(1), int(m.group(2)), int(m.group(3) or 0)
+        delta = _dt.timedelta(hours=hh, minutes=mm)
+        return _dt.timezone(-delta if sign == "-" else delta)
+    try:
+        if name.startswith("/") or ".." in name or not name:
+            raise ValueError(name)
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return None
+
+
+def timezone(value, op: str):
+    """The tzinfo of a `timezone` argument value (an Olson name or a UTC offset)."""
+    if type(value) is not str:
+        raise ExecutionError(f"{op}: timezone must evaluate to a string, found {bson_type(value)}", code=40517)
+    tz = _zone(value)
+    if tz is None:
+        raise ExecutionError(f"{op}: unrecognized time zone identifier: \"{value}\"", code=40485)
+    return tz
+
+
+def to_local(d: _dt.datetime, tz) -> _dt.datetime:
+    """The naive wall-clock time of instant `d` in `tz` (milliseconds kept, microseconds dropped)."""
+    if tz is UTC or tz is None:
+        local = d.astimezone(UTC) if d.tzinfo is not UTC else d
+    else:
+        local = d.astimezone(tz)
+    us = local.microsecond
+    if us % 1000:
+        return local.replace(tzinfo=None, microsecond=us - us % 1000)
+    return local.replace(tzinfo=None)
+
+
+def from_local(local: _dt.datetime, tz) -> _dt.datetime:
+    """The UTC instant whose wall-clock time in `tz` is `local` (naive)."""
+    if tz is UTC or tz is None:
+        return local.replace(tzinfo=UTC)
+    return local.replace(tzinfo=tz).astimezone(UTC)
+
+
+def utc_offset(d: _dt.datetime, tz) -> _dt.timedelta:
+    if tz is UTC or tz is None:
+        return _dt.timedelta(0)
+    return d.astimezone(tz).utcoffset()
+
+
+def _ms(local: _dt.datetime) -> int:
+    delta = local - _NAIVE_EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def _from_ms(ms: int) -> _dt.datetime:
+    return _NAIVE_EPOCH + _dt.timedelta(milliseconds=ms)
+
+
+def _check_year(d: _dt.datetime, op: str) -> None:
+    if d.year < 0 or d.year > 9999:
+        raise ExecutionError(f"{op} is only defined on year 0-9999, tried to use year {d.year}", code=18537)
+
+
+def _integer(value, op: str, name: str) -> int:
+    t = type(value)
+    if t is int or t is Int64:
+        return int(value)
+    if t is float and value == value and abs(value) != float("inf") and value == int(value):
+        return int(value)
+    if t is Decimal128:
+        dec = value.to_decimal()
+        if dec.is_finite() and dec == dec.to_integral_value():
+            return int(dec)
+    shown = value if t is not str else f'"{value}"'
+    raise ExecutionError(f"{op}: '{name}' must evaluate to an integer, found {bson_type(value)} with value {shown}",
+                         code=40515)
+
+
+# ---------------------------------------------------------------- calendar pieces
+
+
+def week_of_year(local: _dt.datetime) -> int:
+    """`$week`: weeks start on Sunday; days before the year's first Sunday are week 0."""
+    yday0 = local.timetuple().tm_yday - 1
+    dow0 = local.isoweekday() % 7  # Sunday = 0
+    return (yday0 - dow0 + 7) // 7
+
+
+def day_of_week(local: _dt.datetime) -> int:
+    """`$dayOfWeek`: 1 (Sunday) to 7 (Saturday)."""
+    return local.isoweekday() % 7 + 1
+
+
+_EXTRACTORS = {
+    "$year": lambda d: d.year,
+    "$month": lambda d: d.month,
+    "$dayOfMonth": lambda d: d.day,
+    "$hour": lambda d: d.hour,
+    "$minute": lambda d: d.minute,
+    "$second": lambda d: d.second,
+    "$millisecond": lambda d: d.microsecond // 1000,
+    "$dayOfWeek": day_of_week,
+    "$dayOfYear": lambda d: d.timetuple().tm_yday,
+    "$week": week_of_year,
+    "$isoWeek": lambda d: d.isocalendar()[1],
+    "$isoWeekYear": lambda d: d.isocalendar()[0],
+    "$isoDayOfWeek": lambda d: d.isoweekday(),
+}
+
+
+def _date_and_zone(args, op: str):
+    """Compile the operand of an extractor: `<date>`, `[<date>]` or `{date, timezone}`."""
+    if type(args) is dict and args and not next(iter(args)).startswith("$"):
+        named = compile_named(args, name=op, required=("date",), optional=("timezone",))
+        return named["date"], named.get("timezone")
+    if type(args) is list:
+        if len(args) != 1:
+            raise ExecutionError(f"expression {op} takes exactly 1 arguments. {len(args)} were passed in.",
+                                 code=16020)
+        args = args[0]
+    return compile_expression(args), None
+
+
+def _compile_zone(tz_fn, op: str):
+    """fn(vars) -> tzinfo | MISSING (MISSING when the timezone evaluates to null/missing)."""
+    if tz_fn is None:
+        return lambda vars: UTC
+    def zone(vars):
+        v = tz_fn(vars)
+        return MISSING if _nullish(v) else timezone(v, op)
+    return zone
+
+
+def _extractor(op: str):
+    extract = _EXTRACTORS[op]
+
+    def compile_(args):
+        date_fn, tz_fn = _date_and_zone(args, op)
+        if tz_fn is None:
+            def extract_utc(vars):
+                v = date_fn(vars)
+                if v is None or v is MISSING:
+                    return None
+                if type(v) is _dt.datetime and v.tzinfo is UTC:
+                    return extract(v)  # fast path: stored dates are already UTC
+                return extract(to_local(to_date(v, op), UTC))
+            return extract_utc
+        zone = _compile_zone(tz_fn, op)
+
+        def extract_tz(vars):
+            v = date_fn(vars)
+            tz = zone(vars)
+            if _nullish(v) or tz is MISSING:
+                return None
+            return extract(to_local(to_date(v, op), tz))
+        return extract_tz
+    return compile_
+
+
+for _op in _EXTRACTORS:
+    registry.implements(EXPRESSION, _op)(_extractor(_op))
+
+
+# ---------------------------------------------------------------- $dateToString
+
+_ISO_Z = "%Y-%m-%dT%H:%M:%S.%LZ"
+_ISO = "%Y-%m-%dT%H:%M:%S.%L"
+
+
+def _fmt_offset_hhmm(off: _dt.timedelta) -> str:
+    minutes = int(off.total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    minutes = abs(minutes)
+    return f"{sign}{minutes // 60:02d}{minutes % 60:02d}"
+
+
+def _fmt_offset_minutes(off: _dt.timedelta) -> str:
+    minutes = int(off.total_seconds()) // 60
+    return f"{'-' if minutes < 0 else '+'}{abs(minutes)}"
+
+
+# Specifiers computed by a function (the plain numeric ones are template fields, see _TEMPLATE).
+_SPECIFIERS = {
+    "j": lambda d, o: f"{d.timetuple().tm_yday:03d}",
+    "w": lambda d, o: str(day_of_week(d)),
+    "u": lambda d, o: str(d.isoweekday()),
+    "U": lambda d, o: f"{week_of_year(d):02d}",
+    "V": lambda d, o: f"{d.isocalendar()[1]:02d}",
+    "G": lambda d, o: f"{d.isocalendar()[0]:04d}",
+    "z": lambda d, o: _fmt_offset_hhmm(o),
+    "Z": lambda d, o: _fmt_offset_minutes(o),
+    "b": lambda d, o: _MONTHS[d.month - 1][:3],
+    "B": lambda d, o: _MONTHS[d.month - 1],
+}
+
+
+_TEMPLATE = {"Y": "{0.year:04d}", "m": "{0.month:02d}", "d": "{0.day:02d}", "H": "{0.hour:02d}",
+             "M": "{0.minute:02d}", "S": "{0.second:02d}", "L": "{1:03d}"}
+
+
+class DateFormat:
+    """A compiled `$dateToString` format: one `str.format` template; the specifiers that
+    need computing (%j %U %V %z ...) fill positional slots."""
+
+    __slots__ = ("template", "computed", "needs_offset")
+
+    def __init__(self, template: str, computed: tuple, needs_offset: bool):
+        self.template, self.computed, self.needs_offset = template, computed, needs_offset
+
+    def render(self, local: _dt.datetime, off: _dt.timedelta | None) -> str:
+        extra = [f(local, off) for f in self.computed] if self.computed else ()
+        return self.template.format(local, local.microsecond // 1000, extra)
+
+
+@functools.lru_cache(maxsize=256)
+def compile_format(fmt: str) -> DateFormat:
+    """Compile a date format string (MongoDB's specifiers; errors for unknown ones)."""
+    out: list[str] = []
+    computed: list = []
+    needs_offset = False
+    i, n = 0, len(fmt)
+    while i < n:
+        c = fmt[i]
+        if c != "%":
+            out.append("{{" if c == "{" else "}}" if c == "}" else c)
+            i += 1
+            continue
+        if i + 1 >= n:
+            raise ExecutionError("Unmatched '%' at end of format string", code=18535)
+        spec = fmt[i + 1]
+        if spec == "%":
+            out.append("%")
+        elif spec in _TEMPLATE:
+            out.append(_TEMPLATE[spec])
+        elif spec in _SPECIFIERS:
+            out.append("{2[%d]}" % len(computed))
+            computed.append(_SPECIFIERS[spec])
+            needs_offset = needs_offset or spec in "zZ"
+        else:
+            raise ExecutionError(f"Invalid format character '%{spec}' in format string", code=18536)
+        i += 2
+    return DateFormat("".join(out), tuple(computed), needs_offset)
+
+
+def format_date(d: _dt.datetime, fmt: DateFormat, tz) -> str:
+    local = to_local(d, tz)
+    _check_year(local, "$dateToString")
+    return fmt.render(local, utc_offset(d, tz) if fmt.needs_offset else None)
+
+
+@registry.implements(EXPRESSION, "$dateToString")
+def _date_to_string(args):
+    op = "$dateToString"
+    named = compile_named(args, name=op, required=("date",), optional=("format", "timezone", "onNull"))
+    date_fn = named["date"]
+    on_null = named.get("onNull")
+    zone = _compile_zone(named.get("timezone"), op)
+    fmt_spec = args.get("format", MISSING)
+    const_fmt = None
+    if fmt_spec is not MISSING and type(fmt_spec) is str and not fmt_spec.startswith("$"):
+        const_fmt = compile_format(fmt_spec)
+    fmt_fn = named.get("format")
+
+    def date_to_string(vars):
+        v = date_fn(vars)
+        if _nullish(v):
+            return on_null(vars) if on_null is not None else None
+        tz = zone(vars)
+        if tz is MISSING:
+            return None
+        if const_fmt is not None:
+            parts = const_fmt
+        elif fmt_fn is None:
+            parts = compile_format(_default_format(tz))
+        else:
+            f = fmt_fn(vars)
+            if _nullish(f):
+                return None
+            if type(f) is not str:
+                raise ExecutionError(f"{op} requires that 'format' be a string, found: {bson_type(f)} with value "
+                                     f"{f!r}", code=18533)
+            parts = compile_format(f)
+        return format_date(to_date(v, op), parts, tz)
+    return date_to_string
+
+
+def _default_format(tz) -> str:
+    """Manual: without `format`, a non-UTC timezone gives "%Y-%m-%dT%H:%M:%S.%L", UTC gives "...%LZ"."""
+    return _ISO_Z if tz is UTC else _ISO
+
+
+# ---------------------------------------------------------------- $dateFromString
+
+_FROM_SPECS = {
+    "Y": r"(?P<Y>\d{1,4})", "m": r"(?P<m>\d{1,2})", "d": r"(?P<d>\d{1,2})", "H": r"(?P<H>\d{1,2})",
+    "M": r"(?P<M>\d{1,2})", "S": r"(?P<S>\d{1,2})", "L": r"(?P<L>\d{1,3})", "j": r"(?P<j>\d{1,3})",
+    "G": r"(?P<G>\d{1,4})", "V": r"(?P<V>\d{1,2})", "u": r"(?P<u>\d)", "w": r"(?P<w>\d)",
+    "U": r"(?P<U>\d{1,2})", "z": r"(?P<z>[+-]\d{2}:?\d{2}|Z)", "Z": r"(?P<Z>[+-]\d{1,4})",
+    "b": r"(?P<b>[A-Za-z]{3})", "B": r"(?P<B>[A-Za-z]+)",
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_format(fmt: str) -> re.Pattern:
+    out = []
+    i, n = 0, len(fmt)
+    seen = set()
+    while i < n:
+        c = fmt[i]
+        if c != "%":
+            out.append(re.escape(c))
+            i += 1
+            continue
+        if i + 1 >= n:
+            raise ExecutionError("Unmatched '%' at end of format string", code=18535)
+        spec = fmt[i + 1]
+        if spec == "%":
+            out.append("%")
+        elif spec in _FROM_SPECS and spec not in seen:
+            out.append(_FROM_SPECS[spec])
+            seen.add(spec)
+        elif spec in _FROM_SPECS:
+            out.append(r"\d+")
+        else:
+            raise ExecutionError(f"Invalid format character '%{spec}' in format string", code=18536)
+        i += 2
+    return re.compile("".join(out) + r"\Z", re.IGNORECASE)
+
+
+_ISO_PARSE = re.compile(
+    r"^\s*(?P<Y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"
+    r"(?:[T ](?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:\.(?P<frac>\d+))?)?)?"
+    r"\s*(?P<tz>Z|[+-]\d{2}(?::?\d{2})?|UTC|GMT|[A-Za-z]+/[A-Za-z_/+-]+)?\s*$")
+_SLASH_PARSE = re.compile(
+    r"^\s*(?:(?P<Y>\d{4})/(?P<m>\d{1,2})/(?P<d>\d{1,2})|(?P<m2>\d{1,2})/(?P<d2>\d{1,2})/(?P<Y2>\d{4}))"
+    r"(?:[T ](?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:\.(?P<frac>\d+))?)?)?\s*$")
+_NAME_PARSE = re.compile(
+    r"^\s*(?:(?P<B>[A-Za-z]+)\.?\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<Y>\d{4})"
+    r"|(?P<d2>\d{1,2})\s+(?P<B2>[A-Za-z]+)\.?,?\s+(?P<Y2>\d{4}))"
+    r"(?:[T ,]\s*(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:\.(?P<frac>\d+))?)?)?\s*$")
+
+
+def _month_number(name: str) -> int | None:
+    low = name.lower()
+    for i, full in enumerate(_MONTHS):
+        f = full.lower()
+        if low == f or (len(low) >= 3 and f.startswith(low)) or (low == "sept" and i == 8):
+            return i + 1
+    return None
+
+
+class _ParseFailure(Exception):
+    pass
+
+
+def _parse_offset(text: str) -> _dt.timedelta:
+    if text in ("Z", "UTC", "GMT"):
+        return _dt.timedelta(0)
+    sign = -1 if text[0] == "-" else 1
+    digits = text[1:].replace(":", "")
+    hh, mm = int(digits[:2]), int(digits[2:4] or 0)
+    return sign * _dt.timedelta(hours=hh, minutes=mm)
+
+
+def _build(y, mo, d, h=0, mi=0, s=0, ms=0) -> _dt.datetime:
+    try:
+        return _dt.datetime(y, mo, d, h, mi, s, ms * 1000)
+    except ValueError as exc:
+        raise _ParseFailure(str(exc)) from None
+
+
+def parse_date_string(s: str, fmt: str | None):
+    """Parse a date string. Returns (naive wall time, embedded tzinfo-or-None)."""
+    if fmt is None:
+        m = _ISO_PARSE.match(s)
+        if m:
+            g = m.groupdict()
+            frac = (g["frac"] or "0")[:3].ljust(3, "0")
+            local = _build(int(g["Y"]), int(g["m"]), int(g["d"]), int(g["H"] or 0), int(g["M"] or 0),
+                           int(g["S"] or 0), int(frac))
+            tz = g["tz"]
+            if tz is None:
+                return local, None
+            if "/" in tz:
+                zone = _zone(tz)
+                if zone is None:
+                    raise _ParseFailure(f"unrecognized time zone identifier \"{tz}\"")
+                return local, zone
+            return local, _dt.timezone(_parse_offset(tz))
+        for pattern in (_SLASH_PARSE, _NAME_PARSE):
+            m = pattern.match(s)
+            if m:
+                g = m.groupdict()
+                y = g.get("Y") or g.get("Y2")
+                d = g.get("d") or g.get("d2")
+                if "B" in g:
+                    mo = _month_number(g["B"] or g["B2"])
+                    if mo is None:
+                        raise _ParseFailure("The timezone could not be found in the database")
+                else:
+                    mo = int(g["m"] or g["m2"])
+                frac = (g["frac"] or "0")[:3].ljust(3, "0")
+                return _build(int(y), int(mo), int(d), int(g["H"] or 0), int(g["M"] or 0), int(g["S"] or 0),
+                              int(frac)), None
+        raise _ParseFailure("Unexpected character or incomplete date")
+    m = _parse_format(fmt).match(s)
+    if m is None:
+        raise _ParseFailure(f"the date string does not match the format \"{fmt}\"")
+    g = {k: v for k, v in m.groupdict().items() if v is not None}
+    h, mi, sec = int(g.get("H", 0)), int(g.get("M", 0)), int(g.get("S", 0))
+    ms = int(g["L"].ljust(3, "0")) if "L" in g else 0
+    if "G" in g or "V" in g or "u" in g:
+        if "G" not in g:
+            raise _ParseFailure("an incomplete date/time string has been found, with elements missing: \"year\"")
+        try:
+            day = _dt.date.fromisocalendar(int(g["G"]), int(g.get("V", 1)), int(g.get("u", 1)))
+        except ValueError as exc:
+            raise _ParseFailure(str(exc)) from None
+        local = _build(day.year, day.month, day.day, h, mi, sec, ms)
+    else:
+        missing = [name for key, name in (("Y", "year"),) if key not in g]
+        month = g.get("m")
+        if month is None and ("b" in g or "B" in g):
+            month = _month_number(g.get("b") or g.get("B"))
+            if month is None:
+                raise _ParseFailure("unknown month name")
+        if "j" in g and "Y" in g:
+            base = _build(int(g["Y"]), 1, 1, h, mi, sec, ms)
+            local = base + _dt.timedelta(days=int(g["j"]) - 1)
+            if local.year != base.year:
+                raise _ParseFailure("day of year out of range")
+        else:
+            if month is None:
+                missing.append("month")
+            if "d" not in g:
+                missing.append("day")
+            if missing:
+                raise _ParseFailure("an incomplete date/time string has been found, with elements missing: "
+                                    + ", ".join(f'"{x}"' for x in missing))
+            local = _build(int(g["Y"]), int(month), int(g["d"]), h, mi, sec, ms)
+    if "z" in g:
+        return local, _dt.timezone(_parse_offset(g["z"]))
+    if "Z" in g:
+        sign = -1 if g["Z"][0] == "-" else 1
+        return local, _dt.timezone(sign * _dt.timedelta(minutes=int(g["Z"][1:])))
+    return local, None
+
+
+@registry.implements(EXPRESSION, "$dateFromString")
+def _date_from_string(args):
+    op = "$dateFromString"
+    named = compile_named(args, name=op, required=("dateString",),
+                          optional=("format", "timezone", "onError", "onNull"))
+    s_fn = named["dateString"]
+    fmt_fn = named.get("format")
+    tz_fn = named.get("timezone")
+    on_error, on_null = named.get("onError"), named.get("onNull")
+    if fmt_fn is not None and type(args["format"]) is str and not args["format"].startswith("$"):
+        _parse_format(args["format"])  # invalid specifiers fail at compile time, as in MongoDB
+
+    def date_from_string(vars):
+        s = s_fn(vars)
+        if _nullish(s):
+            return on_null(vars) if on_null is not None else None
+        fmt = None
+        if fmt_fn is not None:
+            fmt = fmt_fn(vars)
+            if _nullish(fmt):
+                return None
+            if type(fmt) is not str:
+                raise ExecutionError(f"{op}: format requires a string, found: {bson_type(fmt)}", code=40684)
+        tz = UTC
+        if tz_fn is not None:
+            tzv = tz_fn(vars)
+            if _nullish(tzv):
+                return None
+            tz = timezone(tzv, op)
+        if type(s) is not str:
+            if on_error is not None:
+                return on_error(vars)
+            raise ExecutionError(f"{op} requires that 'dateString' be a string, found: {bson_type(s)} with value "
+                                 f"{s!r}", code=241)
+        try:
+            local, embedded = parse_date_string(s, fmt)
+        except _ParseFailure as exc:
+            if on_error is not None:
+                return on_error(vars)
+            raise ExecutionError(f"Error parsing date string '{s}'; {exc}", code=241) from None
+        if embedded is not None:
+            if tz_fn is not None:
+                if on_error is not None:
+                    return on_error(vars)
+                raise ExecutionError(f"{op}: you cannot pass in a date/time string with time zone information "
+                                     f"('{s}') together with a timezone argument", code=40554)
+            tz = embedded
+        try:
+            return from_local(local, tz)
+        except (OverflowError, ValueError):
+            if on_error is not None:
+                return on_error(vars)
+            raise ExecutionError(f"Error parsing date string '{s}'; date out of range", code=241) from None
+    return date_from_string
+
+
+# ---------------------------------------------------------------- $dateFromParts / $dateToParts
+
+_CAL_PARTS = ("year", "month", "day", "hour", "minute", "second", "millisecond")
+_ISO_PARTS = ("isoWeekYear", "isoWeek", "isoDayOfWeek", "hour", "minute", "second", "millisecond")
+_DEFAULTS = {"month": 1, "day": 1, "isoWeek": 1, "isoDayOfWeek": 1, "hour": 0, "minute": 0, "second": 0,
+             "millisecond": 0}
+
+
+@registry.implements(EXPRESSION, "$dateFromParts")
+def _date_from_parts(args):
+    op = "$dateFromParts"
+    if type(args) is not dict:
+        raise ExecutionError(f"{op} only supports an object as its argument", code=40519)
+    calendar_keys = {"year", "month", "day"} & set(args)
+    iso_keys = {"isoWeekYear", "isoWeek", "isoDayOfWeek"} & set(args)
+    if calendar_keys and iso_keys:
+        raise ExecutionError(f"{op} does not allow mixing natural dates with ISO dates", code=40489)
+    iso = bool(iso_keys)
+    if not iso and "year" not in args:
+        raise ExecutionError(f"{op} requires either 'year' or 'isoWeekYear' to be present", code=40516)
+    if iso and "isoWeekYear" not in args:
+        raise ExecutionError(f"{op} requires either 'year' or 'isoWeekYear' to be present", code=40516)
+    names = _ISO_PARTS if iso else _CAL_PARTS
+    named = compile_named(args, name=op, optional=names + ("timezone",))
+    fns = [(n, named.get(n)) for n in names]
+    zone = _compile_zone(named.get("timezone"), op)
+
+    def date_from_parts(vars):
+        values = {}
+        null = False
+        for name, fn in fns:
+            if fn is None:
+                values[name] = _DEFAULTS[name]
+                continue
+            v = fn(vars)
+            if _nullish(v):
+                null = True
+                continue
+            n = _integer(v, op, name)
+            if name in ("year", "isoWeekYear"):
+                if not 1 <= n <= 9999:
+                    raise ExecutionError(f"{op}: '{name}' must evaluate to an integer in the range 1 to 9999, "
+                                         f"found {n}", code=40523 if name == "year" else 31095)
+            elif not -32768 <= n <= 32767:
+                raise ExecutionError(f"{op}: '{name}' must evaluate to a value in the range [-32768, 32767]; "
+                                     f"found {n}", code=31034)
+            values[name] = n
+        tz = zone(vars)
+        if null or tz is MISSING:
+            return None
+        try:
+            if iso:
+                start = _dt.datetime.combine(_dt.date.fromisocalendar(values["isoWeekYear"], 1, 1), _dt.time())
+                local = start + _dt.timedelta(weeks=values["isoWeek"] - 1, days=values["isoDayOfWeek"] - 1)
+            else:
+                months = values["year"] * 12 + values["month"] - 1
+                local = _dt.datetime(months // 12, months % 12 + 1, 1) + _dt.timedelta(days=values["day"] - 1)
+            local += _dt.timedelta(hours=values["hour"], minutes=values["minute"], seconds=values["second"],
+                                   milliseconds=values["millisecond"])
+            return from_local(local, tz)
+        except (OverflowError, ValueError):
+            raise ExecutionError(f"{op}: the computed date is out of the supported range (years 1 to 9999)",
+                                 code=40523) from None
+    return date_from_parts
+
+
+@registry.implements(EXPRESSION, "$dateToParts")
+def _date_to_parts(args):
+    op = "$dateToParts"
+    named = compile_named(args, name=op, required=("date",), optional=("timezone", "iso8601"))
+    date_fn = named["date"]
+    iso_fn = named.get("iso8601")
+    zone = _compile_zone(named.get("timezone"), op)
+
+    def date_to_parts(vars):
+        v = date_fn(vars)
+        tz = zone(vars)
+        iso = False
+        if iso_fn is not None:
+            iso = iso_fn(vars)
+            if _nullish(iso):
+                return None
+            if type(iso) is not bool:
+                raise ExecutionError(f"{op}: iso8601 must evaluate to a bool, found {bson_type(iso)}", code=40521)
+        if _nullish(v) or tz is MISSING:
+            return None
+        d = to_local(to_date(v, op), tz)
+        if iso:
+            y, w, wd = d.isocalendar()
+            head = {"isoWeekYear": y, "isoWeek": w, "isoDayOfWeek": wd}
+        else:
+            head = {"year": d.year, "month": d.month, "day": d.day}
+        head.update(hour=d.hour, minute=d.minute, second=d.second, millisecond=d.microsecond // 1000)
+        return head
+    return date_to_parts
+
+
+# ---------------------------------------------------------------- $dateAdd / $dateSubtract / $dateDiff / $dateTrunc
+
+
+def _unit(value, op: str, name: str = "unit") -> str:
+    if type(value) is not str:
+        raise ExecutionError(f"{op} requires '{name}' to be a string, but got {bson_type(value)}", code=5439013)
+    if value not in UNITS:
+        raise ExecutionError(f"{op}: unknown time unit value: {value}", code=9)
+    return value
+
+
+def _start_of_week(value, op: str) -> int:
+    if type(value) is not str:
+        raise ExecutionError(f"{op} requires 'startOfWeek' to be a string, but got {bson_type(value)}",
+                             code=5439015)
+    low = value.lower()
+    for name, number in _DAYS.items():
+        if low == name or low == name[:3]:
+            return number
+    raise ExecutionError(f"{op} parameter 'startOfWeek' must be a valid day of the week, but got {value}",
+                         code=5439016)
+
+
+def add_units(d: _dt.datetime, unit: str, amount: int, tz) -> _dt.datetime:
+    """`d` plus `amount` units: calendar units move the local wall clock (month ends clamp), fixed units
+    add elapsed time."""
+    if unit in ("year", "quarter", "month"):
+        months = amount * (12 if unit == "year" else 3 if unit == "quarter" else 1)
+        local = to_local(d, tz)
+        total = local.year * 12 + local.month - 1 + months
+        y, m = divmod(total, 12)
+        m += 1
+        if not 1 <= y <= 9999:
+            raise OverflowError
+        day = min(local.day, calendar.monthrange(y, m)[1])
+        return from_local(local.replace(year=y, month=m, day=day), tz)
+    if unit in ("week", "day"):
+        local = to_local(d, tz) + _dt.timedelta(days=amount * (7 if unit == "week" else 1))
+        return from_local(local, tz)
+    return d + _dt.timedelta(milliseconds=amount * _FIXED_MS[unit])
+
+
+def _date_arith(op: str, sign: int):
+    def compile_(args):
+        named = compile_named(args, name=op, required=("startDate", "unit", "amount"), optional=("timezone",))
+        start_fn, unit_fn, amount_fn = named["startDate"], named["unit"], named["amount"]
+        zone = _compile_zone(named.get("timezone"), op)
+
+        def date_arith(vars):
+            start, unit, amount = start_fn(vars), unit_fn(vars), amount_fn(vars)
+            tz = zone(vars)
+            if _nullish(start) or _nullish(unit) or _nullish(amount) or tz is MISSING:
+                return None
+            try:
+                d = to_date(start, op)
+            except ExecutionError:
+                raise ExecutionError(f"{op} requires startDate to be convertible to a date", code=5166403) from None
+            unit = _unit(unit, op)
+            try:
+                n = _integer(amount, op, "amount")
+            except ExecutionError:
+                raise ExecutionError(f"{op} expects integer amount of time units", code=5166405) from None
+            try:
+                return add_units(to_date(d, op), unit, sign * n, tz)
+            except (OverflowError, ValueError):
+                raise ExecutionError(f"{op} overflowed", code=5166406) from None
+        return date_arith
+    return compile_
+
+
+registry.implements(EXPRESSION, "$dateAdd")(_date_arith("$dateAdd", 1))
+registry.implements(EXPRESSION, "$dateSubtract")(_date_arith("$dateSubtract", -1))
+
+
+def date_diff(start: _dt.datetime, end: _dt.datetime, unit: str, tz, start_of_week: int = 7) -> int:
+    """The number of `unit` boundaries crossed from `start` to `end` (in `tz`)."""
+    if unit in ("year", "quarter", "month", "week", "day"):
+        s, e = to_local(start, tz), to_local(end, tz)
+        if unit == "year":
+            return e.year - s.year
+        if unit == "quarter":
+            return (e.year * 4 + (e.month - 1) // 3) - (s.year * 4 + (s.month - 1) // 3)
+        if unit == "month":
+            return (e.year * 12 + e.month) - (s.year * 12 + s.month)
+        sd, ed = s.date(), e.date()
+        if unit == "day":
+            return (ed - sd).days
+        sw = sd - _dt.timedelta(days=(sd.isoweekday() - start_of_week) % 7)
+        ew = ed - _dt.timedelta(days=(ed.isoweekday() - start_of_week) % 7)
+        return (ew - sw).days // 7
+    size = _FIXED_MS[unit]
+    s_ms = _ms(start.astimezone(UTC).replace(tzinfo=None))
+    e_ms = _ms(end.astimezone(UTC).replace(tzinfo=None))
+    if unit == "hour" and tz is not UTC:
+        # Hour boundaries of zones with sub-hour offsets (e.g. +05:30) fall off the UTC hour.
+        s_ms += int(utc_offset(start, tz).total_seconds() * 1000) % size
+        e_ms += int(utc_offset(end, tz).total_seconds() * 1000) % size
+    return e_ms // size - s_ms // size
+
+
+@registry.implements(EXPRESSION, "$dateDiff")
+def _date_diff(args):
+    op = "$dateDiff"
+    named = compile_named(args, name=op, required=("startDate", "endDate", "unit"),
+                          optional=("timezone", "startOfWeek"))
+    start_fn, end_fn, unit_fn = named["startDate"], named["endDate"], named["unit"]
+    sow_fn = named.get("startOfWeek")
+    zone = _compile_zone(named.get("timezone"), op)
+
+    def date_diff_(vars):
+        start, end, unit = start_fn(vars), end_fn(vars), unit_fn(vars)
+        tz = zone(vars)
+        if _nullish(start) or _nullish(end) or _nullish(unit) or tz is MISSING:
+            return None
+        unit = _unit(unit, op)
+        sow = 7
+        if unit == "week" and sow_fn is not None:
+            v = sow_fn(vars)
+            if _nullish(v):
+                return None
+            sow = _start_of_week(v, op)
+        s = to_date(start, op)
+        e = to_date(end, op)
+        return Int64(date_diff(s, e, unit, tz, sow))
+    return date_diff_
+
+
+def truncate(d: _dt.datetime, unit: str, bin_size: int, tz, start_of_week: int = 7) -> _dt.datetime:
+    """`$dateTrunc`: the start of the `bin_size`-`unit` period containing `d`, periods counted from
+    2000-01-01 local (for weeks, from the first `start_of_week` day on or after it)."""
+    if unit in ("year", "quarter", "month"):
+        local = to_local(d, tz)
+        span = bin_size * (12 if unit == "year" else 3 if unit == "quarter" else 1)
+        months = (local.year - 2000) * 12 + local.month - 1
+        months -= months % span
+        y, m = divmod(months, 12)
+        return from_local(_dt.datetime(2000 + y, m + 1, 1), tz)
+    if unit in ("week", "day"):
+        local = to_local(d, tz)
+        ref = _REF
+        if unit == "week":
+            ref = _REF + _dt.timedelta(days=(start_of_week - _REF.isoweekday()) % 7)
+        span = bin_size * (7 if unit == "week" else 1)
+        days = (local - ref).days
+        days -= days % span
+        return from_local(ref + _dt.timedelta(days=days), tz)
+    # Hours and smaller are fixed lengths of elapsed time counted from the reference instant
+    # (2000-01-01 local midnight, with the zone's offset of that day), as the server does.
+    span = bin_size * _FIXED_MS[unit]
+    ref_ms = _REF_UTC_MS - int(utc_offset(_REF_UTC, tz).total_seconds() * 1000)
+    ms = _ms(d.astimezone(UTC).replace(tzinfo=None))
+    ms -= (ms - ref_ms) % span
+    return _EPOCH_UTC + _dt.timedelta(milliseconds=ms)
+
+
+@registry.implements(EXPRESSION, "$dateTrunc")
+def _date_trunc(args):
+    op = "$dateTrunc"
+    named = compile_named(args, name=op, required=("date", "unit"), optional=("binSize", "timezone", "startOfWeek"))
+    date_fn, unit_fn = named["date"], named["unit"]
+    bin_fn, sow_fn = named.get("binSize"), named.get("startOfWeek")
+    zone = _compile_zone(named.get("timezone"), op)
+
+    def date_trunc(vars):
+        v, unit = date_fn(vars), unit_fn(vars)
+        tz = zone(vars)
+        size = 1
+        if bin_fn is not None:
+            size = bin_fn(vars)
+            if _nullish(size):
+                return None
+        if _nullish(v) or _nullish(unit) or tz is MISSING:
+            return None
+        if type(unit) is not str:
+            raise ExecutionError(f"{op} requires 'unit' to be a string, but got {bson_type(unit)}", code=5439013)
+        if unit not in UNITS:
+            raise ExecutionError(f"{op} parameter 'unit' value cannot be recognized as a time unit: {unit}",
+                                 code=5439014)
+        try:
+            size = _integer(size, op, "binSize")
+        except ExecutionError:
+            raise ExecutionError(f"{op} requires 'binSize' to be a 64-bit integer, but got value '{size}' of type "
+                                 f"{bson_type(size)}", code=5439017) from None
+        if size <= 0:
+            raise ExecutionError(f"{op} requires 'binSize' to be greater than 0, but got value {size}",
+                                 code=5439018)
+        sow = 7
+        if unit == "week" and sow_fn is not None:
+            s = sow_fn(vars)
+            if _nullish(s):
+                return None
+            sow = _start_of_week(s, op)
+        d = to_date(v, op)
+        try:
+            return truncate(d, unit, size, tz, sow)
+        except (OverflowError, ValueError):
+            raise ExecutionError(f"{op}: the truncated date is out of the supported range", code=5439019) from None
+    return date_trunc
+
+
+__all__ = ["to_date", "timezone", "to_local", "from_local", "add_units", "date_diff", "truncate",
+           "compile_format", "format_date", "parse_date_string", "UNITS"]
