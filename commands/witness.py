@@ -1,0 +1,32 @@
+"""`nlq witness`: bind the question's literals to stored values and dynamic keys."""
+
+from __future__ import annotations
+
+import click
+
+from commands.options import errors_as_click, io_options
+from nlq import io
+from nlq import witness as witnesses
+
+
+@click.command(name="witness", epilog="""\b
+Example:
+  nlq index --data fixtures/worlds clinic -o clinic.index.jsonl
+  nlq witness --index clinic.index.jsonl fixtures/tasks/clinic.jsonl
+""")
+@io_options
+@click.option("--index", "index_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Index JSONL from `nlq index` (may hold several databases).")
+@click.option("--hard-max", type=int, default=witnesses.DEFAULT_HARD_MAX, show_default=True,
+              help="A witness is hard (enforced by the gate) when it has at most this many locations.")
+def cli(input, output, strict, progress, index_path, hard_max):
+    """Add `witnesses` to each task record (TASKS file or '-' for stdin).
+
+    Quoted strings, dates, numbers, ALL-CAPS codes, title-case phrases and
+    word n-grams of the question are looked up in the value index of the
+    record's `db`. Only `question` is read, never gold or labels.
+    """
+    with errors_as_click():
+        indexes = witnesses.load_indexes(index_path)
+        io.write_records(witnesses.run(io.read_records(input, strict=strict, stage=witnesses.STAGE),
+                                       indexes, hard_max=hard_max), output)

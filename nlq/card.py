@@ -1,0 +1,187 @@
+"""The path card (SAG III-C): an index's lattice as compact text for a model prompt.
+
+    >>> from nlq.index import index_documents
+    >>> ix = index_documents("w", {"c": [{"v": {"1987": 1.5}}, {"v": {"1990": 2}, "n": None}]})
+    >>> print(render(ix))
+    # database w
+    collections:
+      c: 2 documents
+    <BLANKLINE>
+    c:
+      n: null  present 50%, null 50%
+      v: dynamic_map  keys "1987", "1990" (2 distinct)
+      v.<*>: double|int
+
+The card lists the collections with their document counts first, then one
+line per lattice path of each collection, in tree order:
+``path: types  markers``. Types are the BSON types seen at the path, most
+frequent first. Markers, in this order and only when they apply:
+``present P%`` (share of sampled documents that have the path, when below
+100%), ``null N%``, ``empty E%`` (empty array/object/string), ``len A-B``
+(array lengths) and, for a dynamic map, ``keys "k1", "k2", ... (K distinct)``
+with up to 5 example keys.
+
+Cap (``max_entries``, default 400 path lines): when the card would list more
+paths, the deepest paths go first, and among equally deep ones the least
+present (smallest share of sampled documents, then the last in tree order);
+a parent is never cut before its children. The card ends with a visible note ``[... N of M paths cut ...]``.
+
+Ablations (SAG Table V): ``collapse=False`` renders the concrete key paths the
+index kept (at most 32 per collapsed entry, see nlq.index) instead of ``<*>``
+lines, typed, without presence markers (the index aggregates those per
+collapsed path); ``top_level=True`` keeps only the top-level fields, a dynamic
+map shown as a plain ``object``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Iterator
+
+import orjson
+
+from nlq.errors import InputError
+
+DEFAULT_MAX_ENTRIES = 400
+CARD_EXAMPLE_KEYS = 5
+
+_SEGMENT = re.compile(r"\[\]|[^.\[\]]+")
+
+
+def path_depth(path: str) -> int:
+    """Number of steps of a lattice path (`a.b[]` -> 3: a, b, [])."""
+    return len(_SEGMENT.findall(path))
+
+
+def tree_key(path: str) -> tuple:
+    """Sort key that puts a parent before its children, `_id` first, elements after fields."""
+    return tuple((0, s) if s == "_id" else (2, "") if s == "[]" else (1, s) for s in _SEGMENT.findall(path))
+
+
+def render(index: dict, *, max_entries: int = DEFAULT_MAX_ENTRIES, collapse: bool = True,
+           top_level: bool = False) -> str:
+    """The card text of one index document (no trailing newline)."""
+    card = build(index, max_entries=max_entries, collapse=collapse, top_level=top_level)
+    return card["card"]
+
+
+def build(index: dict, *, max_entries: int = DEFAULT_MAX_ENTRIES, collapse: bool = True,
+          top_level: bool = False) -> dict:
+    """`{db, card, paths, cut}`: the card text and how many path lines it kept and cut."""
+    if max_entries < 0:
+        raise InputError("--max-entries must be at least 0")
+    for key in ("db", "collections", "lattice"):
+        if key not in index:
+            raise InputError(f"not an index document: no {key!r} (build one with `nlq index`)")
+    collections = index["collections"]
+    lines_by_coll: dict[str, list[tuple]] = {coll: [] for coll in collections}
+    for entry in index["lattice"]:
+        if top_level and path_depth(entry["path"]) != 1:
+            continue
+        lines_by_coll.setdefault(entry["collection"], [])
+        sampled = collections.get(entry["collection"], {}).get("sampled") or 0
+        share = entry["present"] / sampled if sampled else 0.0
+        if not collapse and "<*>" in entry["path"]:
+            for concrete in entry.get("concrete", []):
+                lines_by_coll[entry["collection"]].append(
+                    (concrete, share, f"  {concrete}: {_types(entry, collapse=False)}"))
+        else:
+            lines_by_coll[entry["collection"]].append(
+                (entry["path"], share, _line(entry, sampled, collapse=collapse and not top_level)))
+    if not collapse:
+        for lines in lines_by_coll.values():
+            lines.sort(key=lambda line: tree_key(line[0]))
+
+    total = sum(len(lines) for lines in lines_by_coll.values())
+    cut = _cut(lines_by_coll, max_entries)
+    out = [f"# database {index['db']}", "collections:"]
+    for coll, info in collections.items():
+        sampled = info.get("sampled", info.get("count"))
+        extra = "" if sampled == info.get("count") else f", {sampled} sampled"
+        out.append(f"  {coll}: {info.get('count')} document{'' if info.get('count') == 1 else 's'}{extra}")
+    kept = 0
+    for coll, lines in lines_by_coll.items():
+        out.append("")
+        out.append(f"{coll}:")
+        shown = [line for i, line in enumerate(lines) if (coll, i) not in cut]
+        kept += len(shown)
+        out.extend(text for _, _, text in shown)
+        if not lines:
+            out.append("  (no documents sampled)")
+    if cut:
+        out.append("")
+        out.append(f"[{len(cut)} of {total} paths cut to fit --max-entries {max_entries}: "
+                   f"deepest and least present first]")
+    return {"db": index["db"], "card": "\n".join(out), "paths": kept, "cut": len(cut)}
+
+
+def _cut(lines_by_coll: dict[str, list[tuple]], max_entries: int) -> set[tuple[str, int]]:
+    """The (collection, line number) pairs to drop so that at most max_entries remain."""
+    ranked = []
+    for coll, lines in lines_by_coll.items():
+        for i, (path, share, _) in enumerate(lines):
+            ranked.append((-path_depth(path), share, -i, coll, i))
+    ranked.sort(key=lambda r: r[:3] + (r[3],))
+    excess = max(0, len(ranked) - max_entries)
+    return {(coll, i) for _, _, _, coll, i in ranked[:excess]}
+
+
+def _types(entry: dict, *, collapse: bool) -> str:
+    hist = entry.get("types") or {}
+    if entry["kind"] == "dynamic_map" and collapse:
+        lead = "dynamic_map"
+        others = [t for t, _ in sorted(hist.items(), key=lambda kv: (-kv[1], kv[0])) if t != "object"]
+        return "|".join([lead] + others)
+    ordered = [t for t, _ in sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return "|".join(ordered) or "missing"
+
+
+def _percent(n: int, of: int) -> str:
+    value = 100 * n / of if of else 0
+    if 0 < value < 1:
+        return "<1%"
+    if 99 < value < 100:
+        return ">99%"
+    return f"{value:.0f}%"
+
+
+def _line(entry: dict, sampled: int, *, collapse: bool) -> str:
+    markers = []
+    if entry["present"] < sampled:
+        markers.append(f"present {_percent(entry['present'], sampled)}")
+    if entry.get("null"):
+        markers.append(f"null {_percent(entry['null'], sampled)}")
+    if entry.get("empty"):
+        markers.append(f"empty {_percent(entry['empty'], sampled)}")
+    if entry.get("array_len"):
+        lo, hi = entry["array_len"]["min"], entry["array_len"]["max"]
+        markers.append(f"len {lo}" if lo == hi else f"len {lo}-{hi}")
+    if entry["kind"] == "dynamic_map" and collapse:
+        keys = ", ".join(orjson.dumps(k).decode() for k in entry.get("example_keys", [])[:CARD_EXAMPLE_KEYS])
+        markers.append(f"keys {keys} ({entry.get('distinct_keys', len(entry.get('example_keys', [])))} distinct)")
+    text = f"  {entry['path']}: {_types(entry, collapse=collapse)}"
+    return text + ("  " + ", ".join(markers) if markers else "")
+
+
+def run(indexes: Iterable[dict], *, dbs: Iterable[str] = (), **options) -> Iterator[dict]:
+    """Cards (`build` results) for the index documents, only those of `dbs` when given.
+
+    Raises InputError for a failed or malformed input line and for a --db that
+    none of the index documents holds."""
+    wanted = list(dbs)
+    seen = set()
+    for index in indexes:
+        if index.get("failure"):
+            raise InputError(f"bad index input: {index['failure']['message']}")
+        db = index.get("db")
+        if wanted and db not in wanted:
+            continue
+        seen.add(db)
+        yield build(index, **options)
+    missing = [db for db in wanted if db not in seen]
+    if missing:
+        raise InputError(f"no index document for database {', '.join(missing)}",
+                         hint="index it first: nlq index --data DIR --db " + missing[0])
+
+
+__all__ = ["render", "build", "run", "path_depth", "tree_key", "DEFAULT_MAX_ENTRIES"]

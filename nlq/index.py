@@ -1,0 +1,537 @@
+"""The grounding index (SAG III-C): path lattice, dynamic maps, value index, join edges.
+
+`build(backend)` samples each collection through the backend (`sample(db,
+coll, n, seed)`, counts with `count`) and yields one JSON index document per
+database; `index_documents(db, {collection: docs})` does the same for
+documents already in memory.
+
+    >>> doc = index_documents("w", {"c": [{"v": {"1987": 1}}, {"v": {"1990": 2}}]})
+    >>> [(e["path"], e["kind"]) for e in doc["lattice"]]
+    [('v', 'dynamic_map'), ('v.<*>', 'scalar')]
+
+Index document
+--------------
+``db``, ``params`` ({sample, seed, max_depth}), ``collections`` ({name:
+{count, sampled}}), ``lattice``, ``prefixes``, ``top_fields``, ``join_edges``,
+``values``.
+
+Lattice entries ``{collection, path, kind, types, present, null, missing,
+empty, array_len}`` (+ ``example_keys``, ``distinct_keys`` on dynamic maps,
++ ``concrete`` on paths through ``<*>``), in tree order (children sorted by
+name, ``_id`` first). Paths use ``.`` between fields, ``[]`` after an array
+field (``a[]`` is the path of the elements of ``a``) and ``<*>`` for the keys
+of a dynamic map: ``values_by_year.<*>.readings[].value``. (A stored key
+that itself contains ``.``, ``[]`` or ``<*>`` is written as is, so such a
+path is ambiguous; MQL cannot address dotted names either.)
+
+- ``kind``: ``dynamic_map`` for a detected map, else from the dominant non-null
+  type: ``object``, ``array`` or ``scalar``.
+- ``types``: BSON type histogram over value occurrences (an element path counts
+  every element).
+- ``present`` / ``null`` / ``empty`` / ``missing``: numbers of sampled
+  documents where the path has a value / a null / an empty array, object or
+  string / no value (``missing = sampled - present``).
+- ``array_len``: ``{min, max, mean}`` over the arrays at the path, else null.
+- ``example_keys``: the 8 most frequent keys of a map; ``distinct_keys``: how
+  many distinct keys were seen.
+- ``concrete``: up to 32 concrete paths (most frequent first) that the entry
+  collapses, so the card can render the no-collapse ablation.
+
+``prefixes`` ({collection: [dotted paths]}) are the valid MQL field paths and
+their prefixes, without array markers (``values_by_year.<*>.readings.value``).
+``top_fields`` ({collection: [fields]}) are the physical top-level fields.
+``join_edges``: ``{from: {collection, path}, to: {collection, path}, overlap,
+shared}`` for scalar fields of different collections whose sampled values
+are witnessed in each other: ``to`` is key-like (at least 95% of its sampled
+occurrences are distinct values), ``shared`` distinct values are common (at
+least 2) and ``overlap`` = shared / distinct values of ``from`` is at least
+0.8 times the sampled share of ``to``'s collection (two independent samples of
+a full reference overlap by about that share). Strings, ints, longs and
+ObjectIds only (doubles, booleans and dates make chance overlaps, not
+references).
+
+Dynamic-map detection
+---------------------
+An object path (all object occurrences at that path across the sample) is a
+dynamic map when the values under its keys have a homogeneous shape (at least
+``HOMOGENEOUS_SHARE`` = 90% share one shape: number, string, object, array,
+bool, date, ...; nulls ignored) and one of:
+
+1. data-like keys: at least ``DATA_LIKE_SHARE`` = 80% of its distinct keys
+   are data, not names: integers and decimals (years, numeric ids), ISO dates
+   and months (``1987-03``), hex ids (8+ hex digits with a digit), codes
+   (upper-case letters and digits with at least one digit: ``HBA1C``,
+   ``A12``), keys with spaces, or keys that recur (normalized) as string
+   values anywhere in the database. Keys recurring as values need at least
+   ``MIN_VALUE_KEYS`` = 2 distinct keys; the pattern-based kinds need one.
+2. key proliferation: at least ``MIN_PROLIFERATION_KEYS`` = 8 distinct keys,
+   at least ``PROLIFERATION_RATIO`` = 2 times the mean number of keys per
+   object, and low key overlap between objects: mean Jaccard similarity of
+   consecutive objects' key sets at most ``MAX_MEAN_JACCARD`` = 0.5.
+
+A regular embedded record (a fixed, small set of descriptive field names,
+values of mixed shapes) meets neither: its names are not data, every document
+has (nearly) the same keys, and its field types usually differ. A map's
+children are collapsed under ``<*>`` (maps of maps: ``m.<*>.<*>``).
+
+Value index
+-----------
+``values``: {normalized term: [{stored, kind, collection, path, frequency}]}
+for strings (at most ``MAX_VALUE_CHARS`` = 64 characters), numbers (term
+``number_term``: ``2010.0`` -> ``"2010"``), dates (under their ISO day,
+``normalize("1987-03-05")`` = ``"1987 03 05"``, and under their year ``"1987"``
+with one match per location: ``part: "year"``, the earliest stored date of
+that year as ``stored``, the number of dates in that year as ``frequency``)
+and the keys of dynamic maps (kind ``key``, path = the map's
+path). Booleans, ObjectIds and binary values are not indexed. Bounds, in the
+order they drop entries: strings longer than 64 characters are never indexed;
+per (collection, path) only the ``MAX_VALUES_PER_PATH`` = 1000 most frequent
+stored forms are kept; per term the first ``MAX_MATCHES_PER_TERM`` = 16
+matches (exact ones before year parts of dates, then the most frequent);
+then at most ``MAX_TERMS`` = 20000 terms, least frequent (summed over their
+matches) dropped first. Ties break on the sorted form, so
+the result is deterministic.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections import Counter, defaultdict
+from typing import Iterable, Iterator
+
+from nlq.errors import InputError
+from nlq.mql.values import Decimal128, Int64, ObjectId, bson_type, sort_key
+from nlq.text import normalize, number_term
+
+DEFAULT_SAMPLE = 400
+DEFAULT_SEED = 0
+DEFAULT_MAX_DEPTH = 12
+
+# Dynamic-map detection thresholds (see the module docstring).
+HOMOGENEOUS_SHARE = 0.9
+DATA_LIKE_SHARE = 0.8
+MIN_VALUE_KEYS = 2
+MIN_PROLIFERATION_KEYS = 8
+PROLIFERATION_RATIO = 2.0
+MAX_MEAN_JACCARD = 0.5
+JACCARD_PAIRS = 200
+
+# Bounds of the artifact.
+EXAMPLE_KEYS = 8
+MAX_CONCRETE = 32
+MAX_VALUE_CHARS = 64
+MAX_VALUES_PER_PATH = 1000
+MAX_MATCHES_PER_TERM = 16
+MAX_TERMS = 20000
+JOIN_MIN_SHARED = 2
+JOIN_MIN_OVERLAP = 0.8
+JOIN_KEY_UNIQUENESS = 0.95
+
+MAP = "<*>"
+
+_NUMBER_KEY = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
+_DATE_KEY = re.compile(r"^\d{4}-\d{2}(?:-\d{2})?(?:[T ].*)?$")
+_HEX_KEY = re.compile(r"^(?=.*\d)[0-9a-fA-F]{8,}$")
+_CODE_KEY = re.compile(r"^(?=.*\d)[A-Z0-9][A-Z0-9_.-]*$")
+
+
+# ---------------------------------------------------------------------------
+# public API
+
+
+def build(backend, dbs: Iterable[str] | None = None, *, sample: int = DEFAULT_SAMPLE,
+          seed: int = DEFAULT_SEED, max_depth: int = DEFAULT_MAX_DEPTH) -> Iterator[dict]:
+    """One index document per database of the backend (all of them when `dbs` is empty)."""
+    if sample < 1:
+        raise InputError("--sample must be at least 1")
+    if max_depth < 1:
+        raise InputError("--max-depth must be at least 1")
+    for db in (list(dbs) if dbs else backend.databases()):
+        samples, counts = {}, {}
+        for coll in backend.collections(db):
+            counts[coll] = backend.count(db, coll)
+            samples[coll] = backend.sample(db, coll, sample, seed)
+        yield index_documents(db, samples, counts=counts, sample=sample, seed=seed, max_depth=max_depth)
+
+
+def index_documents(db: str, samples: dict[str, list[dict]], *, counts: dict[str, int] | None = None,
+                    sample: int | None = None, seed: int = DEFAULT_SEED,
+                    max_depth: int = DEFAULT_MAX_DEPTH) -> dict:
+    """The index document of one database from sampled documents per collection."""
+    value_terms = _string_value_terms(samples)
+    lattice: list[dict] = []
+    scalars: dict[tuple[str, str], Counter] = {}
+    keys: dict[tuple[str, str], Counter] = {}
+    collections = {}
+    for coll in sorted(samples):
+        docs = samples[coll]
+        collections[coll] = {"count": len(docs) if counts is None else counts[coll], "sampled": len(docs)}
+        walker = _Walker(coll, len(docs), max_depth, value_terms)
+        walker.visit_root(docs)
+        lattice.extend(walker.entries)
+        for path, counter in walker.scalars.items():
+            scalars[(coll, path)] = counter
+        for path, counter in walker.keys.items():
+            keys[(coll, path)] = counter
+    return {
+        "db": db,
+        "params": {"sample": sample, "seed": seed, "max_depth": max_depth},
+        "collections": collections,
+        "lattice": lattice,
+        "prefixes": _prefixes(lattice),
+        "top_fields": _top_fields(lattice, collections),
+        "join_edges": _join_edges(scalars, collections),
+        "values": _value_index(scalars, keys),
+    }
+
+
+def dynamic_maps(index: dict) -> dict[str, list[str]]:
+    """{collection: [paths of dynamic maps]} of an index document (the manifest's form)."""
+    found: dict[str, list[str]] = {coll: [] for coll in index["collections"]}
+    for entry in index["lattice"]:
+        if entry["kind"] == "dynamic_map":
+            found[entry["collection"]].append(entry["path"])
+    return {coll: sorted(paths) for coll, paths in found.items()}
+
+
+def mql_path(path: str) -> str:
+    """The MQL field path of a lattice path: array markers dropped (`a[].b` -> `a.b`)."""
+    return path.replace("[]", "")
+
+
+# ---------------------------------------------------------------------------
+# the lattice walk
+
+
+def _shape(value) -> str:
+    t = bson_type(value)
+    if t in ("int", "long", "double", "decimal"):
+        return "number"
+    return t
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _field_order(key: str):
+    return (key != "_id", key)
+
+
+class _Walker:
+    """Walks the sampled documents of one collection, grouped by path (breadth of
+    each path at once, so that a map decision sees every object at its path)."""
+
+    def __init__(self, collection: str, sampled: int, max_depth: int, value_terms: set[str]):
+        self.collection = collection
+        self.sampled = sampled
+        self.max_depth = max_depth
+        self.value_terms = value_terms
+        self.entries: list[dict] = []
+        self.scalars: dict[str, Counter] = {}
+        self.keys: dict[str, Counter] = {}
+
+    def visit_root(self, docs: list[dict]) -> None:
+        items = [(i, doc, None) for i, doc in enumerate(docs) if type(doc) is dict]
+        self._children(items, "", 0)
+
+    # items: (document number, value, concrete path or None when no map is above)
+    def _visit(self, path: str, items: list[tuple], depth: int) -> None:
+        types: Counter = Counter()
+        present, nulls, empty = set(), set(), set()
+        objects, arrays = [], []
+        lengths = []
+        scalar_counter = self.scalars.get(path)
+        for item in items:
+            d, value, _ = item
+            t = bson_type(value)
+            types[t] += 1
+            present.add(d)
+            if t == "object":
+                objects.append(item)
+                if not value:
+                    empty.add(d)
+            elif t == "array":
+                arrays.append(item)
+                lengths.append(len(value))
+                if not value:
+                    empty.add(d)
+            elif t == "null":
+                nulls.add(d)
+            else:
+                if t == "string" and not value:
+                    empty.add(d)
+                stored = _indexable(value, t)
+                if stored is not None:
+                    if scalar_counter is None:
+                        scalar_counter = self.scalars[path] = Counter()
+                    scalar_counter[stored] += 1
+
+        non_null = [(n, t) for t, n in types.items() if t != "null"]
+        dominant = max(non_null, key=lambda nt: (nt[0], nt[1] == "object", nt[1]))[1] if non_null else "null"
+        is_map = bool(objects) and depth < self.max_depth and self._is_map(objects)
+        kind = "dynamic_map" if is_map else (
+            "object" if dominant == "object" else "array" if dominant == "array" else "scalar")
+        entry = {
+            "collection": self.collection, "path": path, "kind": kind,
+            "types": dict(sorted(types.items())),
+            "present": len(present), "null": len(nulls), "missing": self.sampled - len(present),
+            "empty": len(empty),
+            "array_len": ({"min": min(lengths), "max": max(lengths),
+                           "mean": round(sum(lengths) / len(lengths), 2)} if lengths else None),
+        }
+        concrete = Counter(c for _, _, c in items if c is not None)
+        if concrete:
+            entry["concrete"] = _most_frequent(concrete, MAX_CONCRETE)
+        self.entries.append(entry)
+
+        if depth >= self.max_depth:
+            return
+        if is_map:
+            key_counts = Counter()
+            children = []
+            for d, obj, c in objects:
+                base = path if c is None else c
+                for key, value in obj.items():
+                    key_counts[key] += 1
+                    children.append((d, value, f"{base}.{key}"))
+            entry["example_keys"] = _most_frequent(key_counts, EXAMPLE_KEYS)
+            entry["distinct_keys"] = len(key_counts)
+            self.keys[path] = key_counts
+            self._visit(f"{path}.{MAP}" if path else MAP, children, depth + 1)
+        elif objects:
+            self._children(objects, path, depth)
+        if arrays:
+            elements = []
+            for d, arr, c in arrays:
+                elem_concrete = None if c is None else c + "[]"
+                elements.extend((d, v, elem_concrete) for v in arr)
+            if elements:
+                self._visit(path + "[]", elements, depth + 1)
+
+    def _children(self, objects: list[tuple], path: str, depth: int) -> None:
+        grouped: dict[str, list] = defaultdict(list)
+        for d, obj, c in objects:
+            for key, value in obj.items():
+                grouped[key].append((d, value, None if c is None else f"{c}.{key}"))
+        for key in sorted(grouped, key=_field_order):
+            self._visit(_child(path, key), grouped[key], depth + 1)
+
+    def _is_map(self, objects: list[tuple]) -> bool:
+        key_sets = [obj.keys() for _, obj, _ in objects]
+        distinct: set[str] = set()
+        shapes: Counter = Counter()
+        for _, obj, _ in objects:
+            distinct.update(obj)
+            for value in obj.values():
+                if value is not None:
+                    shapes[_shape(value)] += 1
+        if not distinct or not shapes:
+            return False
+        if max(shapes.values()) < HOMOGENEOUS_SHARE * sum(shapes.values()):
+            return False
+        if _data_like_keys(distinct, self.value_terms):
+            return True
+        return _proliferating_keys(distinct, key_sets)
+
+
+def _most_frequent(counter: Counter, n: int) -> list[str]:
+    """The n most frequent strings of a counter, ties in sorted order."""
+    return [k for k, _ in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+
+
+def _data_like_keys(distinct: set[str], value_terms: set[str]) -> bool:
+    pattern_like = sum(1 for k in distinct if _pattern_key(k))
+    as_values = sum(1 for k in distinct if not _pattern_key(k) and normalize(k) in value_terms)
+    if pattern_like >= DATA_LIKE_SHARE * len(distinct):
+        return True
+    return len(distinct) >= MIN_VALUE_KEYS and pattern_like + as_values >= DATA_LIKE_SHARE * len(distinct)
+
+
+def _pattern_key(key: str) -> bool:
+    return bool(_NUMBER_KEY.match(key) or _DATE_KEY.match(key) or _HEX_KEY.match(key)
+                or _CODE_KEY.match(key) or " " in key.strip())
+
+
+def _proliferating_keys(distinct: set[str], key_sets: list) -> bool:
+    if len(distinct) < MIN_PROLIFERATION_KEYS or len(key_sets) < 2:
+        return False
+    mean_keys = sum(len(ks) for ks in key_sets) / len(key_sets)
+    if len(distinct) < PROLIFERATION_RATIO * mean_keys:
+        return False
+    pairs = min(len(key_sets) - 1, JACCARD_PAIRS)
+    total = 0.0
+    for i in range(pairs):
+        a, b = key_sets[i], key_sets[i + 1]
+        union = len(a | b)
+        total += len(a & b) / union if union else 1.0
+    return total / pairs <= MAX_MEAN_JACCARD
+
+
+def _string_value_terms(samples: dict[str, list[dict]]) -> set[str]:
+    """Normalized string values of the whole sample (for the keys-as-values signal)."""
+    raw: set[str] = set()
+
+    def walk(value):
+        t = type(value)
+        if t is str:
+            if len(value) <= MAX_VALUE_CHARS:
+                raw.add(value)
+        elif t is dict:
+            for v in value.values():
+                walk(v)
+        elif t is list:
+            for v in value:
+                walk(v)
+
+    for docs in samples.values():
+        for doc in docs:
+            walk(doc)
+    return {normalize(v) for v in raw} - {""}
+
+
+# ---------------------------------------------------------------------------
+# derived artifacts
+
+
+def _prefixes(lattice: list[dict]) -> dict[str, list[str]]:
+    out: dict[str, set[str]] = defaultdict(set)
+    for entry in lattice:
+        out[entry["collection"]].add(mql_path(entry["path"]))
+    return {coll: sorted(paths) for coll, paths in sorted(out.items())}
+
+
+def _top_fields(lattice: list[dict], collections: dict) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {coll: [] for coll in collections}
+    for entry in lattice:
+        path = entry["path"]
+        if "." not in path and "[" not in path:
+            out[entry["collection"]].append(path)
+    return out
+
+
+def _indexable(value, t: str):
+    """The hashable stored form of an indexable scalar, or None."""
+    if t == "string":
+        return value if len(value) <= MAX_VALUE_CHARS else None
+    if t in ("int", "long", "double", "date"):
+        return value
+    if t == "decimal":
+        return _Decimal(value)
+    if t == "objectId":
+        return value
+    return None
+
+
+class _Decimal:
+    """A hashable wrapper of Decimal128 (bson's is not hashable)."""
+
+    __slots__ = ("value", "_key")
+
+    def __init__(self, value: Decimal128):
+        self.value = value
+        self._key = value.to_decimal()
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return isinstance(other, _Decimal) and self._key == other._key
+
+
+def _terms(stored) -> list[str]:
+    t = type(stored)
+    if t is str:
+        term = normalize(stored)
+        return [term] if term else []
+    if t is bool or isinstance(stored, ObjectId):
+        return []
+    if isinstance(stored, _dt.datetime):
+        return [normalize(stored.strftime("%Y-%m-%d"))]
+    if isinstance(stored, _Decimal):
+        return [number_term(stored.value.to_decimal())]
+    if t is int or t is float or t is Int64:
+        if t is float and stored != stored:
+            return []
+        return [number_term(stored)]
+    return []
+
+
+def _stored(stored):
+    return stored.value if isinstance(stored, _Decimal) else stored
+
+
+def _top(counter: Counter, n: int) -> list[tuple]:
+    return sorted(counter.items(), key=lambda kv: (-kv[1], sort_key(_stored(kv[0])), bson_type(_stored(kv[0]))))[:n]
+
+
+def _value_index(scalars: dict[tuple[str, str], Counter], keys: dict[tuple[str, str], Counter]) -> dict:
+    matches: dict[str, list[dict]] = defaultdict(list)
+    for kind, source in (("value", scalars), ("key", keys)):
+        for (coll, path), counter in sorted(source.items()):
+            years: dict[str, list] = {}
+            for stored, freq in _top(counter, MAX_VALUES_PER_PATH):
+                for term in _terms(stored):
+                    matches[term].append({"stored": _stored(stored), "kind": kind, "collection": coll,
+                                          "path": path, "frequency": freq})
+                if isinstance(stored, _dt.datetime):
+                    year = years.setdefault(f"{stored.year:04d}", [stored, 0])
+                    year[0] = min(year[0], stored)
+                    year[1] += freq
+            for term, (first, freq) in years.items():
+                matches[term].append({"stored": first, "kind": kind, "collection": coll, "path": path,
+                                      "frequency": freq, "part": "year"})
+    order = lambda m: ("part" in m, -m["frequency"], m["kind"], m["collection"], m["path"],  # noqa: E731
+                       sort_key(m["stored"]), bson_type(m["stored"]))
+    ranked = []
+    for term, found in matches.items():
+        found.sort(key=order)
+        del found[MAX_MATCHES_PER_TERM:]
+        ranked.append((-sum(m["frequency"] for m in found), term))
+    ranked.sort()
+    return {term: matches[term] for _, term in sorted(ranked[:MAX_TERMS], key=lambda x: x[1])}
+
+
+def _coverage(info: dict) -> float:
+    """The share of a collection the sample holds (what a full overlap shrinks to)."""
+    return min(1.0, info["sampled"] / info["count"]) if info["count"] else 1.0
+
+
+def _join_edges(scalars: dict[tuple[str, str], Counter], collections: dict) -> list[dict]:
+    distinct: dict[tuple[str, str], set] = {}
+    unique: dict[tuple[str, str], bool] = {}
+    where: dict[object, list[tuple[str, str]]] = defaultdict(list)
+    for loc, counter in sorted(scalars.items()):
+        values = {v for v in counter if isinstance(v, (str, ObjectId)) or type(v) in (int, Int64)}
+        if len(values) < JOIN_MIN_SHARED:
+            continue
+        distinct[loc] = values
+        unique[loc] = len(values) >= JOIN_KEY_UNIQUENESS * sum(counter[v] for v in values)
+        for v in values:
+            where[(type(v) is str, v)].append(loc)
+    shared: Counter = Counter()
+    for locs in where.values():
+        for i, a in enumerate(locs):
+            for b in locs[i + 1:]:
+                if a[0] != b[0]:
+                    shared[(a, b)] += 1
+    edges = []
+    for pair, n in shared.items():
+        if n < JOIN_MIN_SHARED:
+            continue
+        # the referencing side (from) points at a key: the unique side (to), preferring
+        # the orientation whose from-values are best covered; ties break on the names
+        candidates = [(n / len(distinct[a]), -len(distinct[a]), a, b) for a, b in (pair, pair[::-1])
+                      if unique[b] and n / len(distinct[a]) >= JOIN_MIN_OVERLAP * _coverage(collections[b[0]])]
+        if not candidates:
+            continue
+        overlap, _, a, b = max(candidates, key=lambda c: (c[0], c[1], tuple(c[3]), tuple(c[2])))
+        edges.append({"from": {"collection": a[0], "path": a[1]}, "to": {"collection": b[0], "path": b[1]},
+                      "overlap": round(overlap, 3), "shared": n})
+    edges.sort(key=lambda e: (e["from"]["collection"], e["from"]["path"], e["to"]["collection"], e["to"]["path"]))
+    return edges
+
+
+__all__ = ["build", "index_documents", "dynamic_maps", "mql_path", "DEFAULT_SAMPLE", "DEFAULT_SEED",
+           "DEFAULT_MAX_DEPTH"]

@@ -1,0 +1,111 @@
+"""Text normalization shared by the value index, witnesses and rule-based generation.
+
+One normal form is used on both sides of every lookup (stored values when the
+index is built, question literals when witnesses are found), so a question's
+"Hôpital St.-Louis" finds the stored "hopital st louis" and "Cardiologists"
+finds "cardiologist":
+
+    >>> normalize("Hôpital  St.-Louis")
+    'hopital st louis'
+    >>> normalize("Cardiologists")
+    'cardiologist'
+    >>> tokens("HbA1c in 1987, 12.5 mg?")
+    ['hba1c', 'in', '1987', '12.5', 'mg']
+
+Rules: Unicode NFKD with combining marks dropped (accents), casefold,
+apostrophes removed inside words (O'Brien -> obrien), every other punctuation
+character is a separator, except a decimal point between digits (12.5) and
+thousands separators (1,000 -> 1000). Alphabetic tokens are singularized with a
+few English suffix rules (`singular`); digits and mixed codes are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+# A token: a number (with inner decimal point or thousands separators) or a run
+# of letters/digits. Apostrophes were removed before tokenizing.
+_TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|[^\W_]+")
+_APOSTROPHE = re.compile(r"(?<=\w)['’`](?=\w)")
+
+STOPWORDS = frozenset("""
+a an the of in on at to for from by with without and or not no nor is are was were be been
+being do does did has have had what which who whom whose when where why how that this these
+those there their its it they them he she his her we our you your me my i as than then into
+onto over under about all any each every some many much more most less least few fewer
+per via among between during before after above below up down out off again only also
+same other such can could should would will shall may might must ever
+""".split())
+
+# Words whose final s is not a plural marker.
+_INVARIANT = frozenset("""
+is as was has his its this thus us bus gas plus yes news series species status
+analysis diagnosis basis thesis crisis axis physics mathematics economics athletics
+billiards chess lens atlas bias canvas campus census chaos corpus genus virus
+""".split())
+
+
+def strip_accents(text: str) -> str:
+    """Drop combining marks after NFKD decomposition ('é' -> 'e', 'ﬁ' -> 'fi')."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    if decomposed.isascii():
+        return decomposed
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def singular(word: str) -> str:
+    """A plain-English singular of a lowercase alphabetic token (others unchanged).
+
+        >>> [singular(w) for w in ["cities", "boxes", "wins", "class", "status", "data"]]
+        ['city', 'box', 'win', 'class', 'status', 'data']
+    """
+    if len(word) <= 3 or not word.isalpha() or word in _INVARIANT:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        return word[:-2]
+    if word.endswith(("ss", "us", "is")):
+        return word
+    if word.endswith("s"):
+        return word[:-1]
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercase, accent-free tokens of a text (numbers keep their decimal point)."""
+    text = _APOSTROPHE.sub("", strip_accents(text).casefold())
+    out = []
+    for tok in _TOKEN.findall(text):
+        out.append(tok.replace(",", "") if "," in tok else tok)
+    return out
+
+
+@lru_cache(maxsize=1 << 16)
+def normalize(term: str) -> str:
+    """The lookup form of a term: tokens, singularized, joined by one space."""
+    return " ".join(singular(tok) for tok in tokens(term))
+
+
+def content_words(text: str) -> list[str]:
+    """The normalized tokens of a text that are not stopwords, in order."""
+    return [singular(tok) for tok in tokens(text) if tok not in STOPWORDS]
+
+
+def number_term(value) -> str:
+    """The normal form of a number: integral values without a fraction ('2010.0' -> '2010')."""
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return str(value)
+        if value.is_integer() and abs(value) < 1e16:
+            return str(int(value))
+        return repr(value)
+    text = str(value)
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+__all__ = ["normalize", "tokens", "content_words", "singular", "strip_accents", "number_term", "STOPWORDS"]

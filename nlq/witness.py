@@ -1,0 +1,183 @@
+"""Value witnesses (SAG III-D): the question's literals bound to stored values and keys.
+
+    >>> from nlq.index import index_documents
+    >>> ix = index_documents("w", {"labs": [{"values_by_year": {"1987": 5.1}}, {"values_by_year": {"1990": 4.8}}]})
+    >>> [(w["term"], w["matches"][0]["kind"], w["matches"][0]["path"], w["hard"])
+    ...  for w in find("What was the value in 1987?", ix)]
+    [('1987', 'key', 'values_by_year', True)]
+
+Literals are taken from the question only (a task's `gold`, `gold_mql` and
+`labels` are never read), in this order of precedence:
+
+1. quoted strings ("...", '...', “...”, ‘...’) — always reported, even when
+   nothing matches (an unwitnessed quoted literal is evidence too);
+2. dates (ISO ``1987-03-05``, ``March 5, 1987``, ``5 March 1987``), looked up as
+   their ISO day, so they meet stored dates and ISO date strings;
+3. ALL-CAPS codes (``HBA1C``, ``E11.9``, ``DNF``) and numbers (years included);
+4. title-case phrases (``Central Lab``, ``Sable Ring Grand Prix``);
+5. word n-grams (n <= 4, not only stopwords), longest first, left to right,
+   that equal a stored value or key after normalization.
+
+Kinds 2-5 are reported only when they match. Every lookup goes through
+`nlq.text.normalize` (case, accents, punctuation, singular/plural), as the
+index did with stored forms, and is a dict probe.
+
+A witness is ``{term, source, matches: [{stored, kind, collection, path,
+frequency, part?}], hard}``; ``hard`` is true when its exact matches lie in
+at least 1 and at most ``hard_max`` (default 3) distinct (collection, path)
+locations: those are few enough for the gate to enforce, the others only
+inform. Year-of-date matches (``part: "year"``, see nlq.index) are not exact
+stored forms: they are reported but do not count as locations.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Iterator
+
+from nlq import io
+from nlq.errors import InputError, failure
+from nlq.text import STOPWORDS, normalize, singular, tokens
+
+DEFAULT_HARD_MAX = 3
+MAX_NGRAM = 4
+STAGE = "witness"
+
+MONTHS = {m: i for i, m in enumerate(
+    "january february march april may june july august september october november december".split(), 1)}
+MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
+MONTHS["sept"] = 9
+
+_MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<!\w)'([^']+)'(?!\w)")
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_MDY = re.compile(r"\b" + _MONTH + r"\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<year>\d{4})\b", re.I)
+_DMY = re.compile(r"\b(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+" + _MONTH + r",?\s+(?P<year>\d{4})\b", re.I)
+_CODE = re.compile(r"(?<![\w.])(?=[A-Z0-9.+/-]*[A-Z])[A-Z0-9][A-Z0-9.+/-]*[A-Z0-9](?![\w])")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])[-+]?\d+(?:\.\d+)?(?![\w])")
+_TITLE_WORD = r"[A-Z][\w'’&.-]*"
+_TITLE = re.compile(_TITLE_WORD + r"(?:\s+(?:(?:of|de|la|del|the|and|da|do|van|von|y)\s+)?" + _TITLE_WORD + r")*")
+
+
+def find(question: str, index: dict, *, hard_max: int = DEFAULT_HARD_MAX) -> list[dict]:
+    """The witnesses of one question against one index document."""
+    values = index.get("values") or {}
+    out: list[dict] = []
+    seen: set[str] = set()
+
+    def add(term: str, source: str, *, always: bool = False, key: str | None = None) -> bool:
+        key = normalize(term) if key is None else key
+        if not key or key in seen:
+            return key in seen
+        matches = values.get(key, [])
+        if not matches and not always:
+            return False
+        seen.add(key)
+        locations = {(m["collection"], m["path"]) for m in matches if "part" not in m}
+        out.append({"term": term, "source": source, "matches": [dict(m) for m in matches],
+                    "hard": 1 <= len(locations) <= hard_max})
+        return True
+
+    # quoted strings and dates are consumed: no code, number, phrase or n-gram is taken inside them
+    consumed = []
+    for m in _QUOTED.finditer(question):
+        consumed.append(m.span())
+        add(next(g for g in m.groups() if g is not None), "quoted", always=True)
+    for m in _ISO_DATE.finditer(question):
+        consumed.append(m.span())
+        _add_date(add, m.group(0), int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    for rx in (_MDY, _DMY):
+        for m in rx.finditer(question):
+            consumed.append(m.span())
+            month = MONTHS[m.group("month").lower()]
+            _add_date(add, m.group(0), int(m.group("year")), month, int(m.group("day")))
+
+    def inside(m) -> bool:
+        return any(a <= m.start() < b for a, b in consumed)
+
+    for m in _CODE.finditer(question):
+        if not inside(m):
+            add(m.group(0), "code")
+    for m in _NUMBER.finditer(question):
+        if not inside(m):
+            add(m.group(0), "number")
+    for m in _TITLE.finditer(question):
+        if inside(m):
+            continue
+        words = m.group(0).rstrip(".").split()
+        # "Which North Lab" -> "North Lab": a sentence's capitalized opening word is no name
+        for start in range(len(words)):
+            if start and words[start - 1].lower() not in STOPWORDS:
+                break
+            if words[start].lower() not in STOPWORDS and add(" ".join(words[start:]), "title"):
+                break
+    start = 0
+    for a, b in sorted(consumed) + [(len(question), len(question))]:
+        if a > start:
+            _ngrams(question[start:a], add)
+        start = max(start, b)
+    return out
+
+
+def _add_date(add, text: str, year: int, month: int, day: int) -> None:
+    if 1 <= month <= 12 and 1 <= day <= 31:
+        add(text, "date", key=normalize(f"{year:04d}-{month:02d}-{day:02d}"))
+
+
+# A word of the question as written (same boundaries as nlq.text.tokens).
+_WORD = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|[^\W_]+(?:['’`][^\W_]+)*")
+
+
+def _ngrams(text: str, add) -> None:
+    spans = [(tok, m.start(), m.end()) for m in _WORD.finditer(text) for tok in tokens(m.group(0))]
+    words = [singular(tok) for tok, _, _ in spans]
+    i = 0
+    while i < len(words):
+        step = 1
+        for n in range(min(MAX_NGRAM, len(words) - i), 0, -1):
+            if all(tok in STOPWORDS for tok, _, _ in spans[i:i + n]):
+                continue
+            surface = text[spans[i][1]:spans[i + n - 1][2]]
+            if add(surface, "ngram", key=" ".join(words[i:i + n])):
+                step = n
+                break
+        i += step
+
+
+def load_indexes(path: str) -> dict[str, dict]:
+    """{db: index document} of an index JSONL file (read once per run)."""
+    indexes = {}
+    for record in io.read_records(path, strict=True):
+        if "db" not in record or "values" not in record:
+            raise InputError(f"{path}: not an index document (build one with `nlq index`)")
+        indexes[record["db"]] = record
+    if not indexes:
+        raise InputError(f"{path}: no index document")
+    return indexes
+
+
+def run(records: Iterable[dict], indexes: dict[str, dict], *, hard_max: int = DEFAULT_HARD_MAX) -> Iterator[dict]:
+    """Add `witnesses` to every task record (failures pass through unchanged)."""
+    if hard_max < 0:
+        raise InputError("--hard-max must be at least 0")
+    for record in records:
+        if io.has_failure(record):
+            yield record
+            continue
+        question = record.get("question")
+        if not isinstance(question, str) or not question.strip():
+            record["failure"] = failure(STAGE, "missing_question", "the record has no question text")
+            yield record
+            continue
+        index = indexes.get(record.get("db"))
+        if index is None:
+            known = ", ".join(sorted(indexes))
+            record["failure"] = failure(STAGE, "unknown_db",
+                                        f"no index document for db {record.get('db')!r} (index has: {known})")
+            yield record
+            continue
+        record["witnesses"] = find(question, index, hard_max=hard_max)
+        yield record
+
+
+__all__ = ["find", "run", "load_indexes", "DEFAULT_HARD_MAX"]
