@@ -94,6 +94,18 @@ def variable(ref: str) -> Compiled:
     return get_var
 
 
+def check_variable_name(op: str, name) -> str:
+    """A variable an operator binds ($let `vars`, $map/$filter `as`): it starts with a
+    lowercase or non-ASCII letter and has only letters, digits and '_'; `CURRENT` may
+    be rebound too (field paths then read the new value)."""
+    if name == "CURRENT":
+        return name
+    if type(name) is not str or not name or not (name[0].islower() or not name[0].isascii()) \
+            or not all(c.isalnum() or c == "_" or not c.isascii() for c in name):
+        raise ExecutionError(f"{op}: '{name}' is not a valid variable name: it must start with a lowercase letter")
+    return name
+
+
 def constant(value) -> Compiled:
     return lambda vars: value
 

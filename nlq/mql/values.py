@@ -266,6 +266,43 @@ def group_key(value):
     return sort_key(value)
 
 
+_MISSING_EXPRESSION_KEY = (NULL - 0.5,)  # after MinKey, before null
+
+
+def expression_key(value):
+    """`sort_key` as aggregation expressions compare: missing sorts just below null.
+
+    In `$eq`/`$cmp`/`$in`... a missing field is not null: `{$eq: ["$nope", null]}`
+    is false and `{$lt: ["$nope", null]}` is true.
+    """
+    return _MISSING_EXPRESSION_KEY if value is MISSING else sort_key(value)
+
+
+def expression_compare(a, b) -> int:
+    """-1, 0 or 1: the `$cmp` of two aggregation values (fast for same-kind numbers and strings)."""
+    ta, tb = type(a), type(b)
+    if (ta is int or ta is float) and (tb is int or tb is float):
+        if a < b:
+            return -1
+        if a > b:
+            return 1
+        if a == b:
+            return 0
+        # a NaN is involved: it equals itself and sorts below every other number
+    elif ta is str and tb is str:
+        return (a > b) - (a < b)
+    ka, kb = expression_key(a), expression_key(b)
+    return (ka > kb) - (ka < kb)
+
+
+def expression_equal(a, b) -> bool:
+    """BSON equality in aggregation expressions (1 == 1.0; missing equals only missing)."""
+    ta = type(a)
+    if ta is type(b) and (ta is int or ta is str):
+        return a == b
+    return expression_compare(a, b) == 0
+
+
 def date_to_millis(value: _dt.datetime) -> int:
     """Milliseconds since the epoch of a (naive = UTC, or aware) datetime."""
     if value.tzinfo is None:
@@ -302,5 +339,6 @@ __all__ = [
     "MISSING", "UTC", "EPOCH", "bson_type", "type_bracket", "sort_key", "compare", "equal",
     "group_key", "is_number", "to_decimal", "number_value", "date_to_millis", "millis_to_date",
     "is_truthy", "regex_options", "TYPE_CODES", "CODE_TYPES", "NUMBER_TYPES",
+    "expression_key", "expression_compare", "expression_equal",
     "Binary", "Decimal128", "Int64", "MaxKey", "MinKey", "ObjectId", "Regex", "Timestamp",
 ]
