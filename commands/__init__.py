@@ -17,7 +17,6 @@ COMMANDS = {
     "card": "card",
     "witness": "witness",
     "generate": "generate",
-    "repair": "repair",
     "score": "score",
     "report": "report",
 }

@@ -8,7 +8,12 @@ from commands.options import errors_as_click, io_options, open_backend_from
 from nlq import generate, io, methods
 
 
-@click.command("generate")
+@click.command("generate", epilog="""\b
+Example:
+  nlq index --data fixtures/worlds --db racing -o racing.index.jsonl
+  nlq witness --index racing.index.jsonl fixtures/tasks/racing.jsonl \\
+    | nlq generate --method rules --index racing.index.jsonl | head -1
+""")
 @io_options
 @click.option("-m", "--method", type=click.Choice(methods.names()), default="rules", show_default=True,
               help="Generation method.")
@@ -25,12 +30,6 @@ def cli(input, output, strict, progress, method, index_path, min_confidence, dat
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
     channels it observed in `disclosure`. A question the method cannot answer
     gets a typed `failure` and flows on.
-
-    \b
-    Example:
-      nlq index --data fixtures/worlds --db clinic -o clinic.idx.jsonl
-      nlq witness --index clinic.idx.jsonl fixtures/tasks/clinic.jsonl \\
-        | nlq generate --method rules --index clinic.idx.jsonl | head -1
     """
     with errors_as_click():
         indexes = generate.load_indexes(io.read_records(index_path, strict=True))

@@ -7,7 +7,11 @@ import click
 from commands.options import errors_as_click
 
 
-@click.command()
+@click.command(epilog="""\b
+Example:
+  nlq score --data fixtures/worlds --self-check fixtures/tasks/clinic.jsonl \\
+    | nlq report --by labels.schema_flex --format markdown
+""")
 @click.argument("scored", nargs=-1, type=click.Path(allow_dash=True))
 @click.option("--by", "by", multiple=True, metavar="FIELD",
               help="Slice by a dotted record field (db, labels.schema_flex, prediction.method); repeatable.")
@@ -25,11 +29,6 @@ from commands.options import errors_as_click
 def cli(scored, by, ref, names, fmt, output, bootstrap, seed):
     """Report scored runs: each SCORED file (default stdin) is one run.
 
-    Example:
-
-    \b
-      nlq score --data fixtures/worlds --self-check fixtures/tasks/clinic.jsonl \\
-        | nlq report --by labels.schema_flex --format markdown
     """
     from nlq import io, report
 

@@ -7,7 +7,10 @@ import click
 from commands.options import backend_options, errors_as_click, io_options, open_backend_from, show_progress
 
 
-@click.command()
+@click.command(epilog="""\b
+Example:
+  nlq score --data fixtures/worlds --self-check fixtures/tasks/clinic.jsonl | nlq report
+""")
 @backend_options
 @io_options
 @click.option("--beta", type=click.IntRange(min=0), default=2, show_default=True,
@@ -25,10 +28,6 @@ def cli(data, uri, timeout, max_rows, input, output, strict, progress, beta, sel
     exec_error, empty, wrong_rows (near_miss: order_only, row_subset,
     row_superset, value_mismatch), or gold_error for a broken gold.
 
-    Example:
-
-    \b
-      nlq score --data fixtures/worlds --self-check fixtures/tasks/clinic.jsonl | nlq report
     """
     from nlq import io, score
 

@@ -226,3 +226,26 @@ def unsupported(kind: str | None = None) -> list[str]:
     return sorted(n for n, op in _TABLE.items() if not op.forbidden
                   and ((kind is None and not op.evaluators)
                        or (kind is not None and kind in op.kinds and kind not in op.evaluators)))
+
+
+def coverage_markdown() -> str:
+    """The README's list of supported, unsupported and forbidden operators, from this table.
+
+    The engine's modules register their evaluators on import, so they are
+    imported here first.
+    """
+    import nlq.mql.engine  # noqa: F401  (registers stages, expressions, accumulators)
+
+    titles = {STAGE: "Stages", QUERY: "Query operators", EXPRESSION: "Expression operators",
+              ACCUMULATOR: "Accumulators", WINDOW: "Window functions", PROJECTION: "Projection operators"}
+    lines = ["| kind | supported by the embedded engine | known, not supported (typed error) |",
+             "|---|---|---|"]
+    for kind, title in titles.items():
+        have = [n for n in supported(kind)]
+        missing = [n for n in unsupported(kind)]
+        lines.append(f"| {title} ({len(have)}) | {' '.join(f'`{n}`' for n in have) or '—'} | "
+                     f"{' '.join(f'`{n}`' for n in missing) or '—'} |")
+    lines.append("")
+    lines.append("Forbidden everywhere (rejected before execution): "
+                 + " ".join(f"`{n}`" for n in sorted(FORBIDDEN)) + ".")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,138 @@
+"""The MongoDB backend: a real deployment through pymongo, used read-only.
+
+Only listing, counting, `find` of `_id`s and documents (for samples) and
+`aggregate` are ever called. Every aggregate is checked for forbidden
+operators before it is sent, runs with `maxTimeMS` from the timeout and
+`allowDiskUse=False`, and its cursor is read with a row cap.
+
+Deterministic sample (`$sample` is forbidden and random): the `_id`s of the
+collection are read in ascending `_id` order, `random.Random(seed)` picks `n`
+positions, and the picked documents are returned in `_id` order. The same
+seed over the same data always gives the same documents.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Callable
+
+from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from nlq.errors import BackendError, ExecutionError, ForbiddenOperatorError, QueryTimeout, ResultTooLarge
+
+# pymongo reports these when the server cannot be reached (any pymongo version).
+_CONNECTION_ERRORS = ("ServerSelectionTimeoutError", "ConnectionFailure", "AutoReconnect", "NetworkTimeout",
+                      "ConfigurationError", "InvalidURI")
+
+
+def _pymongo_client(uri: str):
+    import pymongo
+
+    return pymongo.MongoClient(uri, tz_aware=True, serverSelectionTimeoutMS=5000, appname="nlq")
+
+
+def redact(uri: str) -> str:
+    """The URI with any password hidden: `mongodb://user:***@host`."""
+    return re.sub(r"(//[^:/@]+):[^@/]*@", r"\1:***@", uri)
+
+
+class MongoBackend:
+    name = "mongo"
+
+    def __init__(self, uri: str, *, client_factory: Callable[[str], object] | None = None):
+        self.uri = uri
+        try:
+            self._client = (client_factory or _pymongo_client)(uri)
+        except Exception as exc:  # noqa: BLE001 - pymongo raises several classes for a bad URI
+            raise self._backend_error(exc) from None
+
+    # -- errors ----------------------------------------------------------------------
+    def _backend_error(self, exc: Exception) -> BackendError:
+        shown = redact(self.uri)
+        # pymongo appends a long topology description after the reason; keep the reason.
+        reason = str(exc).split(" (configured timeouts")[0].split(", Timeout:")[0][:300]
+        return BackendError(f"cannot use MongoDB at {shown}: {reason}", hint=f"is MongoDB running at {shown}?")
+
+    def _translate(self, exc: Exception) -> Exception:
+        """A pymongo exception as the NlqError it means."""
+        name = type(exc).__name__
+        if name in ("ExecutionTimeout",) or getattr(exc, "code", None) == 50:
+            return QueryTimeout(f"query exceeded the time limit (maxTimeMS): {exc}", code=50)
+        if any(cls.__name__ in _CONNECTION_ERRORS for cls in type(exc).__mro__):
+            return self._backend_error(exc)
+        if any(cls.__name__ == "OperationFailure" for cls in type(exc).__mro__):
+            details = getattr(exc, "details", None) or {}
+            return ExecutionError(details.get("errmsg") or str(exc), code=getattr(exc, "code", None))
+        if any(cls.__name__ == "PyMongoError" for cls in type(exc).__mro__):
+            return BackendError(f"MongoDB error: {exc}")
+        return exc
+
+    def _call(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - translated to NlqError below
+            translated = self._translate(exc)
+            if translated is exc:
+                raise
+            raise translated from None
+
+    # -- interface -------------------------------------------------------------------
+    def databases(self) -> list[str]:
+        return sorted(self._call(self._client.list_database_names))
+
+    def collections(self, db: str) -> list[str]:
+        if db not in self.databases():
+            raise BackendError(f"no database {db!r} at {redact(self.uri)}")
+        names = self._call(self._client[db].list_collection_names)
+        return sorted(n for n in names if not n.startswith("system."))
+
+    def count(self, db: str, collection: str) -> int:
+        return int(self._call(self._client[db][collection].count_documents, {}))
+
+    def sample(self, db: str, collection: str, n: int, seed: int = 0) -> list[dict]:
+        coll = self._client[db][collection]
+
+        def read():
+            ids = [doc["_id"] for doc in coll.find({}, {"_id": 1}).sort("_id", 1)]
+            if n >= len(ids):
+                return list(coll.find({}).sort("_id", 1))
+            picked = [ids[i] for i in sorted(random.Random(seed).sample(range(len(ids)), n))]
+            return list(coll.find({"_id": {"$in": picked}}).sort("_id", 1))
+        return self._call(read)
+
+    def aggregate(self, db: str, collection: str, pipeline: list, *,
+                  timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
+                  max_bytes: int = DEFAULT_MAX_BYTES) -> list[dict]:
+        from nlq.mql import analyze
+        from nlq.mql.engine import approx_size
+
+        try:
+            found = analyze.forbidden(pipeline)
+        except RecursionError:
+            raise ExecutionError("the pipeline is nested too deeply") from None
+        if found:
+            raise ForbiddenOperatorError(f"{', '.join(found)}: forbidden (SPEC §7), not sent to the server")
+        coll = self._client[db][collection]
+        # One row beyond the cap is enough to know the cap is exceeded.
+        capped = list(pipeline) + [{"$limit": max_rows + 1}]
+
+        def read():
+            rows, size = [], 0
+            cursor = coll.aggregate(capped, maxTimeMS=max(1, int(timeout * 1000)), allowDiskUse=False)
+            try:
+                for row in cursor:
+                    if len(rows) >= max_rows:
+                        raise ResultTooLarge(f"the result has more than {max_rows} rows (the row cap)")
+                    size += approx_size(row)
+                    if size > max_bytes:
+                        raise ResultTooLarge(f"the result is larger than {max_bytes} bytes (the byte cap)")
+                    rows.append(row)
+            finally:
+                close = getattr(cursor, "close", None)
+                if close is not None:
+                    close()
+            return rows
+        return self._call(read)
+
+
+__all__ = ["MongoBackend", "redact"]

@@ -1,0 +1,98 @@
+"""The `exec` stage: run one query, or the gold query of every task record.
+
+    rows = run_query(backend, "clinic", "db.patients.find({}, {name: 1}).limit(2)")
+
+`run_tasks(records, backend)` adds `execution = {rows_count, ms, error}` to each
+task record (plus `rows` when asked). A record that cannot be executed (no
+gold, no db, parse error, unknown/forbidden operator, timeout...) gets
+`execution.error`, a typed failure object, and flows on: no record is lost.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Iterable, Iterator
+
+from nlq import io
+from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from nlq.errors import InputError, NlqError, failure
+from nlq.mql import serialize
+from nlq.mql.parse import parse_query
+
+STAGE = "exec"
+
+
+def read_query_text(text: str) -> str:
+    """The query argument, or stdin's text for `-`."""
+    if text == "-":
+        data = sys.stdin.buffer.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"the query on stdin is not UTF-8 text: {exc}") from None
+    return text
+
+
+def run_query(backend, db: str, source, *, timeout: float = DEFAULT_TIMEOUT,
+              max_rows: int = DEFAULT_MAX_ROWS) -> list[dict]:
+    """Parse `source` (mongosh text, JSON text or a `{collection, pipeline}` dict) and run it on `db`."""
+    query = parse_query(source)
+    return backend.aggregate(db, query.collection, query.pipeline, timeout=timeout, max_rows=max_rows)
+
+
+def explain(source) -> dict:
+    """The parsed and lowered form of a query: `{collection, pipeline, form, mongosh}`.
+
+    `pipeline` is canonical relaxed Extended JSON; `mongosh` is the aggregate call
+    the query was lowered to (find/count/distinct become aggregation stages).
+    """
+    query = parse_query(source)
+    out = {**serialize.to_json(query), "form": query.form, "mongosh": serialize.to_mongosh(query)}
+    if query.warnings:
+        out["warnings"] = list(query.warnings)
+    return out
+
+
+def run_tasks(records: Iterable[dict], backend, *, db: str | None = None, rows: bool = False,
+              timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS) -> Iterator[dict]:
+    """Execute each task record's gold (`gold` object or `gold_mql` text) and add `execution`.
+
+    `db` overrides the records' own `db`. With `rows=True` the result rows are
+    embedded as `execution.rows`.
+    """
+    from nlq.score import gold_source
+
+    opened: set[str] = set()
+    for record in records:
+        execution: dict = {"rows_count": None, "ms": None, "error": None}
+        if io.has_failure(record):
+            execution["error"] = failure(STAGE, InputError.type, "the record failed before execution")
+            yield {**record, "execution": execution}
+            continue
+        try:
+            source = gold_source(record)
+            if source is None:
+                raise InputError("the record has no gold or gold_mql to execute")
+            target = db or record.get("db")
+            if not isinstance(target, str) or not target:
+                raise InputError("the record names no database: give it a db field or pass --db")
+            query = parse_query(source)
+            if target not in opened:
+                backend.collections(target)  # load/validate the database outside the timed part
+                opened.add(target)
+            started = time.perf_counter()
+            result = backend.aggregate(target, query.collection, query.pipeline, timeout=timeout,
+                                       max_rows=max_rows)
+            execution["ms"] = round((time.perf_counter() - started) * 1000, 3)
+            execution["rows_count"] = len(result)
+            if rows:
+                execution["rows"] = result
+        except NlqError as exc:
+            execution["error"] = exc.to_failure(STAGE)
+        except Exception as exc:  # noqa: BLE001 - an engine bug must not lose the record
+            execution["error"] = failure(STAGE, "internal_error", f"{type(exc).__name__}: {exc}")
+        yield {**record, "execution": execution}
+
+
+__all__ = ["run_query", "run_tasks", "explain", "read_query_text"]

@@ -1,0 +1,226 @@
+"""The embedded aggregation engine: compile a pipeline once, stream documents through it.
+
+    >>> aggregate([{"a": 1}, {"a": 2}], [{"$match": {"a": {"$gt": 1}}}])
+    [{'a': 2}]
+
+Each stage name maps, through the operator registry, to a compiler
+`compile(spec, ctx) -> fn(stream) -> stream` (core stages in
+`nlq.mql.stages`, advanced ones in `nlq.mql.stages_extra`). The compiled
+pipeline is a chain of generators, so a `$match`-first pipeline never
+materializes what it drops, and input documents are never copied unless a
+stage modifies them (it then builds a new dict; the input stays untouched).
+
+Limits (SPEC §7): a deadline checked once per document in every loop
+(`StageContext.check`), a row cap and a byte cap on the result, and a bound
+on document nesting depth — each a typed error, never a hang or a traceback.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections import ChainMap
+from typing import Callable, Iterable, Iterator
+
+from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from nlq.errors import (ExecutionError, ForbiddenOperatorError, QueryTimeout, ResultTooLarge,
+                        UnknownOperatorError, UnsupportedOperatorError)
+from nlq.mql import analyze, registry
+from nlq.mql.registry import STAGE
+from nlq.mql.values import MISSING
+
+Stream = Iterable[dict]
+CompiledPipeline = Callable[[Stream], Iterator[dict]]
+
+# MongoDB refuses BSON documents nested deeper than 100 levels; results deeper than
+# this are reported as an error instead of exhausting the Python stack.
+MAX_NESTING = 100
+
+
+class _Clock:
+    """The deadline shared by a context and all its children (sub-pipelines)."""
+
+    __slots__ = ("timeout", "deadline")
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        self.deadline = float("inf")
+
+    def start(self) -> None:
+        self.deadline = time.monotonic() + self.timeout
+
+
+class StageContext:
+    """What a stage compiler may use besides its own spec.
+
+    - `catalog(name)`: the documents of another collection of the same database
+      (`[]` when it does not exist);
+    - `check()`: raise QueryTimeout once the deadline has passed (call it once
+      per document in every loop that can run long);
+    - `compile_pipeline(pipeline, variables=None)`: compile a sub-pipeline
+      (`$facet`, `$lookup`, `$unionWith`). `variables` is held by reference:
+      a stage that re-binds per document (a `$lookup` `let`) assigns into that
+      dict before running the compiled sub-pipeline over a document's inputs;
+    - `variables`: the `$$names` in scope (a mapping).
+    """
+
+    def __init__(self, catalog: Callable[[str], list] | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+                 variables=None, _clock: _Clock | None = None, depth: int = 0):
+        self._catalog = catalog or (lambda name: [])
+        self._clock = _clock or _Clock(timeout)
+        self.variables = variables if variables is not None else {}
+        self.depth = depth  # sub-pipeline nesting ($facet in $lookup in ...)
+
+    def catalog(self, name: str) -> list[dict]:
+        docs = self._catalog(name)
+        return docs if docs is not None else []
+
+    def check(self) -> None:
+        if time.monotonic() > self._clock.deadline:
+            raise QueryTimeout(f"query exceeded the time limit of {self._clock.timeout:g} s",
+                               code=50)
+
+    def start(self) -> None:
+        """Start the clock (aggregate() does this right before streaming)."""
+        self._clock.start()
+
+    def vars(self, doc) -> dict:
+        """The variable bindings for evaluating an expression against `doc`."""
+        if self.variables:
+            return {**self.variables, "CURRENT": doc, "ROOT": doc}
+        return {"CURRENT": doc, "ROOT": doc}
+
+    def child(self, variables=None) -> "StageContext":
+        scope = self.variables if variables is None else ChainMap(variables, self.variables)
+        if self.depth >= 20:
+            raise ExecutionError("sub-pipelines are nested too deeply (more than 20 levels)")
+        return StageContext(self._catalog, variables=scope, _clock=self._clock, depth=self.depth + 1)
+
+    def compile_pipeline(self, pipeline, variables=None) -> CompiledPipeline:
+        return compile_pipeline(pipeline, self.child(variables))
+
+
+def _stage_compiler(name: str):
+    op = registry.get(name)
+    if op is None or STAGE not in op.kinds:
+        if op is None:
+            raise UnknownOperatorError(
+                f"unrecognized pipeline stage name: {name}{registry.suggestion(name, STAGE)}")
+        article = "an" if op.kind[0] in "aeiou" else "a"
+        raise UnknownOperatorError(
+            f"unrecognized pipeline stage name: {name} ({name} is {article} {op.kind} operator)")
+    if op.forbidden:
+        raise ForbiddenOperatorError(f"{name} is forbidden (SPEC §7: read-only, deterministic queries)")
+    compiler = op.evaluators.get(STAGE)
+    if compiler is None:
+        raise UnsupportedOperatorError(f"the embedded engine does not support the stage {name}")
+    return compiler
+
+
+def _following_limit(pipeline: list, i: int) -> int | None:
+    """N when stage i+1 is a valid `{$limit: N}` (a top-N sort needs only N documents)."""
+    if i + 1 < len(pipeline):
+        after = pipeline[i + 1]
+        if type(after) is dict and len(after) == 1 and type(after.get("$limit")) is int and after["$limit"] > 0:
+            return after["$limit"]
+    return None
+
+
+def compile_pipeline(pipeline, ctx: StageContext | None = None) -> CompiledPipeline:
+    """Compile every stage once; returns `fn(documents) -> iterator of result documents`.
+
+    Raises UnknownOperatorError / ForbiddenOperatorError / UnsupportedOperatorError /
+    ExecutionError (malformed stage) before any document flows.
+    """
+    if ctx is None:
+        ctx = StageContext()
+    if type(pipeline) is not list:
+        raise ExecutionError("a pipeline must be an array of stage objects")
+    stages = []
+    for i, stage in enumerate(pipeline):
+        if type(stage) is not dict or len(stage) != 1:
+            raise ExecutionError("a pipeline stage specification object must contain exactly one field")
+        name, spec = next(iter(stage.items()))
+        compiler = _stage_compiler(name)
+        limit = _following_limit(pipeline, i) if name == "$sort" else None
+        stages.append(compiler(spec, ctx) if limit is None else compiler(spec, ctx, limit=limit))
+
+    def run(docs: Stream) -> Iterator[dict]:
+        stream = iter(docs)
+        for fn in stages:
+            stream = fn(stream)
+        return stream
+    return run
+
+
+def aggregate(docs: Stream, pipeline, *, catalog: Callable[[str], list] = lambda name: [],
+              timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
+              max_bytes: int = DEFAULT_MAX_BYTES) -> list[dict]:
+    """Run `pipeline` over `docs` and return the result rows.
+
+    `catalog(name)` gives the documents of other collections (`$lookup`,
+    `$unionWith`, `$graphLookup`). Raises ForbiddenOperatorError before running,
+    QueryTimeout past `timeout` seconds, ResultTooLarge beyond `max_rows` rows or
+    about `max_bytes` bytes of BSON, ExecutionError for errors MongoDB raises.
+    """
+    ctx = StageContext(catalog, timeout=timeout)
+    # The input documents are long-lived; a full garbage collection scanning all of
+    # them in the middle of an allocation-heavy pipeline would overshoot the deadline.
+    # Freezing moves the objects alive now out of the collector's view (O(1)).
+    froze = gc.get_freeze_count() == 0
+    if froze:
+        gc.freeze()
+    try:
+        found = analyze.forbidden(pipeline)
+        if found:
+            raise ForbiddenOperatorError(
+                f"{', '.join(found)} {'is' if len(found) == 1 else 'are'} forbidden (SPEC §7: read-only, "
+                f"deterministic queries)")
+        run = compile_pipeline(pipeline, ctx)
+        ctx.start()
+        rows: list[dict] = []
+        size = 0
+        check = ctx.check
+        for row in run(docs):
+            check()
+            if len(rows) >= max_rows:
+                raise ResultTooLarge(f"the result has more than {max_rows} rows (the row cap)")
+            size += approx_size(row)
+            if size > max_bytes:
+                raise ResultTooLarge(f"the result is larger than {max_bytes} bytes (the byte cap)")
+            rows.append(row)
+        return rows
+    except RecursionError:
+        raise ExecutionError(f"a document or expression is nested too deeply for the engine (MongoDB "
+                             f"allows at most {MAX_NESTING} levels)") from None
+    finally:
+        if froze:
+            gc.unfreeze()
+
+
+def approx_size(value, depth: int = 0) -> int:
+    """A cheap estimate of a value's BSON size in bytes (bounded by MAX_NESTING levels)."""
+    t = type(value)
+    if t is dict:
+        if depth >= MAX_NESTING:
+            raise ExecutionError(f"a result document is nested more than {MAX_NESTING} levels deep")
+        n = 5
+        for key, item in value.items():
+            n += len(key) + 2 + approx_size(item, depth + 1)
+        return n
+    if t is list:
+        if depth >= MAX_NESTING:
+            raise ExecutionError(f"a result document is nested more than {MAX_NESTING} levels deep")
+        n = 5
+        for item in value:
+            n += 4 + approx_size(item, depth + 1)
+        return n
+    if t is str:
+        return len(value) + 5
+    if value is None or value is MISSING or t is bool:
+        return 1
+    return 12
+
+
+# Register the stage implementations (import for side effects).
+from nlq.mql import stages, stages_extra  # noqa: E402,F401

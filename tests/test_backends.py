@@ -1,0 +1,153 @@
+"""The MongoDB backend against a fake client (no server runs here), and the embedded one."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from nlq.backends import open_backend
+from nlq.backends.mongo import MongoBackend, redact
+from nlq.errors import BackendError, ExecutionError, ForbiddenOperatorError, QueryTimeout, ResultTooLarge
+
+mongomock_ng = pytest.importorskip("mongomock_ng")
+
+
+@pytest.fixture
+def client():
+    c = mongomock_ng.MongoClient(tz_aware=True)
+    c.shop.orders.insert_many([{"_id": i, "item": "abc"[i % 3], "qty": i} for i in range(10)])
+    c.shop.items.insert_many([{"_id": "a"}, {"_id": "b"}])
+    return c
+
+
+@pytest.fixture
+def backend(client):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield MongoBackend("mongodb://reader:s3cret@db.example:27017/", client_factory=lambda uri: client)
+
+
+def test_listing_and_counting(backend):
+    assert backend.databases() == ["shop"]
+    assert backend.collections("shop") == ["items", "orders"]
+    assert backend.count("shop", "orders") == 10
+    with pytest.raises(BackendError, match="no database 'nope'"):
+        backend.collections("nope")
+
+
+def test_sample_is_deterministic_and_seeded(backend):
+    first = backend.sample("shop", "orders", 3, seed=7)
+    assert first == backend.sample("shop", "orders", 3, seed=7)
+    assert len(first) == 3 and [d["_id"] for d in first] == sorted(d["_id"] for d in first)
+    assert [d["_id"] for d in backend.sample("shop", "orders", 50)] == list(range(10))
+
+
+def test_aggregate_passes_limits_and_caps_rows(backend):
+    rows = backend.aggregate("shop", "orders", [{"$match": {"item": "a"}}, {"$sort": {"qty": -1}}])
+    assert [r["qty"] for r in rows] == [9, 6, 3, 0]
+    assert len(backend.aggregate("shop", "orders", [], max_rows=10)) == 10
+    with pytest.raises(ResultTooLarge):
+        backend.aggregate("shop", "orders", [], max_rows=9)
+
+
+def test_forbidden_pipelines_are_never_sent():
+    calls = []
+
+    class Spy:
+        def __getitem__(self, name):
+            calls.append(name)
+            return self
+
+        def aggregate(self, *args, **kwargs):
+            calls.append("aggregate")
+            return iter([])
+    backend = MongoBackend("mongodb://h/", client_factory=lambda uri: Spy())
+    with pytest.raises(ForbiddenOperatorError):
+        backend.aggregate("db", "c", [{"$match": {}}, {"$out": "x"}])
+    assert "aggregate" not in calls
+
+
+class _FakeCollection:
+    """Records the aggregate call and raises what a server would."""
+
+    def __init__(self, error=None, rows=()):
+        self.error, self.rows, self.calls = error, list(rows), []
+
+    def aggregate(self, pipeline, **kwargs):
+        self.calls.append((pipeline, kwargs))
+        if self.error is not None:
+            raise self.error
+        return iter(self.rows)
+
+
+class _FakeClient:
+    def __init__(self, collection):
+        self.collection = collection
+
+    def __getitem__(self, name):
+        return {"c": self.collection} if name == "db" else {}
+
+
+def test_aggregate_options_sent_to_the_server():
+    coll = _FakeCollection(rows=[{"a": 1}])
+    backend = MongoBackend("mongodb://h/", client_factory=lambda uri: _FakeClient(coll))
+    assert backend.aggregate("db", "c", [{"$match": {}}], timeout=1.5, max_rows=7) == [{"a": 1}]
+    pipeline, kwargs = coll.calls[0]
+    assert pipeline == [{"$match": {}}, {"$limit": 8}]
+    assert kwargs == {"maxTimeMS": 1500, "allowDiskUse": False}
+
+
+def test_server_errors_become_typed_errors():
+    from pymongo.errors import ExecutionTimeout, OperationFailure, ServerSelectionTimeoutError
+
+    cases = [(ExecutionTimeout("operation exceeded time limit", 50), QueryTimeout),
+             (OperationFailure("bad", 16020, {"errmsg": "Expression $add takes exactly 2 arguments", "code": 16020}),
+              ExecutionError),
+             (ServerSelectionTimeoutError("localhost:27017: connection refused"), BackendError)]
+    for error, expected in cases:
+        client = _FakeClient(_FakeCollection(error))
+        backend = MongoBackend("mongodb://u:pw@localhost/", client_factory=lambda uri: client)
+        with pytest.raises(expected) as info:
+            backend.aggregate("db", "c", [])
+        if expected is BackendError:
+            assert info.value.hint == "is MongoDB running at mongodb://u:***@localhost/?"
+            assert "pw" not in str(info.value)
+        if expected is ExecutionError:
+            assert "takes exactly 2 arguments" in str(info.value)
+
+
+def test_bad_uri_is_a_backend_error():
+    def refuse(uri):
+        from pymongo.errors import InvalidURI
+
+        raise InvalidURI("Invalid URI scheme")
+    with pytest.raises(BackendError, match="Invalid URI scheme") as info:
+        MongoBackend("nosql://x", client_factory=refuse)
+    assert info.value.hint == "is MongoDB running at nosql://x?"
+
+
+def test_redact():
+    assert redact("mongodb+srv://user:p%40ss@cluster0.example.net/db") == \
+        "mongodb+srv://user:***@cluster0.example.net/db"
+    assert redact("mongodb://localhost:27017") == "mongodb://localhost:27017"
+
+
+def test_open_backend_chooses_by_option(tmp_path):
+    assert open_backend(data=str(tmp_path)).name == "embedded"
+    assert open_backend(uri=f"file:{tmp_path}").name == "embedded"
+
+
+def test_exec_command_over_uri_uses_the_mongo_backend(runner, client, monkeypatch):
+    import json
+
+    from commands import cli
+    from nlq.backends import mongo
+
+    monkeypatch.setattr(mongo, "_pymongo_client", lambda uri: client)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = runner.invoke(cli, ["exec", "--uri", "mongodb://localhost/", "--db", "shop",
+                                     "db.orders.find({item: 'b'}, {_id: 1}).sort({_id: -1})"])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line) for line in result.output.splitlines()] == [{"_id": 7}, {"_id": 4}, {"_id": 1}]
