@@ -1,0 +1,73 @@
+"""Docs are tested: every command has help with a working example and a README
+section, and the README's shell examples run on the shipped fixtures."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from commands import COMMANDS, cli
+from tests.conftest import ROOT, SHARED
+
+README = (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_has_help_ending_with_an_example(runner, name):
+    result = runner.invoke(cli, [name, "--help"])
+    assert result.exit_code == 0, result.output
+    tail = result.output.strip().splitlines()[-8:]
+    assert any("nlq " in line for line in tail), f"`nlq {name} --help` should end with an example"
+    assert re.search(r"Examples?:", result.output)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_has_a_readme_section(name):
+    assert f"### `nlq {name}`" in README
+
+
+def test_top_level_help_and_version(runner):
+    assert runner.invoke(cli, ["--version"]).output.startswith("nlq, version ")
+    listed = runner.invoke(cli, ["--help"]).output
+    assert all(name in listed for name in COMMANDS)
+
+
+def readme_commands() -> list[str]:
+    """The `nlq ...` command lines of the README's sh blocks, continuations joined."""
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", README, flags=re.S):
+        text = re.sub(r"\\\n\s*", " ", block)
+        for line in text.splitlines():
+            line = line.strip()
+            synopsis = re.search(r"\[|\b(?:DIR|URI|FILE|INDEX|QUERY|TASKS|SCORED|OUT|DB|RUN|FIELD)\b", line)
+            if line.startswith(("nlq ", "cat fixtures")) and not synopsis:
+                commands.append(line)
+    return commands
+
+
+def test_readme_examples_run(tmp_path):
+    """Run every README example in order in a scratch folder that sees the
+    fixtures (and ../shared when present), so files made by one example feed
+    the next; an example needing ../shared is skipped when it is absent."""
+    work = tmp_path / "proj"
+    work.mkdir()
+    (work / "fixtures").symlink_to(ROOT / "fixtures")
+    if SHARED.exists():
+        (tmp_path / "shared").symlink_to(SHARED)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    ran = 0
+    for command in readme_commands():
+        if "../shared" in command and not SHARED.exists():
+            continue
+        result = subprocess.run(command, shell=True, cwd=work, env=env, capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0, f"{command}\n{result.stderr}"
+        assert result.stdout.strip() or " -o " in command or ">" in command, f"no output from: {command}"
+        ran += 1
+    assert ran >= 10
