@@ -26,7 +26,7 @@ from nlq.mql.parse import scan_regex_body
 from nlq.mql.query import Query
 from nlq.mql.values import UTC, Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")  # used with fullmatch: `$` would pass "a\n"
 _FLAG_BITS = ((re.IGNORECASE, "i"), (re.LOCALE, "l"), (re.MULTILINE, "m"), (re.DOTALL, "s"),
               (re.UNICODE, "u"), (re.VERBOSE, "x"))
 _JS_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
@@ -62,7 +62,7 @@ def regex_flags(value) -> str:
 
 def to_mongosh(query: Query) -> str:
     """Readable mongosh text of a query, one stage per line."""
-    if _IDENTIFIER.match(query.collection):
+    if _IDENTIFIER.fullmatch(query.collection):
         target = f"db.{query.collection}"
     else:
         target = f"db.getCollection({quote(query.collection)})"
@@ -88,7 +88,7 @@ def quote(text: str) -> str:
 
 def key(name: str) -> str:
     """An object key: bare when it is a JavaScript identifier (`$match`, `_id`), else quoted."""
-    return name if _IDENTIFIER.match(name) else quote(name)
+    return name if _IDENTIFIER.fullmatch(name) else quote(name)
 
 
 def literal(value) -> str:
