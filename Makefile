@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 DEMO    := out/demo
 WORLDS  := fixtures/worlds
 
-.PHONY: install test demo bench fixtures check clean
+.PHONY: install test demo bench fixtures docs check clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,6 +24,9 @@ bench: $(STAMP)
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/generate.py
+
+docs: $(STAMP)
+	$(BIN)/python -m tests.readme
 
 check: test
 

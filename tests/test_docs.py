@@ -71,3 +71,9 @@ def test_readme_examples_run(tmp_path):
         assert result.stdout.strip() or " -o " in command or ">" in command, f"no output from: {command}"
         ran += 1
     assert ran >= 10
+
+
+def test_readme_operator_coverage_is_generated_from_the_registry():
+    from tests.readme import render
+
+    assert render(README) == README, "README operator table is stale: run `make docs`"
