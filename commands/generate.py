@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import errors_as_click, io_options, open_backend_from
+from commands.options import errors_as_click, io_options, open_backend_from, with_progress
 from nlq import generate, io, methods
 
 
@@ -35,5 +35,5 @@ def cli(input, output, strict, progress, method, index_path, min_confidence, dat
         indexes = generate.load_indexes(io.read_records(index_path, strict=True))
         backend = open_backend_from(data, uri) if (data or uri) else None
         context = generate.Context(indexes, backend, min_confidence=min_confidence)
-        records = io.read_records(input, strict=strict, stage="generate")
+        records = with_progress(io.read_records(input, strict=strict, stage="generate"), progress, "generate")
         io.write_records(generate.run(records, method, context), output)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import errors_as_click, io_options
+from commands.options import errors_as_click, io_options, with_progress
 from nlq import importers
 from nlq.io import write_records
 
@@ -24,4 +24,4 @@ def cli(input, output, strict, progress, fmt):
     field or a malformed line becomes a failure record (`--strict`: exit 1).
     """
     with errors_as_click():
-        write_records(importers.run(input, fmt, strict=strict), output)
+        write_records(with_progress(importers.run(input, fmt, strict=strict), progress, "import"), output)

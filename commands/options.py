@@ -68,3 +68,12 @@ class errors_as_click:
 def show_progress(flag: bool) -> bool:
     """Progress bars only when asked or when stderr is a terminal."""
     return flag or sys.stderr.isatty()
+
+
+def with_progress(records, flag: bool, desc: str):
+    """The records, counted by a progress bar on stderr when `show_progress(flag)`."""
+    if not show_progress(flag):
+        return records
+    from tqdm import tqdm
+
+    return tqdm(records, desc=desc, unit="rec", file=sys.stderr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import errors_as_click, io_options
+from commands.options import errors_as_click, io_options, with_progress
 from nlq import io
 from nlq import witness as witnesses
 
@@ -28,5 +28,6 @@ def cli(input, output, strict, progress, index_path, hard_max):
     """
     with errors_as_click():
         indexes = witnesses.load_indexes(index_path)
-        io.write_records(witnesses.run(io.read_records(input, strict=strict, stage=witnesses.STAGE),
-                                       indexes, hard_max=hard_max), output)
+        records = io.read_records(input, strict=strict, stage=witnesses.STAGE)
+        io.write_records(witnesses.run(with_progress(records, progress, "witness"), indexes, hard_max=hard_max),
+                         output)
