@@ -22,28 +22,18 @@ from typing import IO, Iterable, Iterator
 import orjson
 
 from nlq.errors import InputError, failure
-from nlq.mql.values import (EPOCH, MISSING, UTC, Binary, Decimal128, Int64, MaxKey, MinKey,
-                            ObjectId, Regex, Timestamp, date_to_millis, regex_options)
+from nlq.mql.values import (MISSING, Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp,
+                            date_to_millis, iso_date_string, millis_to_date, parse_iso_date, regex_options)
 
 # ---------------------------------------------------------------------------
 # Extended JSON -> Python BSON values
 
 
 def _parse_iso_date(text: str) -> _dt.datetime:
-    s = text.strip()
-    if s.endswith("Z") or s.endswith("z"):
-        s = s[:-1] + "+00:00"
     try:
-        value = _dt.datetime.fromisoformat(s)
+        return parse_iso_date(text)
     except ValueError:
         raise InputError(f"invalid $date string {text!r}") from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
-
-
-def _millis_date(ms) -> _dt.datetime:
-    return EPOCH + _dt.timedelta(milliseconds=int(ms))
 
 
 def _double(text: str) -> float:
@@ -57,9 +47,9 @@ def _date(v):
     if isinstance(v, str):
         return _parse_iso_date(v)
     if isinstance(v, dict) and "$numberLong" in v:
-        return _millis_date(v["$numberLong"])
+        return millis_to_date(v["$numberLong"])
     if isinstance(v, (int, float)):
-        return _millis_date(v)
+        return millis_to_date(v)
     raise InputError(f"invalid $date value {v!r}")
 
 
@@ -122,14 +112,6 @@ def from_extjson(value):
 # Python BSON values -> relaxed Extended JSON
 
 
-def _iso(value: _dt.datetime) -> str:
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    value = value.astimezone(UTC)
-    ms = value.microsecond // 1000
-    return value.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms:03d}Z"
-
-
 def to_extjson(value):
     """The relaxed Extended JSON form of a BSON value (plain JSON where possible)."""
     t = type(value)
@@ -148,7 +130,7 @@ def to_extjson(value):
     if isinstance(value, _dt.datetime):
         ms = date_to_millis(value)
         if 0 <= ms < 253402300800000:
-            return {"$date": _iso(value)}
+            return {"$date": iso_date_string(value)}
         return {"$date": {"$numberLong": str(ms)}}
     if isinstance(value, ObjectId):
         return {"$oid": str(value)}
@@ -232,34 +214,30 @@ def read_records(source: str | IO[bytes] = "-", *, strict: bool = False, stage: 
                 yield {"line": line.number, "failure": failure(stage, "malformed_input", line.error)}
 
 
-@contextmanager
 def open_input(source: str | IO[bytes] = "-"):
     """A binary input stream for a path, '-' (stdin) or an open file."""
-    if hasattr(source, "read"):
-        yield getattr(source, "buffer", source)
-    elif source == "-":
-        yield sys.stdin.buffer
-    else:
-        try:
-            f = open(source, "rb")
-        except OSError as exc:
-            raise InputError(f"cannot read {source}: {exc.strerror}") from None
-        with f:
-            yield f
+    return _open_stream(source, "read", sys.stdin, "rb")
+
+
+def open_output(target: str | IO = "-"):
+    """A binary output stream for a path, '-' (stdout) or an open file."""
+    return _open_stream(target, "write", sys.stdout, "wb")
 
 
 @contextmanager
-def open_output(target: str | IO = "-"):
-    """A binary output stream for a path, '-' (stdout) or an open file."""
-    if hasattr(target, "write"):
-        yield getattr(target, "buffer", target)
-    elif target == "-":
-        yield sys.stdout.buffer
+def _open_stream(where, verb: str, standard, mode: str):
+    """An open file object (one with a `verb` method) as is, '-' as the `standard` stream, or
+    a path opened in `mode`: binary (the `.buffer` of text streams); InputError when the
+    system refuses the path."""
+    if hasattr(where, verb):
+        yield getattr(where, "buffer", where)
+    elif where == "-":
+        yield standard.buffer
     else:
         try:
-            f = open(target, "wb")
+            f = open(where, mode)
         except OSError as exc:
-            raise InputError(f"cannot write {target}: {exc.strerror}") from None
+            raise InputError(f"cannot {verb} {where}: {exc.strerror}") from None
         with f:
             yield f
 

@@ -207,6 +207,17 @@ def test_array_and_bag_lists_are_complete(db):
 HOLES = (None, [], "", "missing")
 
 
+def _listed_paths(db: str, kind: str):
+    """(collection, path, holders, field name) of every path the manifest lists as `kind`."""
+    manifest, colls = _manifest(db), _collections(db)
+    for coll, entry in manifest["collections"].items():
+        docs = colls[coll]
+        nodes = _lattice(docs, set(entry["dynamic_maps"]))
+        for path in entry[kind]:
+            holders, key = _parents(docs, nodes, path)
+            yield coll, path, holders, key
+
+
 def _parents(docs: list[dict], nodes: dict[str, list], path: str) -> tuple[list[dict], str]:
     """The objects that hold the last step of `path`, and that step's field name."""
     parent, _, step = path.rpartition(".")
@@ -223,14 +234,9 @@ def _parents(docs: list[dict], nodes: dict[str, list], path: str) -> tuple[list[
 def test_sparse_paths_are_really_sparse(db):
     """Each sparse path is sometimes missing, null, empty or a sentinel where its parent
     exists, and sometimes set."""
-    manifest, colls = _manifest(db), _collections(db)
-    for coll, entry in manifest["collections"].items():
-        docs = colls[coll]
-        nodes = _lattice(docs, set(entry["dynamic_maps"]))
-        for path in entry["sparse"]:
-            holders, key = _parents(docs, nodes, path)
-            assert any(key not in h or h[key] in HOLES for h in holders), f"{coll}.{path} is never absent"
-            assert any(key in h and h[key] not in HOLES for h in holders), f"{coll}.{path} is never set"
+    for coll, path, holders, key in _listed_paths(db, "sparse"):
+        assert any(key not in h or h[key] in HOLES for h in holders), f"{coll}.{path} is never absent"
+        assert any(key in h and h[key] not in HOLES for h in holders), f"{coll}.{path} is never set"
 
 
 @pytest.mark.parametrize("db", DBS)
@@ -239,17 +245,12 @@ def test_polymorphic_paths_vary(db):
     some holders only) or a field of several BSON types."""
     from nlq.mql.values import bson_type
 
-    manifest, colls = _manifest(db), _collections(db)
-    for coll, entry in manifest["collections"].items():
-        docs = colls[coll]
-        nodes = _lattice(docs, set(entry["dynamic_maps"]))
-        for path in entry["polymorphic"]:
-            holders, key = _parents(docs, nodes, path)
-            values = [h[key] for h in holders if key in h]
-            flat = [e for v in values for e in (v if path.endswith("[]") else [v])]
-            types = {bson_type(v) for v in flat}
-            distinct = {v for v in flat if isinstance(v, str)}
-            assert len(types) > 1 or len(values) < len(holders) or len(distinct) > 1, f"{coll}.{path}"
+    for coll, path, holders, key in _listed_paths(db, "polymorphic"):
+        values = [h[key] for h in holders if key in h]
+        flat = [e for v in values for e in (v if path.endswith("[]") else [v])]
+        types = {bson_type(v) for v in flat}
+        distinct = {v for v in flat if isinstance(v, str)}
+        assert len(types) > 1 or len(values) < len(holders) or len(distinct) > 1, f"{coll}.{path}"
 
 
 @pytest.mark.parametrize("db", DBS)

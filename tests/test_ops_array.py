@@ -8,6 +8,7 @@ from nlq.errors import ExecutionError
 from nlq.mql.expressions import compile_expression, evaluate
 from nlq.mql.ops_array import RANGE_MAX_ELEMENTS
 from nlq.mql.values import MISSING
+from tests.helpers import assert_raises
 from tests.test_accumulators import same
 
 DOC = {"a": [1, 2, 3, 4], "e": [], "n": None, "s": "str", "o": {"x": 1, "y": [2]},
@@ -171,9 +172,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("spec, message", ERRORS)
 def test_array_errors(spec, message):
-    with pytest.raises(ExecutionError) as error:
-        evaluate(spec, DOC)
-    assert message in str(error.value)
+    assert_raises(ExecutionError, message, evaluate, spec, DOC)
 
 
 def test_filter_returns_the_same_element_objects():

@@ -14,6 +14,7 @@ from bson.objectid import ObjectId
 from nlq.errors import ExecutionError
 from nlq.mql.expressions import evaluate
 from nlq.mql.values import MISSING
+from tests.helpers import assert_raises
 from tests.test_accumulators import same
 
 DOC = {"t": True, "f": False, "z": 0, "one": 1, "n": None, "s": "abc", "e": [], "o": {"a": 1},
@@ -118,9 +119,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("spec, message", ERRORS)
 def test_conditional_errors(spec, message):
-    with pytest.raises(ExecutionError) as error:
-        evaluate(spec, DOC)
-    assert message in str(error.value)
+    assert_raises(ExecutionError, message, evaluate, spec, DOC)
 
 
 def test_cond_evaluates_only_the_chosen_branch():

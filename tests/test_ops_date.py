@@ -12,6 +12,7 @@ from bson.timestamp import Timestamp
 
 from nlq.errors import ExecutionError
 from nlq.mql.expressions import evaluate
+from tests.helpers import assert_raises
 
 UTC = dt.timezone.utc
 
@@ -316,6 +317,4 @@ ERRORS = [
 
 @pytest.mark.parametrize("spec,message", ERRORS)
 def test_date_errors(spec, message):
-    with pytest.raises(ExecutionError) as info:
-        run(spec)
-    assert message in str(info.value)
+    assert_raises(ExecutionError, message, run, spec)

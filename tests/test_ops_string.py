@@ -12,6 +12,7 @@ from bson.regex import Regex
 from nlq.errors import ExecutionError
 from nlq.mql.expressions import compile_expression, evaluate
 from nlq.mql.values import MISSING
+from tests.helpers import assert_raises
 
 DOC = {"s": "cafétéria", "e": "Éclair", "sushi": "寿司", "j": "Java", "n": None, "i": 7, "q": "13Q1",
        "d": "  \n good  bread  \t ", "x": 1.5}
@@ -217,9 +218,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("spec,message", ERRORS)
 def test_string_errors(spec, message):
-    with pytest.raises(ExecutionError) as info:
-        run(spec)
-    assert message in str(info.value)
+    assert_raises(ExecutionError, message, run, spec)
 
 
 def test_errors_carry_mongodb_codes():

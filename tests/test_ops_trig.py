@@ -11,6 +11,7 @@ from bson.timestamp import Timestamp
 
 from nlq.errors import ExecutionError
 from nlq.mql.expressions import evaluate
+from tests.helpers import assert_raises
 
 
 def run(spec, doc=None):
@@ -88,9 +89,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("spec,message", ERRORS)
 def test_trig_errors(spec, message):
-    with pytest.raises(ExecutionError) as info:
-        run(spec)
-    assert message in str(info.value)
+    assert_raises(ExecutionError, message, run, spec)
 
 
 # https://www.mongodb.com/docs/manual/reference/operator/aggregation/tsSecond/

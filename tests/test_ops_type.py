@@ -15,6 +15,7 @@ from bson.timestamp import Timestamp
 
 from nlq.errors import ExecutionError, UnsupportedOperatorError
 from nlq.mql.expressions import evaluate
+from tests.helpers import assert_raises
 from tests.test_accumulators import same
 
 UTC = dt.timezone.utc
@@ -163,9 +164,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("spec, message", ERRORS)
 def test_type_errors(spec, message):
-    with pytest.raises(ExecutionError) as error:
-        evaluate(spec, DOC)
-    assert message in str(error.value)
+    assert_raises(ExecutionError, message, evaluate, spec, DOC)
 
 
 def test_convert_to_a_real_but_unsupported_type_is_typed():

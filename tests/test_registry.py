@@ -95,3 +95,18 @@ def test_tend_v1_gold_parses_and_is_known(tend_v1):
         forms[query.form] += 1
         assert unknown_operators(query) == [] and forbidden(query) == [], record["record_id"]
     assert forms == {"aggregate": 434, "find": 90}
+
+
+def test_importing_the_engine_registers_every_evaluator_kind():
+    """Query operators and accumulators resolve through the registry like stages and expressions."""
+    import subprocess
+    import sys
+
+    code = ("import json, nlq.mql.engine; from nlq.mql import registry as r; "
+            "print(json.dumps({k: r.supported(k) for k in (r.STAGE, r.QUERY, r.EXPRESSION, r.ACCUMULATOR, r.WINDOW)}))")
+    supported = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                          check=True).stdout)
+    assert all(supported.values()), supported
+    assert {"$eq", "$gt", "$in", "$elemMatch", "$regex", "$and", "$expr", "$exists", "$type"} <= set(supported["query"])
+    assert {"$sum", "$push", "$topN"} <= set(supported["accumulator"])
+    assert not set().union(*supported.values()) & registry.FORBIDDEN

@@ -18,7 +18,7 @@ import re
 from typing import Callable
 
 from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from nlq.errors import BackendError, ExecutionError, ForbiddenOperatorError, QueryTimeout, ResultTooLarge
+from nlq.errors import BackendError, ExecutionError, ForbiddenOperatorError, QueryTimeout
 
 # pymongo reports these when the server cannot be reached (any pymongo version).
 _CONNECTION_ERRORS = ("ServerSelectionTimeoutError", "ConnectionFailure", "AutoReconnect", "NetworkTimeout",
@@ -104,7 +104,7 @@ class MongoBackend:
                   timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
                   max_bytes: int = DEFAULT_MAX_BYTES) -> list[dict]:
         from nlq.mql import analyze
-        from nlq.mql.engine import approx_size
+        from nlq.mql.engine import capped_rows
 
         try:
             found = analyze.forbidden(pipeline)
@@ -117,21 +117,13 @@ class MongoBackend:
         capped = list(pipeline) + [{"$limit": max_rows + 1}]
 
         def read():
-            rows, size = [], 0
             cursor = coll.aggregate(capped, maxTimeMS=max(1, int(timeout * 1000)), allowDiskUse=False)
             try:
-                for row in cursor:
-                    if len(rows) >= max_rows:
-                        raise ResultTooLarge(f"the result has more than {max_rows} rows (the row cap)")
-                    size += approx_size(row)
-                    if size > max_bytes:
-                        raise ResultTooLarge(f"the result is larger than {max_bytes} bytes (the byte cap)")
-                    rows.append(row)
+                return capped_rows(cursor, max_rows=max_rows, max_bytes=max_bytes)
             finally:
                 close = getattr(cursor, "close", None)
                 if close is not None:
                     close()
-            return rows
         return self._call(read)
 
 

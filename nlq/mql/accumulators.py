@@ -24,11 +24,11 @@ from typing import Any, Callable
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
 
-from nlq.errors import ExecutionError, ForbiddenOperatorError, UnknownOperatorError, UnsupportedOperatorError
+from nlq.errors import ExecutionError
 from nlq.mql import registry
-from nlq.mql.expressions import compile_expression
+from nlq.mql.expressions import check_named, compile_expression
 from nlq.mql.numeric import (Summation, Variance, check_method, check_percentiles, integer_result, kind,
-                              percentile_of, positive_n, to_float)
+                              percentiles, positive_n, to_float)
 from nlq.mql.registry import ACCUMULATOR
 from nlq.mql.stages import parse_sort_spec, sort_value_key
 from nlq.mql.values import MISSING, bson_type, group_key, is_number, sort_key
@@ -38,16 +38,10 @@ Factory = Callable[[], Any]
 
 def compile_accumulator(name: str, arg) -> Factory:
     """Compile `{name: arg}` of a `$group` field into a factory of accumulator states."""
-    op = registry.get(name)
-    if op is None or ACCUMULATOR not in op.kinds:
-        if op is None:
-            raise UnknownOperatorError(f"unknown group operator '{name}'{registry.suggestion(name, ACCUMULATOR)}")
-        raise UnknownOperatorError(f"{name} is not an accumulator (it is a {op.kind} operator)")
-    if op.forbidden:
-        raise ForbiddenOperatorError(f"{name} is forbidden (SPEC §7)")
-    compiler = op.evaluators.get(ACCUMULATOR)
-    if compiler is None:
-        raise UnsupportedOperatorError(f"the embedded engine does not support the accumulator {name}")
+    compiler = registry.resolve(
+        name, ACCUMULATOR, unknown="unknown group operator '{name}'{suggestion}",
+        other_kind="{name} is not an accumulator (it is a {kind} operator)",
+        unsupported="the embedded engine does not support the accumulator {name}")
     return compiler(arg)
 
 
@@ -323,12 +317,7 @@ def _compile_n(op: str, args: dict):
 def _check_fields(op: str, args, required: tuple[str, ...]):
     if type(args) is not dict:
         raise ExecutionError(f"specification must be an object; found {args!r}")
-    for key in args:
-        if key not in required:
-            raise ExecutionError(f"{op} found an unknown argument: {key}")
-    for key in required:
-        if key not in args:
-            raise ExecutionError(f"{op} requires '{key}' to be specified")
+    check_named(args, name=op, required=required)
 
 
 class _FirstN:
@@ -502,9 +491,7 @@ class _Percentile:
             self.values.append(to_float(v))
 
     def result(self):
-        ordered = sorted(self.values)  # no values: null ($median) or one null per p ($percentile)
-        out = [percentile_of(ordered, p) for p in self.ps]
-        return out[0] if self.single else out
+        return percentiles(self.values, self.ps, self.single)
 
 
 @registry.implements(ACCUMULATOR, "$median")

@@ -23,10 +23,10 @@ from collections import ChainMap
 from typing import Callable, Iterable, Iterator
 
 from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from nlq.errors import (ExecutionError, ForbiddenOperatorError, QueryTimeout, ResultTooLarge,
-                        UnknownOperatorError, UnsupportedOperatorError)
+from nlq.errors import ExecutionError, ForbiddenOperatorError, QueryTimeout, ResultTooLarge
 from nlq.mql import analyze, registry
 from nlq.mql.registry import STAGE
+from nlq.mql.expressions import bindings
 from nlq.mql.values import MISSING
 
 Stream = Iterable[dict]
@@ -86,9 +86,7 @@ class StageContext:
 
     def vars(self, doc) -> dict:
         """The variable bindings for evaluating an expression against `doc`."""
-        if self.variables:
-            return {**self.variables, "CURRENT": doc, "ROOT": doc}
-        return {"CURRENT": doc, "ROOT": doc}
+        return bindings(doc, self.variables)
 
     def child(self, variables=None) -> "StageContext":
         scope = self.variables if variables is None else ChainMap(variables, self.variables)
@@ -101,20 +99,11 @@ class StageContext:
 
 
 def _stage_compiler(name: str):
-    op = registry.get(name)
-    if op is None or STAGE not in op.kinds:
-        if op is None:
-            raise UnknownOperatorError(
-                f"unrecognized pipeline stage name: {name}{registry.suggestion(name, STAGE)}")
-        article = "an" if op.kind[0] in "aeiou" else "a"
-        raise UnknownOperatorError(
-            f"unrecognized pipeline stage name: {name} ({name} is {article} {op.kind} operator)")
-    if op.forbidden:
-        raise ForbiddenOperatorError(f"{name} is forbidden (SPEC §7: read-only, deterministic queries)")
-    compiler = op.evaluators.get(STAGE)
-    if compiler is None:
-        raise UnsupportedOperatorError(f"the embedded engine does not support the stage {name}")
-    return compiler
+    return registry.resolve(
+        name, STAGE, unknown="unrecognized pipeline stage name: {name}{suggestion}",
+        other_kind="unrecognized pipeline stage name: {name} ({name} is {article} {kind} operator)",
+        forbidden="{name} is forbidden (SPEC §7: read-only, deterministic queries)",
+        unsupported="the embedded engine does not support the stage {name}")
 
 
 def _following_limit(pipeline: list, i: int) -> int | None:
@@ -178,24 +167,31 @@ def aggregate(docs: Stream, pipeline, *, catalog: Callable[[str], list] = lambda
                 f"deterministic queries)")
         run = compile_pipeline(pipeline, ctx)
         ctx.start()
-        rows: list[dict] = []
-        size = 0
-        check = ctx.check
-        for row in run(docs):
-            check()
-            if len(rows) >= max_rows:
-                raise ResultTooLarge(f"the result has more than {max_rows} rows (the row cap)")
-            size += approx_size(row)
-            if size > max_bytes:
-                raise ResultTooLarge(f"the result is larger than {max_bytes} bytes (the byte cap)")
-            rows.append(row)
-        return rows
+        return capped_rows(run(docs), max_rows=max_rows, max_bytes=max_bytes, check=ctx.check)
     except RecursionError:
         raise ExecutionError(f"a document or expression is nested too deeply for the engine (MongoDB "
                              f"allows at most {MAX_NESTING} levels)") from None
     finally:
         if froze:
             gc.unfreeze()
+
+
+def capped_rows(rows: Iterable[dict], *, max_rows: int, max_bytes: int,
+                check: Callable[[], None] | None = None) -> list[dict]:
+    """The rows as a list; ResultTooLarge beyond `max_rows` rows or about `max_bytes` bytes
+    of BSON. `check()` (the deadline) runs before each row."""
+    out: list[dict] = []
+    size = 0
+    for row in rows:
+        if check is not None:
+            check()
+        if len(out) >= max_rows:
+            raise ResultTooLarge(f"the result has more than {max_rows} rows (the row cap)")
+        size += approx_size(row)
+        if size > max_bytes:
+            raise ResultTooLarge(f"the result is larger than {max_bytes} bytes (the byte cap)")
+        out.append(row)
+    return out
 
 
 def approx_size(value, depth: int = 0) -> int:
@@ -222,5 +218,5 @@ def approx_size(value, depth: int = 0) -> int:
     return 12
 
 
-# Register the stage implementations (import for side effects).
-from nlq.mql import stages, stages_extra  # noqa: E402,F401
+# Register the stage and accumulator implementations (import for side effects).
+from nlq.mql import accumulators, stages, stages_extra  # noqa: E402,F401

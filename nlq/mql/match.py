@@ -18,7 +18,6 @@ manual's query semantics (https://www.mongodb.com/docs/manual/reference/operator
 
 from __future__ import annotations
 
-import math
 import operator
 import re
 from typing import Callable
@@ -32,11 +31,28 @@ from nlq.mql.values import (CODE_TYPES, MAXKEY, MINKEY, MISSING, NUMBER_TYPES, T
 Predicate = Callable[[dict], bool]
 Leaf = Callable[[object], bool]
 
-# Top-level operators that combine whole filters.
-_LOGICAL = ("$and", "$or", "$nor")
+# Query operators that may stand at the top level of a filter (the others apply to a field).
+_TOP_LEVEL = frozenset(("$and", "$or", "$nor", "$expr", "$comment"))
 # Query operators the engine does not evaluate (geo, text search, schema validation).
 _UNSUPPORTED = frozenset("$text $geoIntersects $geoWithin $near $nearSphere $jsonSchema $box $center "
                          "$centerSphere $geometry $maxDistance $minDistance $polygon $uniqueDocs".split())
+
+
+class Site:
+    """Where a query operator stands, as its evaluator sees it.
+
+    Every query operator's evaluator is registered in the operator registry
+    (`registry.implements(QUERY, "$gt")`) as `compile(name, arg, site)`. At the
+    top level of a filter (`site.field` is None; `site.scope` holds the
+    `$$variables` of `$expr`) it returns a document predicate, or None when the
+    clause tests nothing; inside a field's operator object `site.ops` it
+    returns a `(leaf, negate)` pair, or None.
+    """
+
+    __slots__ = ("field", "ops", "scope")
+
+    def __init__(self, field: str | None = None, ops: dict | None = None, scope=None):
+        self.field, self.ops, self.scope = field, ops, scope
 
 
 def compile_filter(filter, variables: dict | None = None) -> Predicate:
@@ -59,23 +75,8 @@ def compile_filter(filter, variables: dict | None = None) -> Predicate:
 
 def _compile_clause(key: str, value, scope) -> Predicate | None:
     if key.startswith("$"):
-        if key in _LOGICAL:
-            if type(value) is not list or not value:
-                raise ExecutionError(f"{key} argument must be a non-empty array")
-            subs = []
-            for item in value:
-                if type(item) is not dict:
-                    raise ExecutionError(f"{key} argument's entries must be objects")
-                subs.append(compile_filter(item, scope))
-            if key == "$and":
-                return lambda doc: all(s(doc) for s in subs)
-            if key == "$or":
-                return lambda doc: any(s(doc) for s in subs)
-            return lambda doc: not any(s(doc) for s in subs)
-        if key == "$expr":
-            return _compile_expr(value, scope)
-        if key == "$comment":
-            return None
+        if key in _TOP_LEVEL:
+            return registry.evaluator(key, registry.QUERY)(key, value, Site(scope=scope))
         _reject_special(key)
         raise UnknownOperatorError(f"unknown top level operator: {key}{registry.suggestion(key, registry.QUERY)}")
     leaf_preds = _compile_field_predicates(key, value)
@@ -93,20 +94,6 @@ def _reject_special(name: str) -> None:
         raise ForbiddenOperatorError(f"{name} is forbidden (SPEC §7)")
     if name in _UNSUPPORTED:
         raise UnsupportedOperatorError(f"the embedded engine does not support the query operator {name}")
-
-
-def _compile_expr(spec, scope) -> Predicate:
-    from nlq.mql.expressions import compile_expression
-
-    fn = compile_expression(spec)
-
-    def expr(doc):
-        if scope:
-            vars = {**scope, "CURRENT": doc, "ROOT": doc}
-        else:
-            vars = {"CURRENT": doc, "ROOT": doc}
-        return is_truthy(fn(vars))
-    return expr
 
 
 # ---------------------------------------------------------------------------
@@ -203,28 +190,114 @@ def _leaf_for_value(value) -> Leaf:
 
 
 def _compile_operators(ops: dict, field: str) -> list[tuple[Leaf, bool]]:
+    """[(leaf, negate)] of a field's operator object, each compiled by its registered evaluator."""
     out: list[tuple[Leaf, bool]] = []
     if "$options" in ops and "$regex" not in ops:
         raise ExecutionError("$options needs a $regex")
+    site = Site(field, ops)
     for name, arg in ops.items():
         if not name.startswith("$"):
             raise ExecutionError(f"unknown operator: {name} (cannot mix operators and field names in {field})")
-        if name == "$options":
-            continue
-        if name == "$regex":
-            out.append((_regex_leaf(_compile_regex(arg, ops.get("$options"))), False))
-        elif name == "$not":
-            out.append((_compile_not(arg, field), True))
-        elif name == "$ne":
-            out.append((_eq_leaf(arg), True))
-        elif name == "$exists" and not is_truthy(arg):
-            # {$exists: false}: no value anywhere along the path.
-            out.append((_exists_leaf, True))
-        elif name == "$nin":
-            out.append((_in_leaf(arg, "$nin"), True))
-        else:
-            out.append((_compile_leaf_operator(name, arg), False))
+        compiled = _field_evaluator(name)(name, arg, site)
+        if compiled is not None:
+            out.append(compiled)
     return out
+
+
+def _field_evaluator(name: str):
+    """The registered evaluator of a query operator, or the typed error for why there is none."""
+    compile_ = registry.evaluator(name, registry.QUERY)
+    if compile_ is not None:
+        return compile_
+    _reject_special(name)
+    op = registry.get(name)
+    if op is not None and registry.QUERY in op.kinds:
+        raise UnsupportedOperatorError(f"the embedded engine does not support the query operator {name}")
+    raise UnknownOperatorError(f"unknown operator: {name}{registry.suggestion(name, registry.QUERY)}")
+
+
+# ---------------------------------------------------------------------------
+# Query operators (registered evaluators, see `Site`)
+
+
+@registry.implements(registry.QUERY, "$and", "$or", "$nor")
+def _logical(name: str, value, site: Site) -> Predicate:
+    if site.field is not None:
+        raise ExecutionError(f"unknown operator: {name} ({name} is only valid at the top level of a query)")
+    if type(value) is not list or not value:
+        raise ExecutionError(f"{name} argument must be a non-empty array")
+    subs = []
+    for item in value:
+        if type(item) is not dict:
+            raise ExecutionError(f"{name} argument's entries must be objects")
+        subs.append(compile_filter(item, site.scope))
+    if name == "$and":
+        return lambda doc: all(s(doc) for s in subs)
+    if name == "$or":
+        return lambda doc: any(s(doc) for s in subs)
+    return lambda doc: not any(s(doc) for s in subs)
+
+
+@registry.implements(registry.QUERY, "$expr")
+def _expr(name: str, spec, site: Site) -> Predicate:
+    if site.field is not None:
+        raise ExecutionError("$expr can only be applied to the top-level document")
+    from nlq.mql.expressions import bindings, compile_expression
+
+    fn = compile_expression(spec)
+    scope = site.scope
+    return lambda doc: is_truthy(fn(bindings(doc, scope)))
+
+
+@registry.implements(registry.QUERY, "$comment")
+def _comment(name: str, arg, site: Site):
+    return None if site.field is None else (lambda v: True, False)
+
+
+@registry.implements(registry.QUERY, "$options")
+def _options(name: str, arg, site: Site) -> None:
+    return None  # read by $regex
+
+
+@registry.implements(registry.QUERY, "$regex")
+def _regex(name: str, arg, site: Site) -> tuple[Leaf, bool]:
+    return _regex_leaf(_compile_regex(arg, site.ops.get("$options"))), False
+
+
+@registry.implements(registry.QUERY, "$not")
+def _not(name: str, arg, site: Site) -> tuple[Leaf, bool]:
+    return _compile_not(arg, site.field), True
+
+
+@registry.implements(registry.QUERY, "$eq", "$ne")
+def _eq(name: str, arg, site: Site) -> tuple[Leaf, bool]:
+    return _eq_leaf(arg), name == "$ne"
+
+
+@registry.implements(registry.QUERY, "$exists")
+def _exists(name: str, arg, site: Site) -> tuple[Leaf, bool]:
+    # {$exists: false}: no value anywhere along the path.
+    return _exists_leaf, not is_truthy(arg)
+
+
+@registry.implements(registry.QUERY, "$in", "$nin")
+def _in(name: str, arg, site: Site) -> tuple[Leaf, bool]:
+    return _in_leaf(arg, name), name == "$nin"
+
+
+@registry.implements(registry.QUERY, "$gt", "$gte", "$lt", "$lte")
+def _comparison(name: str, arg, site: Site) -> tuple[Leaf, bool]:
+    return _cmp_leaf(_COMPARISONS[name], arg), False
+
+
+@registry.implements(registry.QUERY, "$bitsAllSet", "$bitsAllClear", "$bitsAnySet", "$bitsAnyClear")
+def _bits(name: str, arg, site: Site) -> tuple[Leaf, bool]:
+    return _bits_leaf(name, arg), False
+
+
+def _leaf_operator(make_leaf: Callable[[object], Leaf]):
+    """Register-ready evaluator of an operator whose leaf depends on its argument alone."""
+    return lambda name, arg, site: (make_leaf(arg), False)
 
 
 def _compile_not(arg, field: str) -> Leaf:
@@ -242,40 +315,6 @@ def _compile_not(arg, field: str) -> Leaf:
     def inner(value):
         return all((not leaf(value)) if neg else leaf(value) for leaf, neg in leaves)
     return inner
-
-
-def _compile_leaf_operator(name: str, arg) -> Leaf:
-    if name == "$eq":
-        return _eq_leaf(arg)
-    if name in _COMPARISONS:
-        return _cmp_leaf(_COMPARISONS[name], arg)
-    if name == "$in":
-        return _in_leaf(arg, "$in")
-    if name == "$exists":
-        return _exists_leaf
-    if name == "$type":
-        return _type_leaf(arg)
-    if name == "$size":
-        return _size_leaf(arg)
-    if name == "$all":
-        return _all_leaf(arg)
-    if name == "$elemMatch":
-        return _elem_match_leaf(arg)
-    if name == "$mod":
-        return _mod_leaf(arg)
-    if name in _BITS:
-        return _bits_leaf(name, arg)
-    if name == "$expr":
-        raise ExecutionError("$expr can only be applied to the top-level document")
-    if name in _LOGICAL:
-        raise ExecutionError(f"unknown operator: {name} ({name} is only valid at the top level of a query)")
-    if name == "$comment":
-        return lambda v: True
-    _reject_special(name)
-    op = registry.get(name)
-    if op is not None and registry.QUERY in op.kinds:
-        raise UnsupportedOperatorError(f"the embedded engine does not support the query operator {name}")
-    raise UnknownOperatorError(f"unknown operator: {name}{registry.suggestion(name, registry.QUERY)}")
 
 
 # ---------------------------------------------------------------------------
@@ -480,7 +519,7 @@ def _elem_match_leaf(arg) -> Leaf:
     if type(arg) is not dict:
         raise ExecutionError("$elemMatch needs an Object")
     first = next(iter(arg), "")
-    if first.startswith("$") and first not in _LOGICAL and first not in ("$expr", "$where", "$text", "$comment"):
+    if first.startswith("$") and first not in ("$and", "$or", "$nor", "$expr", "$where", "$text", "$comment"):
         # Value form: {$elemMatch: {$gte: 80, $lt: 85}} on scalar elements.
         leaves = _compile_operators(arg, "$elemMatch")
 
@@ -551,9 +590,6 @@ def _trunc(value) -> int | None:
         return int(number_value(value))
     except (ValueError, OverflowError):
         return None
-
-
-_BITS = ("$bitsAllSet", "$bitsAllClear", "$bitsAnySet", "$bitsAnyClear")
 
 
 def _bits_leaf(name: str, arg) -> Leaf:
@@ -687,6 +723,12 @@ def _same_regex(value, rx: re.Pattern) -> bool:
     except ExecutionError:
         return False
     return other.pattern == rx.pattern and other.flags == rx.flags
+
+
+# The operators whose leaf depends on their argument alone.
+for _name, _make_leaf in (("$type", _type_leaf), ("$size", _size_leaf), ("$all", _all_leaf),
+                          ("$elemMatch", _elem_match_leaf), ("$mod", _mod_leaf)):
+    registry.implements(registry.QUERY, _name)(_leaf_operator(_make_leaf))
 
 
 __all__ = ["compile_filter", "path_values", "equality_keys"]

@@ -269,6 +269,14 @@ def percentile_of(sorted_values: list[float], p: float):
     return sorted_values[rank]
 
 
+def percentiles(values: list[float], ps: list[float], single: bool):
+    """$median (`single`: one value) or $percentile (one value per p) of `values`
+    (null, or a null per p, when there are none)."""
+    ordered = sorted(values)
+    out = [percentile_of(ordered, p) for p in ps]
+    return out[0] if single else out
+
+
 def check_percentiles(op: str, p_spec) -> list[float]:
     """Validate `p` of $percentile: a non-empty array of numbers in [0, 1]."""
     if type(p_spec) is not list or not p_spec:

@@ -18,9 +18,9 @@ from bson.int64 import Int64
 
 from nlq.errors import ExecutionError
 from nlq.mql import numeric
-from nlq.mql.expressions import compile_args, compile_named
+from nlq.mql.expressions import compile_args, compile_named, unary_operator
 from nlq.mql.numeric import (DECIMAL, DOUBLE, INT, INT32_MAX, INT32_MIN, LONG, as_decimal, check_method,
-                              check_percentiles, integer_result, kind, make_decimal, percentile_of, std_dev)
+                              check_percentiles, integer_result, kind, make_decimal, percentiles, std_dev)
 from nlq.mql.registry import EXPRESSION, implements
 from nlq.mql.values import MISSING, bson_type, date_to_millis, is_number, millis_to_date, sort_key
 
@@ -210,71 +210,56 @@ def _multiply(args):
     return evaluate
 
 
-def _binary_numeric(op: str, args):
-    """Compile a two-operand numeric operator: returns (left, right, checker)."""
-    left, right = compile_args(args, name=op, min_args=2, max_args=2)
+def _binary_numeric(op: str, compute):
+    """The compiler of a two-operand numeric operator: null when an operand is null or
+    missing, an error for a non-number, else `compute(a, b)`."""
+    def compile_(args):
+        left, right = compile_args(args, name=op, min_args=2, max_args=2)
 
-    def operands(vars):
-        a, b = left(vars), right(vars)
-        if a is None or a is MISSING or b is None or b is MISSING:
-            return None
-        if not is_number(a) or not is_number(b):
-            raise ExecutionError(f"{op} only supports numeric types, not {bson_type(a)} and {bson_type(b)}")
-        return a, b
-    return operands
-
-
-@implements(EXPRESSION, "$divide")
-def _divide(args):
-    operands = _binary_numeric("$divide", args)
-
-    def evaluate(vars):
-        ab = operands(vars)
-        if ab is None:
-            return None
-        a, b = ab
-        if numeric.is_zero(b):
-            raise ExecutionError("can't $divide by zero", code=16608)
-        if type(a) is Decimal128 or type(b) is Decimal128:
-            return make_decimal(numeric.DECIMAL_CONTEXT.divide(as_decimal(a), as_decimal(b)))
-        return float(a) / float(b)
-    return evaluate
+        def evaluate(vars):
+            a, b = left(vars), right(vars)
+            if a is None or a is MISSING or b is None or b is MISSING:
+                return None
+            if not is_number(a) or not is_number(b):
+                raise ExecutionError(f"{op} only supports numeric types, not {bson_type(a)} and {bson_type(b)}")
+            return compute(a, b)
+        return evaluate
+    return compile_
 
 
-@implements(EXPRESSION, "$mod")
-def _mod(args):
-    operands = _binary_numeric("$mod", args)
+def _divide(a, b):
+    if numeric.is_zero(b):
+        raise ExecutionError("can't $divide by zero", code=16608)
+    if type(a) is Decimal128 or type(b) is Decimal128:
+        return make_decimal(numeric.DECIMAL_CONTEXT.divide(as_decimal(a), as_decimal(b)))
+    return float(a) / float(b)
 
-    def evaluate(vars):
-        ab = operands(vars)
-        if ab is None:
-            return None
-        a, b = ab
-        if numeric.is_zero(b):
-            raise ExecutionError("can't $mod by zero", code=16610)
-        k = max(kind(a), kind(b))
-        if k <= LONG:
-            r = abs(int(a)) % abs(int(b))
-            return integer_result(-r if a < 0 else r, k)
-        if k == DOUBLE:
-            return math.fmod(float(a), float(b))
-        return make_decimal(numeric.DECIMAL_CONTEXT.remainder(as_decimal(a), as_decimal(b)))
-    return evaluate
+
+def _mod(a, b):
+    if numeric.is_zero(b):
+        raise ExecutionError("can't $mod by zero", code=16610)
+    k = max(kind(a), kind(b))
+    if k <= LONG:
+        r = abs(int(a)) % abs(int(b))
+        return integer_result(-r if a < 0 else r, k)
+    if k == DOUBLE:
+        return math.fmod(float(a), float(b))
+    return make_decimal(numeric.DECIMAL_CONTEXT.remainder(as_decimal(a), as_decimal(b)))
+
+
+implements(EXPRESSION, "$divide")(_binary_numeric("$divide", _divide))
+implements(EXPRESSION, "$mod")(_binary_numeric("$mod", _mod))
 
 
 # --- one-argument numeric operators ------------------------------------------------
 
-def _unary(op: str, args, compute):
-    (fn,) = compile_args(args, name=op, min_args=1, max_args=1)
-
-    def evaluate(vars):
-        v = fn(vars)
-        if v is None or v is MISSING:
-            return None
+def _unary(op: str, compute):
+    """The compiler of a one-operand numeric operator."""
+    def numeric_only(v):
         if not is_number(v):
             raise ExecutionError(f"{op} only supports numeric types, not {bson_type(v)}")
         return compute(v)
-    return evaluate
+    return unary_operator(op, numeric_only)
 
 
 def _abs_value(v):
@@ -335,32 +320,22 @@ _UNARY = {
 }
 
 
-def _register_unary(name, compute):
-    implements(EXPRESSION, name)(lambda args: _unary(name, args, compute))
-
-
 for _name, _compute in _UNARY.items():
-    _register_unary(_name, _compute)
+    implements(EXPRESSION, _name)(_unary(_name, _compute))
 
 
-@implements(EXPRESSION, "$log")
-def _log(args):
-    operands = _binary_numeric("$log", args)
+def _log(n, base):
+    dn, db = numeric.as_decimal(n), numeric.as_decimal(base)
+    if dn == dn and not dn > 0:  # NaN passes through (and stays NaN)
+        raise ExecutionError(f"$log's argument must be a positive number, but is {n}")
+    if db == db and (not db > 0 or db == 1):
+        raise ExecutionError(f"$log's base must be a positive number not equal to 1, but is {base}")
+    if type(n) is Decimal128 or type(base) is Decimal128:
+        return make_decimal(_D.divide(_D.ln(dn), _D.ln(db)))
+    return math.log(float(n)) / math.log(float(base))
 
-    def evaluate(vars):
-        ab = operands(vars)
-        if ab is None:
-            return None
-        n, base = ab
-        dn, db = numeric.as_decimal(n), numeric.as_decimal(base)
-        if dn == dn and not dn > 0:  # NaN passes through (and stays NaN)
-            raise ExecutionError(f"$log's argument must be a positive number, but is {n}")
-        if db == db and (not db > 0 or db == 1):
-            raise ExecutionError(f"$log's base must be a positive number not equal to 1, but is {base}")
-        if type(n) is Decimal128 or type(base) is Decimal128:
-            return make_decimal(_D.divide(_D.ln(dn), _D.ln(db)))
-        return math.log(float(n)) / math.log(float(base))
-    return evaluate
+
+implements(EXPRESSION, "$log")(_binary_numeric("$log", _log))
 
 
 @implements(EXPRESSION, "$pow")
@@ -485,19 +460,14 @@ implements(EXPRESSION, "$bitOr")(_bitwise("$bitOr", 0, lambda a, b: a | b))
 implements(EXPRESSION, "$bitXor")(_bitwise("$bitXor", 0, lambda a, b: a ^ b))
 
 
-@implements(EXPRESSION, "$bitNot")
-def _bit_not(args):
-    (fn,) = compile_args(args, name="$bitNot", min_args=1, max_args=1)
+def _bit_not(v):
+    k = kind(v)
+    if k is None or k > LONG:
+        raise ExecutionError(f"$bitNot only supports int and long, not: {bson_type(v)}.")
+    return Int64(~int(v)) if k == LONG else ~int(v)
 
-    def evaluate(vars):
-        v = fn(vars)
-        if v is None or v is MISSING:
-            return None
-        k = kind(v)
-        if k is None or k > LONG:
-            raise ExecutionError(f"$bitNot only supports int and long, not: {bson_type(v)}.")
-        return Int64(~int(v)) if k == LONG else ~int(v)
-    return evaluate
+
+implements(EXPRESSION, "$bitNot")(unary_operator("$bitNot", _bit_not))
 
 
 # --- accumulators as expressions: $sum $avg $min $max $stdDevPop $stdDevSamp ---------
@@ -517,30 +487,23 @@ def _operands(name: str, args):
     return lambda vars: [fn(vars) for fn in fns]
 
 
-@implements(EXPRESSION, "$sum")
-def _sum(args):
-    values = _operands("$sum", args)
+def _summed(name: str, finish):
+    """$sum / $avg: `finish` (the sum or the mean) of the numeric operands (others are ignored)."""
+    def compile_(args):
+        values = _operands(name, args)
 
-    def evaluate(vars):
-        total = numeric.Summation()
-        for v in values(vars):
-            if is_number(v):
-                total.add(v)
-        return total.result()
-    return evaluate
+        def evaluate(vars):
+            total = numeric.Summation()
+            for v in values(vars):
+                if is_number(v):
+                    total.add(v)
+            return finish(total)
+        return evaluate
+    return compile_
 
 
-@implements(EXPRESSION, "$avg")
-def _avg(args):
-    values = _operands("$avg", args)
-
-    def evaluate(vars):
-        total = numeric.Summation()
-        for v in values(vars):
-            if is_number(v):
-                total.add(v)
-        return total.mean()
-    return evaluate
+implements(EXPRESSION, "$sum")(_summed("$sum", numeric.Summation.result))
+implements(EXPRESSION, "$avg")(_summed("$avg", numeric.Summation.mean))
 
 
 def _extreme(name: str, pick):
@@ -575,9 +538,7 @@ def _percentiles(input_fn, ps: list[float], single: bool):
     def evaluate(vars):
         v = input_fn(vars)
         items = v if type(v) is list else (v,)
-        ordered = sorted(numeric.to_float(x) for x in items if is_number(x))
-        out = [percentile_of(ordered, p) for p in ps]
-        return out[0] if single else out
+        return percentiles([numeric.to_float(x) for x in items if is_number(x)], ps, single)
     return evaluate
 
 

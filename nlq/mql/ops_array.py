@@ -8,17 +8,13 @@ error for any other non-array; `$size` and `$in` raise even for null.
 from __future__ import annotations
 
 from nlq.errors import ExecutionError
-from nlq.mql.expressions import check_variable_name, compile_args, compile_expression, compile_named
+from nlq.mql.expressions import check_variable_name, compile_args, compile_expression, compile_named, unary_operator
 from nlq.mql.numeric import int_value, positive_n
 from nlq.mql.registry import EXPRESSION, implements
-from nlq.mql.values import MISSING, bson_type, expression_equal, is_number, is_truthy, sort_key
+from nlq.mql.values import MISSING, bson_type, expression_equal, is_nullish, is_number, is_truthy, sort_key
 
 # $range refuses to build more than MongoDB's 64 MiB of values (16 bytes each).
 RANGE_MAX_ELEMENTS = (64 << 20) // 16
-
-
-def _nullish(v) -> bool:
-    return v is None or v is MISSING
 
 
 # --- element access -----------------------------------------------------------------
@@ -29,7 +25,7 @@ def _array_elem_at(args):
 
     def evaluate(vars):
         array, index = array_fn(vars), index_fn(vars)
-        if _nullish(array) or _nullish(index):
+        if is_nullish(array) or is_nullish(index):
             return None
         if type(array) is not list:
             raise ExecutionError(f"$arrayElemAt's first argument must be an array, but is {bson_type(array)}",
@@ -42,18 +38,11 @@ def _array_elem_at(args):
 
 
 def _first_last(op: str, position: int):
-    def compile_(args):
-        (fn,) = compile_args(args, name=op, min_args=1, max_args=1)
-
-        def evaluate(vars):
-            array = fn(vars)
-            if _nullish(array):
-                return None
-            if type(array) is not list:
-                raise ExecutionError(f"{op}'s argument must be an array, but is {bson_type(array)}")
-            return array[position] if array else MISSING
-        return evaluate
-    return compile_
+    def element(array):
+        if type(array) is not list:
+            raise ExecutionError(f"{op}'s argument must be an array, but is {bson_type(array)}")
+        return array[position] if array else MISSING
+    return unary_operator(op, element)
 
 
 implements(EXPRESSION, "$first")(_first_last("$first", 0))
@@ -100,7 +89,7 @@ def _index_of_array(args):
 
     def evaluate(vars):
         array = fns[0](vars)
-        if _nullish(array):
+        if is_nullish(array):
             return None
         if type(array) is not list:
             raise ExecutionError(f"$indexOfArray requires an array as a first argument, found: {bson_type(array)}")
@@ -133,7 +122,7 @@ def _slice(args):
 
     def evaluate(vars):
         values = [fn(vars) for fn in fns]
-        if any(_nullish(v) for v in values):
+        if any(is_nullish(v) for v in values):
             return None
         array = values[0]
         if type(array) is not list:
@@ -161,7 +150,7 @@ def _concat_arrays(args):
         out = []
         for fn in fns:
             v = fn(vars)
-            if _nullish(v):
+            if is_nullish(v):
                 return None
             if type(v) is not list:
                 raise ExecutionError(f"$concatArrays only supports arrays, not {bson_type(v)}", code=28664)
@@ -194,18 +183,13 @@ def _range(args):
     return evaluate
 
 
-@implements(EXPRESSION, "$reverseArray")
-def _reverse_array(args):
-    (fn,) = compile_args(args, name="$reverseArray", min_args=1, max_args=1)
+def _reverse_array(array):
+    if type(array) is not list:
+        raise ExecutionError(f"The argument to $reverseArray must be an array, but was of type: {bson_type(array)}")
+    return array[::-1]
 
-    def evaluate(vars):
-        array = fn(vars)
-        if _nullish(array):
-            return None
-        if type(array) is not list:
-            raise ExecutionError(f"The argument to $reverseArray must be an array, but was of type: {bson_type(array)}")
-        return array[::-1]
-    return evaluate
+
+implements(EXPRESSION, "$reverseArray")(unary_operator("$reverseArray", _reverse_array))
 
 
 @implements(EXPRESSION, "$zip")
@@ -225,7 +209,7 @@ def _zip(args):
         arrays = []
         for fn in inputs:
             v = fn(vars)
-            if _nullish(v):
+            if is_nullish(v):
                 return None
             if type(v) is not list:
                 raise ExecutionError(f"$zip found a non-array expression in input: {v!r}")
@@ -247,60 +231,48 @@ def _zip(args):
 
 # --- objects <-> arrays ------------------------------------------------------------------
 
-@implements(EXPRESSION, "$objectToArray")
-def _object_to_array(args):
-    (fn,) = compile_args(args, name="$objectToArray", min_args=1, max_args=1)
-
-    def evaluate(vars):
-        obj = fn(vars)
-        if _nullish(obj):
-            return None
-        if type(obj) is not dict:
-            raise ExecutionError(f"$objectToArray requires a document input, found: {bson_type(obj)}", code=40390)
-        return [{"k": k, "v": v} for k, v in obj.items()]
-    return evaluate
+def _object_to_array(obj):
+    if type(obj) is not dict:
+        raise ExecutionError(f"$objectToArray requires a document input, found: {bson_type(obj)}", code=40390)
+    return [{"k": k, "v": v} for k, v in obj.items()]
 
 
-@implements(EXPRESSION, "$arrayToObject")
-def _array_to_object(args):
-    (fn,) = compile_args(args, name="$arrayToObject", min_args=1, max_args=1)
+def _array_to_object(array):
+    if type(array) is not list:
+        raise ExecutionError(f"$arrayToObject requires an array input, found: {bson_type(array)}")
+    out = {}
+    shape = None
+    for item in array:
+        if type(item) is list:
+            if shape == "doc":
+                raise ExecutionError("$arrayToObject requires a consistent input format. Elements must all be "
+                                     "arrays or all be objects")
+            shape = "pair"
+            if len(item) != 2:
+                raise ExecutionError(f"$arrayToObject requires an array of size 2 arrays,found array of size: "
+                                     f"{len(item)}")
+            key, value = item
+        elif type(item) is dict:
+            if shape == "pair":
+                raise ExecutionError("$arrayToObject requires a consistent input format. Elements must all be "
+                                     "arrays or all be objects")
+            shape = "doc"
+            if len(item) != 2 or "k" not in item or "v" not in item:
+                raise ExecutionError("$arrayToObject requires an object with keys 'k' and 'v'. Missing either or "
+                                     "both keys from: " + repr(item))
+            key, value = item["k"], item["v"]
+        else:
+            raise ExecutionError(f"Unrecognised input type format for $arrayToObject: {bson_type(item)}")
+        if type(key) is not str:
+            raise ExecutionError(f"$arrayToObject requires the key to be a string, found: {bson_type(key)}")
+        if "\x00" in key:
+            raise ExecutionError("Key field cannot contain an embedded null byte")
+        out[key] = value
+    return out
 
-    def evaluate(vars):
-        array = fn(vars)
-        if _nullish(array):
-            return None
-        if type(array) is not list:
-            raise ExecutionError(f"$arrayToObject requires an array input, found: {bson_type(array)}")
-        out = {}
-        shape = None
-        for item in array:
-            if type(item) is list:
-                if shape == "doc":
-                    raise ExecutionError("$arrayToObject requires a consistent input format. Elements must all be "
-                                         "arrays or all be objects")
-                shape = "pair"
-                if len(item) != 2:
-                    raise ExecutionError(f"$arrayToObject requires an array of size 2 arrays,found array of size: "
-                                         f"{len(item)}")
-                key, value = item
-            elif type(item) is dict:
-                if shape == "pair":
-                    raise ExecutionError("$arrayToObject requires a consistent input format. Elements must all be "
-                                         "arrays or all be objects")
-                shape = "doc"
-                if len(item) != 2 or "k" not in item or "v" not in item:
-                    raise ExecutionError("$arrayToObject requires an object with keys 'k' and 'v'. Missing either or "
-                                         "both keys from: " + repr(item))
-                key, value = item["k"], item["v"]
-            else:
-                raise ExecutionError(f"Unrecognised input type format for $arrayToObject: {bson_type(item)}")
-            if type(key) is not str:
-                raise ExecutionError(f"$arrayToObject requires the key to be a string, found: {bson_type(key)}")
-            if "\x00" in key:
-                raise ExecutionError("Key field cannot contain an embedded null byte")
-            out[key] = value
-        return out
-    return evaluate
+
+implements(EXPRESSION, "$objectToArray")(unary_operator("$objectToArray", _object_to_array))
+implements(EXPRESSION, "$arrayToObject")(unary_operator("$arrayToObject", _array_to_object))
 
 
 # --- higher-order: $filter $map $reduce ---------------------------------------------------
@@ -313,14 +285,14 @@ def _filter(args):
 
     def evaluate(vars):
         array = input_fn(vars)
-        if _nullish(array):
+        if is_nullish(array):
             return None
         if type(array) is not list:
             raise ExecutionError(f"input to $filter must be an array not {bson_type(array)}", code=28651)
         limit = None
         if limit_fn is not None:
             lv = limit_fn(vars)
-            if not _nullish(lv):
+            if not is_nullish(lv):
                 if not is_number(lv):
                     raise ExecutionError(f"$filter: limit must be represented as a 32-bit integral value: {lv!r}")
                 limit = int_value("$filter", "limit", lv)
@@ -346,7 +318,7 @@ def _map(args):
 
     def evaluate(vars):
         array = input_fn(vars)
-        if _nullish(array):
+        if is_nullish(array):
             return None
         if type(array) is not list:
             raise ExecutionError(f"input to $map must be an array not {bson_type(array)}", code=16883)
@@ -367,7 +339,7 @@ def _reduce(args):
 
     def evaluate(vars):
         array = input_fn(vars)
-        if _nullish(array):
+        if is_nullish(array):
             return None
         if type(array) is not list:
             raise ExecutionError(f"$reduce requires that 'input' be an array, found: {bson_type(array)}", code=40080)
@@ -404,7 +376,7 @@ def _sort_array(args):
 
     def evaluate(vars):
         array = input_fn(vars)
-        if _nullish(array):
+        if is_nullish(array):
             return None
         if type(array) is not list:
             raise ExecutionError(f"The input argument to $sortArray must be an array, but was of type: "
@@ -421,7 +393,7 @@ def _n_array(op: str, select):
         def evaluate(vars):
             array = input_fn(vars)
             n = positive_n(op, n_fn(vars))
-            if _nullish(array):
+            if is_nullish(array):
                 return None
             if type(array) is not list:
                 raise ExecutionError(f"{op}: input must be an array, found {bson_type(array)}")

@@ -25,7 +25,7 @@ from nlq.errors import ExecutionError
 from nlq.mql import registry
 from nlq.mql.expressions import compile_expression, compile_named
 from nlq.mql.registry import EXPRESSION
-from nlq.mql.values import MISSING, UTC, bson_type
+from nlq.mql.values import MISSING, UTC, bson_type, is_nullish
 
 _NAIVE_EPOCH = _dt.datetime(1970, 1, 1)
 _REF = _dt.datetime(2000, 1, 1)  # $dateTrunc's reference instant (local wall time)
@@ -38,10 +38,6 @@ UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", 
 _FIXED_MS = {"week": 7 * 86_400_000, "day": 86_400_000, "hour": 3_600_000, "minute": 60_000,
              "second": 1000, "millisecond": 1}
 _DAYS = {"monday": 1, "tuesday": 2, "wednesday": 3, "thursday": 4, "friday": 5, "saturday": 6, "sunday": 7}
-
-
-def _nullish(v) -> bool:
-    return v is None or v is MISSING
 
 
 # ---------------------------------------------------------------- conversions
@@ -120,10 +116,6 @@ def _ms(local: _dt.datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
-def _from_ms(ms: int) -> _dt.datetime:
-    return _NAIVE_EPOCH + _dt.timedelta(milliseconds=ms)
-
-
 def _check_year(d: _dt.datetime, op: str) -> None:
     if d.year < 0 or d.year > 9999:
         raise ExecutionError(f"{op} is only defined on year 0-9999, tried to use year {d.year}", code=18537)
@@ -195,7 +187,7 @@ def _compile_zone(tz_fn, op: str):
         return lambda vars: UTC
     def zone(vars):
         v = tz_fn(vars)
-        return MISSING if _nullish(v) else timezone(v, op)
+        return MISSING if is_nullish(v) else timezone(v, op)
     return zone
 
 
@@ -218,7 +210,7 @@ def _extractor(op: str):
         def extract_tz(vars):
             v = date_fn(vars)
             tz = zone(vars)
-            if _nullish(v) or tz is MISSING:
+            if is_nullish(v) or tz is MISSING:
                 return None
             return extract(to_local(to_date(v, op), tz))
         return extract_tz
@@ -280,24 +272,36 @@ class DateFormat:
         return self.template.format(local, local.microsecond // 1000, extra)
 
 
+def _format_tokens(fmt: str):
+    """The pieces of a date format string, in order: `(character, None)` for a literal
+    character (`%%` is a literal '%'), `(None, letter)` for a `%letter` specifier."""
+    i, n = 0, len(fmt)
+    while i < n:
+        c = fmt[i]
+        if c != "%":
+            yield c, None
+            i += 1
+            continue
+        if i + 1 >= n:
+            raise ExecutionError("Unmatched '%' at end of format string", code=18535)
+        spec = fmt[i + 1]
+        yield ("%", None) if spec == "%" else (None, spec)
+        i += 2
+
+
+def _invalid_specifier(spec: str) -> ExecutionError:
+    return ExecutionError(f"Invalid format character '%{spec}' in format string", code=18536)
+
+
 @functools.lru_cache(maxsize=256)
 def compile_format(fmt: str) -> DateFormat:
     """Compile a date format string (MongoDB's specifiers; errors for unknown ones)."""
     out: list[str] = []
     computed: list = []
     needs_offset = False
-    i, n = 0, len(fmt)
-    while i < n:
-        c = fmt[i]
-        if c != "%":
+    for c, spec in _format_tokens(fmt):
+        if spec is None:
             out.append("{{" if c == "{" else "}}" if c == "}" else c)
-            i += 1
-            continue
-        if i + 1 >= n:
-            raise ExecutionError("Unmatched '%' at end of format string", code=18535)
-        spec = fmt[i + 1]
-        if spec == "%":
-            out.append("%")
         elif spec in _TEMPLATE:
             out.append(_TEMPLATE[spec])
         elif spec in _SPECIFIERS:
@@ -305,8 +309,7 @@ def compile_format(fmt: str) -> DateFormat:
             computed.append(_SPECIFIERS[spec])
             needs_offset = needs_offset or spec in "zZ"
         else:
-            raise ExecutionError(f"Invalid format character '%{spec}' in format string", code=18536)
-        i += 2
+            raise _invalid_specifier(spec)
     return DateFormat("".join(out), tuple(computed), needs_offset)
 
 
@@ -331,7 +334,7 @@ def _date_to_string(args):
 
     def date_to_string(vars):
         v = date_fn(vars)
-        if _nullish(v):
+        if is_nullish(v):
             return on_null(vars) if on_null is not None else None
         tz = zone(vars)
         if tz is MISSING:
@@ -342,7 +345,7 @@ def _date_to_string(args):
             parts = compile_format(_default_format(tz))
         else:
             f = fmt_fn(vars)
-            if _nullish(f):
+            if is_nullish(f):
                 return None
             if type(f) is not str:
                 raise ExecutionError(f"{op} requires that 'format' be a string, found: {bson_type(f)} with value "
@@ -371,27 +374,17 @@ _FROM_SPECS = {
 @functools.lru_cache(maxsize=256)
 def _parse_format(fmt: str) -> re.Pattern:
     out = []
-    i, n = 0, len(fmt)
     seen = set()
-    while i < n:
-        c = fmt[i]
-        if c != "%":
+    for c, spec in _format_tokens(fmt):
+        if spec is None:
             out.append(re.escape(c))
-            i += 1
-            continue
-        if i + 1 >= n:
-            raise ExecutionError("Unmatched '%' at end of format string", code=18535)
-        spec = fmt[i + 1]
-        if spec == "%":
-            out.append("%")
         elif spec in _FROM_SPECS and spec not in seen:
             out.append(_FROM_SPECS[spec])
             seen.add(spec)
         elif spec in _FROM_SPECS:
             out.append(r"\d+")
         else:
-            raise ExecutionError(f"Invalid format character '%{spec}' in format string", code=18536)
-        i += 2
+            raise _invalid_specifier(spec)
     return re.compile("".join(out) + r"\Z", re.IGNORECASE)
 
 
@@ -528,19 +521,19 @@ def _date_from_string(args):
 
     def date_from_string(vars):
         s = s_fn(vars)
-        if _nullish(s):
+        if is_nullish(s):
             return on_null(vars) if on_null is not None else None
         fmt = None
         if fmt_fn is not None:
             fmt = fmt_fn(vars)
-            if _nullish(fmt):
+            if is_nullish(fmt):
                 return None
             if type(fmt) is not str:
                 raise ExecutionError(f"{op}: format requires a string, found: {bson_type(fmt)}", code=40684)
         tz = UTC
         if tz_fn is not None:
             tzv = tz_fn(vars)
-            if _nullish(tzv):
+            if is_nullish(tzv):
                 return None
             tz = timezone(tzv, op)
         if type(s) is not str:
@@ -605,7 +598,7 @@ def _date_from_parts(args):
                 values[name] = _DEFAULTS[name]
                 continue
             v = fn(vars)
-            if _nullish(v):
+            if is_nullish(v):
                 null = True
                 continue
             n = _integer(v, op, name)
@@ -650,11 +643,11 @@ def _date_to_parts(args):
         iso = False
         if iso_fn is not None:
             iso = iso_fn(vars)
-            if _nullish(iso):
+            if is_nullish(iso):
                 return None
             if type(iso) is not bool:
                 raise ExecutionError(f"{op}: iso8601 must evaluate to a bool, found {bson_type(iso)}", code=40521)
-        if _nullish(v) or tz is MISSING:
+        if is_nullish(v) or tz is MISSING:
             return None
         d = to_local(to_date(v, op), tz)
         if iso:
@@ -718,7 +711,7 @@ def _date_arith(op: str, sign: int):
         def date_arith(vars):
             start, unit, amount = start_fn(vars), unit_fn(vars), amount_fn(vars)
             tz = zone(vars)
-            if _nullish(start) or _nullish(unit) or _nullish(amount) or tz is MISSING:
+            if is_nullish(start) or is_nullish(unit) or is_nullish(amount) or tz is MISSING:
                 return None
             try:
                 d = to_date(start, op)
@@ -779,13 +772,13 @@ def _date_diff(args):
     def date_diff_(vars):
         start, end, unit = start_fn(vars), end_fn(vars), unit_fn(vars)
         tz = zone(vars)
-        if _nullish(start) or _nullish(end) or _nullish(unit) or tz is MISSING:
+        if is_nullish(start) or is_nullish(end) or is_nullish(unit) or tz is MISSING:
             return None
         unit = _unit(unit, op)
         sow = 7
         if unit == "week" and sow_fn is not None:
             v = sow_fn(vars)
-            if _nullish(v):
+            if is_nullish(v):
                 return None
             sow = _start_of_week(v, op)
         s = to_date(start, op)
@@ -836,9 +829,9 @@ def _date_trunc(args):
         size = 1
         if bin_fn is not None:
             size = bin_fn(vars)
-            if _nullish(size):
+            if is_nullish(size):
                 return None
-        if _nullish(v) or _nullish(unit) or tz is MISSING:
+        if is_nullish(v) or is_nullish(unit) or tz is MISSING:
             return None
         if type(unit) is not str:
             raise ExecutionError(f"{op} requires 'unit' to be a string, but got {bson_type(unit)}", code=5439013)
@@ -856,7 +849,7 @@ def _date_trunc(args):
         sow = 7
         if unit == "week" and sow_fn is not None:
             s = sow_fn(vars)
-            if _nullish(s):
+            if is_nullish(s):
                 return None
             sow = _start_of_week(s, op)
         d = to_date(v, op)

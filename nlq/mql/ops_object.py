@@ -11,7 +11,7 @@ import bson
 from bson.binary import Binary
 
 from nlq.errors import ExecutionError
-from nlq.mql.expressions import compile_args, compile_named
+from nlq.mql.expressions import compile_args, compile_named, unary_operator
 from nlq.mql.registry import EXPRESSION, implements
 from nlq.mql.values import MISSING, bson_type
 
@@ -109,34 +109,22 @@ def _unset_field(args):
     return evaluate
 
 
-@implements(EXPRESSION, "$bsonSize")
-def _bson_size(args):
-    """The size in bytes of a document encoded as BSON (null for null or missing)."""
-    (fn,) = compile_args(args, name="$bsonSize", min_args=1, max_args=1)
-
-    def evaluate(vars):
-        obj = fn(vars)
-        if obj is None or obj is MISSING:
-            return None
-        if type(obj) is not dict:
-            raise ExecutionError(f"$bsonSize requires a document input, found: {bson_type(obj)}")
-        return len(bson.encode(obj))
-    return evaluate
+def _bson_size(obj) -> int:
+    """The size in bytes of a document encoded as BSON."""
+    if type(obj) is not dict:
+        raise ExecutionError(f"$bsonSize requires a document input, found: {bson_type(obj)}")
+    return len(bson.encode(obj))
 
 
-@implements(EXPRESSION, "$binarySize")
-def _binary_size(args):
+def _binary_size(v) -> int:
     """The size in bytes of a string (UTF-8) or binData value."""
-    (fn,) = compile_args(args, name="$binarySize", min_args=1, max_args=1)
+    if type(v) is str:
+        return len(v.encode("utf-8"))
+    if isinstance(v, (Binary, bytes)):
+        return len(bytes(v))
+    raise ExecutionError(f"$binarySize requires a string or BinData argument, found: {bson_type(v)}")
 
-    def evaluate(vars):
-        v = fn(vars)
-        if v is None or v is MISSING:
-            return None
-        if type(v) is str:
-            return len(v.encode("utf-8"))
-        if isinstance(v, (Binary, bytes)):
-            return len(bytes(v))
-        raise ExecutionError(f"$binarySize requires a string or BinData argument, found: {bson_type(v)}")
-    return evaluate
+
+implements(EXPRESSION, "$bsonSize")(unary_operator("$bsonSize", _bson_size))
+implements(EXPRESSION, "$binarySize")(unary_operator("$binarySize", _binary_size))
 

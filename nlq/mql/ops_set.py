@@ -10,11 +10,7 @@ from __future__ import annotations
 from nlq.errors import ExecutionError
 from nlq.mql.expressions import compile_args
 from nlq.mql.registry import EXPRESSION, implements
-from nlq.mql.values import MISSING, bson_type, group_key, is_truthy
-
-
-def _nullish(v) -> bool:
-    return v is None or v is MISSING
+from nlq.mql.values import bson_type, group_key, is_nullish, is_truthy
 
 
 def _unique(array) -> tuple[list, set]:
@@ -31,20 +27,37 @@ def _keys(array) -> set:
     return {group_key(v) for v in array}
 
 
+def _arrays(op: str, fns, vars, *, null_is_null: bool = True) -> list | None:
+    """Every operand's array: None when one is null or missing (`null_is_null`), else an error
+    for the first operand that is not an array."""
+    arrays = []
+    for fn in fns:
+        v = fn(vars)
+        if null_is_null and is_nullish(v):
+            return None
+        if type(v) is not list:
+            raise ExecutionError(f"All operands of {op} must be arrays. One argument is of type: {bson_type(v)}")
+        arrays.append(v)
+    return arrays
+
+
+def _two_arrays(op: str, first, second) -> None:
+    """The error for the first of two operands that is not an array."""
+    if type(first) is not list:
+        raise ExecutionError(f"both operands of {op} must be arrays. First argument is of type: {bson_type(first)}")
+    if type(second) is not list:
+        raise ExecutionError(f"both operands of {op} must be arrays. Second argument is of type: "
+                             f"{bson_type(second)}")
+
+
 @implements(EXPRESSION, "$setUnion")
 def _set_union(args):
     fns = compile_args(args, name="$setUnion")
 
     def evaluate(vars):
-        arrays = []
-        for fn in fns:
-            v = fn(vars)
-            if _nullish(v):
-                return None
-            if type(v) is not list:
-                raise ExecutionError(f"All operands of $setUnion must be arrays. One argument is of type: "
-                                     f"{bson_type(v)}")
-            arrays.append(v)
+        arrays = _arrays("$setUnion", fns, vars)
+        if arrays is None:
+            return None
         return _unique(v for array in arrays for v in array)[0]
     return evaluate
 
@@ -54,15 +67,9 @@ def _set_intersection(args):
     fns = compile_args(args, name="$setIntersection")
 
     def evaluate(vars):
-        arrays = []
-        for fn in fns:
-            v = fn(vars)
-            if _nullish(v):
-                return None
-            if type(v) is not list:
-                raise ExecutionError(f"All operands of $setIntersection must be arrays. One argument is of type: "
-                                     f"{bson_type(v)}")
-            arrays.append(v)
+        arrays = _arrays("$setIntersection", fns, vars)
+        if arrays is None:
+            return None
         if not arrays:
             return []
         out, _ = _unique(arrays[0])
@@ -79,14 +86,9 @@ def _set_difference(args):
 
     def evaluate(vars):
         first, second = first_fn(vars), second_fn(vars)
-        if _nullish(first) or _nullish(second):
+        if is_nullish(first) or is_nullish(second):
             return None
-        if type(first) is not list:
-            raise ExecutionError(f"both operands of $setDifference must be arrays. First argument is of type: "
-                                 f"{bson_type(first)}")
-        if type(second) is not list:
-            raise ExecutionError(f"both operands of $setDifference must be arrays. Second argument is of type: "
-                                 f"{bson_type(second)}")
+        _two_arrays("$setDifference", first, second)
         exclude = _keys(second)
         return [v for v in _unique(first)[0] if group_key(v) not in exclude]
     return evaluate
@@ -97,13 +99,7 @@ def _set_equals(args):
     fns = compile_args(args, name="$setEquals", min_args=2)
 
     def evaluate(vars):
-        sets = []
-        for fn in fns:
-            v = fn(vars)
-            if type(v) is not list:
-                raise ExecutionError(f"All operands of $setEquals must be arrays. One argument is of type: "
-                                     f"{bson_type(v)}")
-            sets.append(_keys(v))
+        sets = [_keys(v) for v in _arrays("$setEquals", fns, vars, null_is_null=False)]
         return all(s == sets[0] for s in sets[1:])
     return evaluate
 
@@ -114,12 +110,7 @@ def _set_is_subset(args):
 
     def evaluate(vars):
         first, second = first_fn(vars), second_fn(vars)
-        if type(first) is not list:
-            raise ExecutionError(f"both operands of $setIsSubset must be arrays. First argument is of type: "
-                                 f"{bson_type(first)}")
-        if type(second) is not list:
-            raise ExecutionError(f"both operands of $setIsSubset must be arrays. Second argument is of type: "
-                                 f"{bson_type(second)}")
+        _two_arrays("$setIsSubset", first, second)
         return _keys(first) <= _keys(second)
     return evaluate
 

@@ -22,14 +22,10 @@ from nlq.errors import ExecutionError
 from nlq.mql import registry
 from nlq.mql.expressions import compile_args, compile_named
 from nlq.mql.registry import EXPRESSION
-from nlq.mql.values import MISSING, bson_type
+from nlq.mql.values import MISSING, bson_type, is_nullish, iso_date_string
 
 _LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-
-
-def _nullish(v) -> bool:
-    return v is None or v is MISSING
 
 
 def format_double(x: float) -> str:
@@ -56,10 +52,7 @@ def coerce_to_string(value, op: str) -> str:
     if t is Decimal128:
         return str(value)
     if isinstance(value, _dt.datetime):
-        from nlq.mql.values import date_to_millis
-        ms = date_to_millis(value)
-        d = value.astimezone(_dt.timezone.utc)
-        return d.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (ms % 1000)
+        return iso_date_string(value)
     if isinstance(value, Timestamp):
         return f"Timestamp({value.time}, {value.inc})"
     raise ExecutionError(f"{op}: can't convert from BSON type {bson_type(value)} to String", code=16007)
@@ -206,12 +199,12 @@ def _split(args):
 
     def split(vars):
         s, d = s_fn(vars), d_fn(vars)
-        if _nullish(s):
+        if is_nullish(s):
             return None
         if type(s) is not str:
             raise ExecutionError("$split requires an expression that evaluates to a string as a first "
                                  f"argument, found: {bson_type(s)}", code=40085)
-        if _nullish(d):
+        if is_nullish(d):
             return None
         if type(d) is not str:
             raise ExecutionError("$split requires an expression that evaluates to a string as a second "
@@ -263,7 +256,7 @@ def _trim(op: str, left: bool, right: bool):
 
         def trim(vars):
             s = in_fn(vars)
-            if _nullish(s):
+            if is_nullish(s):
                 return None
             if type(s) is not str:
                 raise ExecutionError(f"{op} requires its input to be a string, got {s!r} (of type "
@@ -272,7 +265,7 @@ def _trim(op: str, left: bool, right: bool):
                 chars = WHITESPACE
             else:
                 chars = chars_fn(vars)
-                if _nullish(chars):
+                if is_nullish(chars):
                     return None
                 if type(chars) is not str:
                     raise ExecutionError(f"{op} requires 'chars' to be a string, got {chars!r} (of type "
@@ -300,7 +293,7 @@ def _index_of(op: str, codes: tuple[int, int, int, int], use_bytes: bool):
 
         def index_of(vars):
             s = fns[0](vars)
-            if _nullish(s):
+            if is_nullish(s):
                 return None
             if type(s) is not str:
                 raise ExecutionError(f"{op} requires a string as the first argument, found: {bson_type(s)}",
@@ -389,7 +382,7 @@ def _regex_compiler(op: str):
         cache: dict = {}
 
         def resolve(regex, options):
-            if _nullish(options):
+            if is_nullish(options):
                 options = None
             elif type(options) is not str:
                 raise ExecutionError(f"{op} needs 'options' to be of type string", code=51106)
@@ -419,16 +412,16 @@ def _regex_compiler(op: str):
         const = None
         if _is_constant(args.get("regex")) and _is_constant(args.get("options")):
             regex = args.get("regex")
-            if not _nullish(regex):
+            if not is_nullish(regex):
                 const = resolve(regex, args.get("options", MISSING))
 
         def run(vars):
             s = in_fn(vars)
             regex = re_fn(vars) if const is None else None
             options = opt_fn(vars) if opt_fn is not None and const is None else None
-            if const is None and _nullish(regex):
+            if const is None and is_nullish(regex):
                 return None
-            if _nullish(s):
+            if is_nullish(s):
                 return None
             if type(s) is not str:
                 raise ExecutionError(f"{op} needs 'input' to be of type string", code=51104)
@@ -519,7 +512,7 @@ def _replace(op: str, count: int):
             null = False
             for what, fn in fns:
                 v = fn(vars)
-                if _nullish(v):
+                if is_nullish(v):
                     null = True
                 elif type(v) is not str:
                     raise ExecutionError(f"{op} requires that '{what}' be a string, found: {v!r}", code=51746)

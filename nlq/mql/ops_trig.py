@@ -17,7 +17,7 @@ from bson.timestamp import Timestamp
 
 from nlq.errors import ExecutionError
 from nlq.mql import registry
-from nlq.mql.expressions import compile_args
+from nlq.mql.expressions import compile_args, unary_operator
 from nlq.mql.registry import EXPRESSION
 from nlq.mql.values import MISSING, bson_type
 
@@ -64,29 +64,22 @@ def _shown(value) -> str:
 def _unary(op: str):
     fn, lo, hi, inclusive, domain = _UNARY[op]
 
-    def compile_(args):
-        (arg,) = compile_args(args, name=op, min_args=1, max_args=1)
-
-        def trig(vars):
-            v = arg(vars)
-            t = type(v)
-            if v is None or v is MISSING:
-                return None
-            if t is not int and t is not float and t is not Int64 and t is not Decimal128:
-                raise ExecutionError(f"{op} only supports numeric types, not {bson_type(v)}", code=28765)
-            x = _as_float(v)
-            if x != x:
-                return v if t is not int and t is not Int64 else x
-            ok = (lo <= x <= hi) if inclusive else (lo < x < hi)
-            if not ok:
-                raise ExecutionError(f"cannot apply {op} to {_shown(v)}, value must in {domain}", code=50989)
-            try:
-                r = fn(x)
-            except (ValueError, OverflowError):
-                r = math.copysign(_INF, x) if op in ("$sinh",) else _INF
-            return _to_decimal128(r) if t is Decimal128 else r
-        return trig
-    return compile_
+    def trig(v):
+        t = type(v)
+        if t is not int and t is not float and t is not Int64 and t is not Decimal128:
+            raise ExecutionError(f"{op} only supports numeric types, not {bson_type(v)}", code=28765)
+        x = _as_float(v)
+        if x != x:
+            return v if t is not int and t is not Int64 else x
+        ok = (lo <= x <= hi) if inclusive else (lo < x < hi)
+        if not ok:
+            raise ExecutionError(f"cannot apply {op} to {_shown(v)}, value must in {domain}", code=50989)
+        try:
+            r = fn(x)
+        except (ValueError, OverflowError):
+            r = math.copysign(_INF, x) if op in ("$sinh",) else _INF
+        return _to_decimal128(r) if t is Decimal128 else r
+    return unary_operator(op, trig)
 
 
 for _op in _UNARY:
@@ -111,18 +104,11 @@ def _atan2(args):
 
 
 def _ts_part(op: str, part: str):
-    def compile_(args):
-        (arg,) = compile_args(args, name=op, min_args=1, max_args=1)
-
-        def ts(vars):
-            v = arg(vars)
-            if v is None or v is MISSING:
-                return None
-            if not isinstance(v, Timestamp):
-                raise ExecutionError(f"Argument to {op} must be a timestamp, but is {bson_type(v)}", code=5687301)
-            return Int64(v.time if part == "time" else v.inc)
-        return ts
-    return compile_
+    def ts(v):
+        if not isinstance(v, Timestamp):
+            raise ExecutionError(f"Argument to {op} must be a timestamp, but is {bson_type(v)}", code=5687301)
+        return Int64(v.time if part == "time" else v.inc)
+    return unary_operator(op, ts)
 
 
 registry.implements(EXPRESSION, "$tsSecond")(_ts_part("$tsSecond", "time"))

@@ -23,11 +23,11 @@ from bson.objectid import ObjectId
 from bson.timestamp import Timestamp
 
 from nlq.errors import ExecutionError, UnsupportedOperatorError
-from nlq.mql.expressions import compile_args, compile_expression
+from nlq.mql.expressions import compile_args, compile_expression, unary_operator
 from nlq.mql.numeric import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, double_to_decimal, make_decimal, to_float
 from nlq.mql.registry import EXPRESSION, implements
 from nlq.mql.values import (CODE_TYPES, MISSING, TYPE_CODES, UTC, bson_type, date_to_millis, is_number,
-                             millis_to_date)
+                             iso_date_string, millis_to_date)
 
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
@@ -54,13 +54,6 @@ def format_double(x: float) -> str:
         return "-0" if math.copysign(1.0, x) < 0 else "0"
     text = repr(x)
     return text[:-2] if text.endswith(".0") else text
-
-
-def format_date(value: _dt.datetime) -> str:
-    """A date as MongoDB's $toString writes it: '2018-03-27T16:58:51.538Z'."""
-    ms = date_to_millis(value)
-    d = millis_to_date(ms)
-    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}.{ms % 1000:03d}Z"
 
 
 def _number_in_range(value, low: int, high: int, target: str) -> int:
@@ -202,7 +195,7 @@ def to_string(v):
     if isinstance(v, ObjectId):
         return str(v)
     if isinstance(v, _dt.datetime):
-        return format_date(v)
+        return iso_date_string(v)
     _unsupported(v, "string")
 
 
@@ -365,22 +358,17 @@ def _is_number(args):
     return lambda vars: is_number(fn(vars))
 
 
-@implements(EXPRESSION, "$toUUID")
-def _to_uuid(args):
+def _to_uuid(v) -> Binary:
     """$toUUID (MongoDB 8.0): a UUID string to binData subtype 4."""
-    (fn,) = compile_args(args, name="$toUUID", min_args=1, max_args=1)
+    if type(v) is not str:
+        raise ExecutionError(f"Unsupported conversion from {bson_type(v)} to binData in $convert with no onError "
+                             f"value", code=241)
+    try:
+        return Binary.from_uuid(uuid.UUID(v))
+    except ValueError:
+        raise ExecutionError(f"Failed to parse UUID string '{v}' in $convert with no onError value",
+                             code=241) from None
 
-    def evaluate(vars):
-        v = fn(vars)
-        if v is None or v is MISSING:
-            return None
-        if type(v) is not str:
-            raise ExecutionError(f"Unsupported conversion from {bson_type(v)} to binData in $convert with no onError "
-                                 f"value", code=241)
-        try:
-            return Binary.from_uuid(uuid.UUID(v))
-        except ValueError:
-            raise ExecutionError(f"Failed to parse UUID string '{v}' in $convert with no onError value",
-                                 code=241) from None
-    return evaluate
+
+implements(EXPRESSION, "$toUUID")(unary_operator("$toUUID", _to_uuid))
 

@@ -96,7 +96,8 @@ import orjson
 from nlq.errors import InputError, ParseError
 from nlq.io import from_extjson
 from nlq.mql.query import Query
-from nlq.mql.values import UTC, Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp, millis_to_date
+from nlq.mql.values import (Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp, millis_to_date,
+                            parse_iso_date)
 
 MAX_DEPTH = 200
 _INT64 = (-(2**63), 2**63 - 1)
@@ -631,15 +632,10 @@ def _parse_date_string(text: str) -> _dt.datetime:
     if len(s) == 10 and s[4] == "-" and s[7] == "-":
         s += "T00:00:00"
     s = s.replace(" ", "T", 1) if "T" not in s and len(s) > 10 else s
-    if s.endswith(("Z", "z")):
-        s = s[:-1] + "+00:00"
     # +0000 offsets (mongosh's own output) -> +00:00
     if len(s) >= 5 and s[-5] in "+-" and s[-4:].isdigit() and "T" in s:
         s = s[:-2] + ":" + s[-2:]
-    value = _dt.datetime.fromisoformat(s)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    value = value.astimezone(UTC)
+    value = parse_iso_date(s)
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 

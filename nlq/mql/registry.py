@@ -17,7 +17,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from nlq.errors import UnknownOperatorError
+from nlq.errors import ForbiddenOperatorError, UnknownOperatorError, UnsupportedOperatorError
 
 STAGE, EXPRESSION, ACCUMULATOR, WINDOW, QUERY, PROJECTION, VARIABLE = (
     "stage", "expression", "accumulator", "window", "query", "projection", "variable")
@@ -213,6 +213,30 @@ def evaluator(name: str, kind: str) -> Callable | None:
     """The engine's evaluator for `name` of `kind`, or None when not implemented."""
     op = _TABLE.get(name)
     return op.evaluators.get(kind) if op else None
+
+
+def resolve(name: str, kind: str, *, unknown: str, other_kind: str, unsupported: str,
+            forbidden: str = "{name} is forbidden (SPEC §7)") -> Callable:
+    """The engine's evaluator of `name` as a `kind` operator, or the typed error saying why there is none.
+
+    The messages are templates over `{name}`, `{suggestion}` (a did-you-mean among
+    the `kind` names), `{kind}` (the operator's own primary kind) and `{article}`
+    ('a' or 'an' before that kind):
+
+        resolve("$sum", ACCUMULATOR, unknown="unknown group operator '{name}'{suggestion}", ...)
+    """
+    op = _TABLE.get(name)
+    if op is None:
+        raise UnknownOperatorError(unknown.format(name=name, suggestion=suggestion(name, kind)))
+    if kind not in op.kinds:
+        article = "an" if op.kind[0] in "aeiou" else "a"
+        raise UnknownOperatorError(other_kind.format(name=name, kind=op.kind, article=article))
+    if op.forbidden:
+        raise ForbiddenOperatorError(forbidden.format(name=name))
+    fn = op.evaluators.get(kind)
+    if fn is None:
+        raise UnsupportedOperatorError(unsupported.format(name=name))
+    return fn
 
 
 def supported(kind: str | None = None) -> list[str]:

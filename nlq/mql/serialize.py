@@ -24,7 +24,8 @@ import uuid
 from nlq.io import to_extjson
 from nlq.mql.parse import scan_regex_body
 from nlq.mql.query import Query
-from nlq.mql.values import UTC, Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
+from nlq.mql.values import (Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp,
+                            iso_date_string)
 
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")  # used with fullmatch: `$` would pass "a\n"
 _FLAG_BITS = ((re.IGNORECASE, "i"), (re.LOCALE, "l"), (re.MULTILINE, "m"), (re.DOTALL, "s"),
@@ -118,7 +119,7 @@ def literal(value) -> str:
         n = int(value)
         return f"NumberLong({n})" if abs(n) < 2**53 else f'NumberLong("{n}")'
     if isinstance(value, _dt.datetime):
-        return f'ISODate("{_iso(value)}")'
+        return f'ISODate("{iso_date_string(value)}")'
     if isinstance(value, ObjectId):
         return f'ObjectId("{value}")'
     if isinstance(value, Decimal128):
@@ -139,14 +140,6 @@ def literal(value) -> str:
     if isinstance(value, int):
         return str(int(value))
     raise TypeError(f"cannot write {type(value).__name__} as a mongosh literal")
-
-
-def _iso(value: _dt.datetime) -> str:
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    v = value.astimezone(UTC)
-    return (f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
-            f".{v.microsecond // 1000:03d}Z")
 
 
 def _regex(pattern: str, flags: str) -> str:

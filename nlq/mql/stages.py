@@ -115,8 +115,9 @@ def compile_match(spec, ctx):
 # Field trees of $project / $addFields / $unset
 
 
-class _Marker:
-    """A projection leaf that is not an expression: INCLUDE or EXCLUDE."""
+class Marker:
+    """A named sentinel: a projection leaf that is not an expression (INCLUDE, EXCLUDE),
+    a `$redact` verdict (`$$KEEP` ...)."""
 
     __slots__ = ("name",)
 
@@ -127,7 +128,7 @@ class _Marker:
         return self.name
 
 
-INCLUDE, EXCLUDE = _Marker("INCLUDE"), _Marker("EXCLUDE")
+INCLUDE, EXCLUDE = Marker("INCLUDE"), Marker("EXCLUDE")
 
 
 class _Computed:
@@ -216,6 +217,14 @@ def _has_computed(tree: dict) -> bool:
     return False
 
 
+def _assign(out: dict, key: str, value) -> None:
+    """Set a computed field of `out`; a value that is missing removes the field."""
+    if value is MISSING:
+        out.pop(key, None)
+    else:
+        out[key] = value
+
+
 def _project_doc(tree: dict, doc: dict, values: list) -> dict:
     """Inclusion projection of one (embedded) document: included fields in document order,
     then computed fields in spec order."""
@@ -230,11 +239,7 @@ def _project_doc(tree: dict, doc: dict, values: list) -> dict:
                 out[key] = projected
     for key, node in tree.items():
         if type(node) is _Computed:
-            value = values[node.index]
-            if value is MISSING:
-                out.pop(key, None)
-            else:
-                out[key] = value
+            _assign(out, key, values[node.index])
         elif type(node) is dict and key not in doc and _has_computed(node):
             out[key] = _project_doc(node, {}, values)
     return out
@@ -344,11 +349,7 @@ def _set_doc(tree: dict, doc: dict, values: list) -> dict:
     out = dict(doc)
     for key, node in tree.items():
         if type(node) is _Computed:
-            value = values[node.index]
-            if value is MISSING:
-                out.pop(key, None)
-            else:
-                out[key] = value
+            _assign(out, key, values[node.index])
         else:
             out[key] = _set_value(node, doc.get(key, MISSING), values)
     return out

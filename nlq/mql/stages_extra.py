@@ -26,15 +26,11 @@ from nlq.errors import ExecutionError
 from nlq.mql import registry
 from nlq.mql.expressions import compile_expression, traverse
 from nlq.mql.registry import STAGE, WINDOW
-from nlq.mql.stages import (_materialize, compile_accumulator_spec, get_nested, parse_sort_spec, set_nested,
-                            sort_documents, sort_value_key, split_path)
-from nlq.mql.values import MISSING, bson_type, compare, date_to_millis, group_key, sort_key, to_decimal
+from nlq.mql.stages import (Marker, _materialize, compile_accumulator_spec, get_nested, parse_sort_spec,
+                            set_nested, sort_documents, sort_value_key, split_path)
+from nlq.mql.values import MISSING, bson_type, compare, date_to_millis, group_key, is_nullish, sort_key, to_decimal
 
 _INT32 = (-2**31, 2**31 - 1)
-
-
-def _nullish(v) -> bool:
-    return v is None or v is MISSING
 
 
 def _is_num(v) -> bool:
@@ -500,17 +496,7 @@ def compile_documents(spec, ctx):
     return documents
 
 
-class _RedactVerdict:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"$${self.name}"
-
-
-_DESCEND, _PRUNE, _KEEP = _RedactVerdict("DESCEND"), _RedactVerdict("PRUNE"), _RedactVerdict("KEEP")
+_DESCEND, _PRUNE, _KEEP = Marker("$$DESCEND"), Marker("$$PRUNE"), Marker("$$KEEP")
 
 
 @registry.implements(STAGE, "$redact")
@@ -623,7 +609,7 @@ def compile_densify(spec, ctx):
 
     def value_of(doc):
         v = get_nested(doc, field_parts)
-        if _nullish(v):
+        if is_nullish(v):
             return None
         if unit is None and not _is_num(v):
             raise ExecutionError("Densify field type must be numeric", code=5733201)
@@ -1009,7 +995,7 @@ def _locf(arg, window, sort_keys):
         out, last = [], None
         for vars in part.vars:
             v = fn(vars)
-            if not _nullish(v):
+            if not is_nullish(v):
                 last = v
             out.append(last)
         return out
@@ -1025,8 +1011,8 @@ def _linear_fill(arg, window, sort_keys):
     def compute(part, desc, check):
         ys = [fn(v) for v in part.vars]
         xs = part.sort_values
-        out = [None if _nullish(y) else y for y in ys]
-        known = [i for i, y in enumerate(ys) if not _nullish(y)]
+        out = [None if is_nullish(y) else y for y in ys]
+        known = [i for i, y in enumerate(ys) if not is_nullish(y)]
         for i in known:
             if not _is_num(ys[i]):
                 raise ExecutionError(f"Value to $linearFill must be numeric, found {bson_type(ys[i])}",

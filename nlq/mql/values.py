@@ -316,6 +316,32 @@ def millis_to_date(ms: int) -> _dt.datetime:
     return EPOCH + _dt.timedelta(milliseconds=int(ms))
 
 
+def iso_date_string(value: _dt.datetime) -> str:
+    """A date in UTC as MongoDB prints it (`$toString`, Extended JSON): '2018-03-27T16:58:51.538Z'.
+
+    A naive datetime is taken as UTC.
+    """
+    ms = date_to_millis(value)
+    d = millis_to_date(ms)
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}.{ms % 1000:03d}Z"
+
+
+def parse_iso_date(text: str) -> _dt.datetime:
+    """The UTC datetime of an ISO 8601 string ('Z' or an offset; none means UTC); ValueError if invalid."""
+    s = text.strip()
+    if s.endswith("Z") or s.endswith("z"):
+        s = s[:-1] + "+00:00"
+    value = _dt.datetime.fromisoformat(s)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def is_nullish(value) -> bool:
+    """Null or missing: what most operators answer with null."""
+    return value is None or value is MISSING
+
+
 def is_truthy(value) -> bool:
     """Aggregation truthiness: false, null, missing, 0 and NaN-free zero are false.
 
@@ -338,7 +364,8 @@ def is_truthy(value) -> bool:
 __all__ = [
     "MISSING", "UTC", "EPOCH", "bson_type", "type_bracket", "sort_key", "compare", "equal",
     "group_key", "is_number", "to_decimal", "number_value", "date_to_millis", "millis_to_date",
-    "is_truthy", "regex_options", "TYPE_CODES", "CODE_TYPES", "NUMBER_TYPES",
+    "is_truthy", "is_nullish", "iso_date_string", "parse_iso_date", "regex_options", "TYPE_CODES",
+    "CODE_TYPES", "NUMBER_TYPES",
     "expression_key", "expression_compare", "expression_equal",
     "Binary", "Decimal128", "Int64", "MaxKey", "MinKey", "ObjectId", "Regex", "Timestamp",
 ]
