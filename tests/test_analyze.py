@@ -129,7 +129,7 @@ def test_unknown_operators_with_suggestions():
                 {"$match": {"a": {"$regx": "x"}}}]
     messages = unknown_operators(Query("c", pipeline))
     assert messages == [
-        "unknown operator $sortby — did you mean $sort? (as a stage at 0.$sortby)",
+        "unknown operator $sortby — did you mean $sortByCount? (as a stage at 0.$sortby)",  # the example
         "$match is not an expression operator (it is a stage operator; at 1.$project.a.$match)",
         "unknown operator $toLowr — did you mean $toLower? (as an expression operator at 1.$project.b.$toLowr)",
         "unknown operator $summ — did you mean $sum? (as an accumulator at 2.$group.x.$summ)",

@@ -181,11 +181,19 @@ def names(kind: str | None = None) -> list[str]:
 
 
 def suggestion(name: str, kind: str | None = None) -> str:
-    """' — did you mean $x?' for the closest known name, or ''."""
+    """' — did you mean $x?' for the closest known name, or ''.
+
+    A miscased name wins, then the shortest name the input is a miscased
+    beginning of (`$sortby` -> `$sortByCount`), then the closest spelling.
+    """
     pool = names(kind)
     lowered = {n.lower(): n for n in pool}
     if name.lower() in lowered:
         return f" — did you mean {lowered[name.lower()]}?"
+    extended = sorted((n for low, n in lowered.items() if len(name) > 3 and low.startswith(name.lower())
+                       and n.lower() != name.lower()), key=lambda n: (len(n), n))
+    if extended and name not in pool:
+        return f" — did you mean {extended[0]}?"
     close = difflib.get_close_matches(name, pool, n=1, cutoff=0.6)
     if not close:
         close = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
