@@ -56,6 +56,7 @@ def test_count_per_group_unwinds_the_counted_array():
     assert pipeline_of("How many captains are in each rank?") == [
         {"$unwind": "$captain"},
         {"$group": {"_id": "$captain.Rank", "count": {"$sum": 1}}},
+        {"$sort": {"_id": 1}},  # groups are listed by their key when no order is asked
         {"$project": {"_id": 0, "Rank": "$_id", "count": 1}},
     ]
 
@@ -69,8 +70,8 @@ def test_superlative_sorts_and_limits():
 def test_witnessed_literal_binds_exact_stored_value_and_average_aggregates():
     assert pipeline_of("What is the average tonnage of ships with flag Panama?", [PANAMA]) == [
         {"$match": {"Flag": "Panama"}},
-        {"$group": {"_id": None, "avg_Tonnage": {"$avg": "$Tonnage"}}},
-        {"$project": {"_id": 0, "avg_Tonnage": 1}},
+        {"$group": {"_id": None, "avg_Tonnage": {"$avg": "$Tonnage"}, "count": {"$sum": 1}}},
+        {"$project": {"_id": 0, "avg_Tonnage": 1, "count": 1}},
     ]
 
 
@@ -280,3 +281,322 @@ def test_year_of_a_date_field_is_a_date_range():
     utc = dt.timezone.utc
     assert [(f.op, f.value) for f in ir.filters] == [
         ("$gte", dt.datetime(2021, 1, 1, tzinfo=utc)), ("$lt", dt.datetime(2022, 1, 1, tzinfo=utc))]
+
+
+# --- native shapes: identifiers, sparse fields, attribute bags ------------------------
+
+def sparse(collection, path, present, null=0, missing=0, types=None):
+    return {**entry(collection, path, types=types or {"string": present - null, "null": null}, present=present),
+            "null": null, "missing": missing}
+
+
+CREW = {
+    "db": "crew",
+    "collections": {"sailors": {"count": 10, "sampled": 10}, "logs": {"count": 5, "sampled": 5}},
+    "lattice": [
+        entry("sailors", "sailor_id", present=10), entry("sailors", "name", present=10),
+        entry("sailors", "grade", present=10), entry("sailors", "joined", types={"int": 10}, present=10),
+        sparse("sailors", "phone", present=7, null=3, missing=3),
+        sparse("sailors", "ship", present=10, null=2),
+        sparse("sailors", "email", present=6, missing=4, types={"string": 6}),
+        entry("sailors", "traits", kind="array", types={"array": 10}, present=10),
+        entry("sailors", "traits[]", kind="object", types={"object": 30}, present=10),
+        entry("sailors", "traits[].k", present=10),
+        entry("sailors", "traits[].v", types={"bool": 10, "double": 10, "string": 10}, present=10),
+        entry("logs", "sailor_id", present=5), entry("logs", "note", present=5),
+    ],
+    "join_edges": [{"from": {"collection": "logs", "path": "sailor_id"},
+                    "to": {"collection": "sailors", "path": "sailor_id"}, "overlap": 1.0, "shared": 5}],
+}
+
+
+def crew_witness(term, stored, path, collection="sailors"):
+    return {"term": term, "hard": True,
+            "matches": [{"stored": stored, "kind": "value", "collection": collection, "path": path, "frequency": 3}]}
+
+
+def crew(question, witnesses=()):
+    ir = rules.build_ir(question, list(witnesses), CREW)
+    return ir, rules.render(ir)
+
+
+def test_bare_entity_shows_identifier_and_name_ordered_by_identifier():
+    ir, pipeline = crew("Which sailors are there?")
+    assert [f.mql for f in ir.outputs] == ["sailor_id", "name"]
+    assert pipeline == [{"$sort": {"sailor_id": 1}},
+                        {"$project": {"_id": 0, "sailor_id": "$sailor_id", "name": "$name"}}]
+
+
+def test_rounding_phrase_rounds_aggregates():
+    _, pipeline = crew("What is the average joined year per grade, rounded to 2 decimals?")
+    assert pipeline[-1]["$project"]["avg_joined"] == {"$round": ["$avg_joined", 2]}
+    assert rules.build_ir("Average joined, rounded to one decimal place", [], CREW).round == 1
+
+
+def test_lowercase_word_binds_only_through_a_hard_witness():
+    ir, _ = crew("How many sailors of grade captain are there?", [crew_witness("captain", "Captain", "grade")])
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("grade", "$eq", "Captain")]
+    soft = {**crew_witness("captain", "Captain", "grade"), "hard": False}
+    assert rules.build_ir("How many sailors of grade captain are there?", [soft], CREW).filters == []
+    # a word naming the collection itself is the entity, not a value
+    ir, _ = crew("How many sailors are there?", [crew_witness("sailors", "Sailors", "grade")])
+    assert ir.filters == []
+
+
+def test_a_year_binds_to_an_exact_stored_value_before_a_date_part():
+    both = {"term": "2019", "hard": True, "matches": [
+        {"stored": "2019-01-01", "kind": "value", "collection": "sailors", "path": "name", "frequency": 9,
+         "part": "year"},
+        {"stored": 2019, "kind": "value", "collection": "sailors", "path": "joined", "frequency": 2}]}
+    ir, _ = crew("Which sailors came aboard in 2019?", [both])
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("joined", "$eq", 2019)]
+
+
+def test_no_field_means_null_or_absent_as_the_lattice_says():
+    ir, pipeline = crew("How many sailors have no ship yet?")  # ship is null, never absent
+    assert pipeline[0] == {"$match": {"ship": {"$type": "null"}}}
+    ir, pipeline = crew("How many sailors have no email?")  # email is absent, never null
+    assert pipeline[0] == {"$match": {"email": {"$exists": False}}}
+    # phone is both: 'never ... at all' is absent, 'no recorded' is an unrecorded value
+    assert crew("How many sailors never gave a phone at all?")[1][0] == {"$match": {"phone": {"$exists": False}}}
+    assert crew("How many sailors have no recorded phone?")[1][0] == {"$match": {"phone": {"$type": "null"}}}
+
+
+def bag(term, key):
+    return crew_witness(term, key, "traits[].k")
+
+
+def test_bag_key_as_flag_is_an_elem_match_on_true():
+    ir, pipeline = crew("How many sailors are swimmers?", [bag("swimmers", "swimmer")])
+    assert pipeline[0] == {"$match": {"traits": {"$elemMatch": {"k": "swimmer", "v": True}}}}
+
+
+def test_bag_key_grouped_aggregated_or_ranked_reads_the_value():
+    _, pipeline = crew("How many sailors per blood group?", [bag("blood group", "blood_group")])
+    assert pipeline[:3] == [{"$unwind": "$traits"}, {"$match": {"traits.k": "blood_group"}},
+                            {"$group": {"_id": "$traits.v", "count": {"$sum": 1}}}]
+    _, pipeline = crew("What is the average height of sailors by grade?", [bag("height", "height_cm")])
+    assert pipeline[1] == {"$match": {"traits.k": "height_cm", "traits.v": {"$type": "number"}}}
+    assert pipeline[2]["$group"]["_id"] == "$grade" and pipeline[2]["$group"]["avg_traits_v"] == {"$avg": "$traits.v"}
+    _, pipeline = crew("List the 3 sailors with the highest height.", [bag("height", "height_cm")])
+    assert pipeline[2:4] == [{"$sort": {"traits.v": -1}}, {"$limit": 3}]
+
+
+def test_by_groups_after_an_aggregate_but_not_after_a_participle():
+    assert rules.build_ir("Average joined by grade.", [], CREW).group_by[0].mql == "grade"
+    for question in ("How many logs were written by sailor id?", "How many logs signed by sailor id?"):
+        assert rules.build_ir(question, [], CREW).group_by == []
+
+
+MEETS = {
+    "db": "club",
+    "collections": {"meets": {"count": 8, "sampled": 8}},
+    "lattice": [
+        entry("meets", "meet_id", present=8), entry("meets", "kind", present=8),
+        entry("meets", "date", types={"date": 8}, present=8),
+        entry("meets", "season", types={"int": 8}, present=8),
+        entry("meets", "spent", types={"double": 8}, present=8),
+        entry("meets", "goals", types={"int": 8}, present=8),
+        entry("meets", "retired_after", types={"int": 3}, present=3),
+        entry("meets", "status", present=8),
+        entry("meets", "guests", kind="array", types={"array": 8}, present=8),
+        entry("meets", "guests[]", present=8),
+        sparse("meets", "finish_position", present=8, null=2),
+    ],
+}
+
+
+def meets(question, witnesses=()):
+    ir = rules.build_ir(question, list(witnesses), MEETS)
+    return ir, rules.render(ir)
+
+
+def test_average_number_of_an_array_averages_its_sizes():
+    ir, pipeline = meets("What is the average number of guests per kind?")
+    assert not ir.count
+    assert pipeline[0]["$group"]["avg_guests"] == {"$avg": {"$size": {"$ifNull": ["$guests", []]}}}
+
+
+def test_per_year_without_a_year_field_groups_by_the_year_of_the_date():
+    _, pipeline = meets("How much was spent each year?")
+    assert pipeline[0] == {"$group": {"_id": {"$year": "$date"}, "sum_spent": {"$sum": "$spent"},
+                                      "count": {"$sum": 1}}}
+    assert meets("How many meets per month?")[1][0]["$group"]["_id"] == {"$month": "$date"}
+
+
+def test_year_comparison_binds_where_the_witness_stored_the_year():
+    stored = {"term": "2016", "hard": True, "matches": [
+        {"stored": 2016, "kind": "value", "collection": "meets", "path": "season", "frequency": 2},
+        {"stored": "2016-01-01", "kind": "value", "collection": "meets", "path": "date", "frequency": 2,
+         "part": "year"}]}
+    ir, _ = meets("How many meets were held since 2016?", [stored])
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("season", "$gte", 2016)]
+    dated = {**stored, "matches": stored["matches"][1:]}
+    ir, _ = meets("How many meets were held after 2016?", [dated])
+    assert [(f.field.mql, f.op, f.value.year) for f in ir.filters] == [("date", "$gte", 2017)]
+
+
+def test_how_many_of_a_quantity_sums_it():
+    ir, pipeline = meets("How many goals were scored per kind?")
+    assert not ir.count and pipeline[0]["$group"]["sum_goals"] == {"$sum": "$goals"}
+
+
+def test_how_many_a_and_how_many_b_counts_per_value():
+    witnesses = [crew_witness(w, w, "status", "meets") for w in ("open", "closed")]
+    ir, pipeline = meets("How many open and how many closed meets are there?", witnesses)
+    assert [f.mql for f in ir.group_by] == ["status"]
+    assert pipeline[1]["$group"] == {"_id": "$status", "count": {"$sum": 1}}
+
+
+def test_by_after_a_comma_starts_a_grouping_clause():
+    ir, _ = meets("How many meets were cancelled, by kind?")
+    assert [f.mql for f in ir.group_by] == ["kind"]
+
+
+def test_no_modifier_field_is_missing_but_a_quoted_literal_is_not_a_modifier():
+    _, pipeline = meets("How many meets have no final finish position?")
+    assert pipeline[0] == {"$match": {"finish_position": {"$type": "null"}}}
+    ir, _ = meets('How many meets have no "Final" finish position?')
+    assert ir.filters == []
+
+
+def test_boolean_field_as_predicate_and_negated():
+    index = {"db": "t", "collections": {"trials": {"count": 4, "sampled": 4}},
+             "lattice": [entry("trials", "arm"), entry("trials", "cancelled", types={"bool": 2}, present=2)]}
+    ir = rules.build_ir("How many trials per arm, not counting cancelled ones?", [], index)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("cancelled", "$ne", True)]
+    ir = rules.build_ir("How many cancelled trials per arm?", [], index)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("cancelled", "$eq", True)]
+
+
+def test_first_after_a_superlative_is_an_order_not_a_field():
+    index = {"db": "t", "collections": {"patients": {"count": 4, "sampled": 4}},
+             "lattice": [entry("patients", "kind"), entry("patients", "first_seen", types={"date": 4})]}
+    pipeline = rules.render(rules.build_ir("How many patients of each kind? Most common first.", [], index))
+    assert pipeline[0] == {"$group": {"_id": "$kind", "count": {"$sum": 1}}}
+    assert pipeline[1] == {"$sort": {"count": -1, "_id": 1}}
+
+
+def test_a_witnessed_date_inside_the_counted_array_is_preferred():
+    index = {"db": "t", "collections": {"patients": {"count": 4, "sampled": 4}},
+             "lattice": [entry("patients", "first_seen", types={"date": 4}),
+                         entry("patients", "visits", kind="array", types={"array": 4}),
+                         entry("patients", "visits[].date", types={"date": 9})]}
+    witness = {"term": "2021", "hard": True, "matches": [
+        {"stored": "2021-01-04", "kind": "value", "collection": "patients", "path": path, "frequency": 3,
+         "part": "year"} for path in ("first_seen", "visits[].date")]}
+    ir = rules.build_ir("How many visits took place in 2021?", [witness], index)
+    assert {f.field.mql for f in ir.filters} == {"visits.date"} and ir.unwinds == ["visits"]
+
+
+def test_which_bag_attribute_lists_its_values():
+    _, pipeline = crew("Which blood groups do sailors have, and how many sailors per blood group?",
+                       [bag("blood groups", "blood_group")])
+    assert pipeline[:3] == [{"$unwind": "$traits"}, {"$match": {"traits.k": "blood_group"}},
+                            {"$group": {"_id": "$traits.v", "count": {"$sum": 1}}}]
+
+
+def test_superlative_of_a_total_ranks_groups_and_list_every_keeps_them_all():
+    ir, pipeline = meets("Which month had the highest total spent? List every month with its total.")
+    assert ir.limit is None
+    assert pipeline[1] == {"$sort": {"sum_spent": -1, "_id": 1}}
+    assert pipeline[0]["$group"]["_id"] == {"$month": "$date"}
+
+
+def test_negated_text_pattern_is_a_not_regex():
+    _, pipeline = crew("Which sailors have a name that does not contain the letter M?")
+    assert pipeline[0] == {"$match": {"name": {"$not": {"$regex": "M", "$options": "i"}}}}
+
+
+def test_alphabetic_order_sorts_the_shown_names_not_the_filtered_field():
+    witness = crew_witness("Captain", "Captain", "grade")
+    ir, _ = crew("List the names of sailors with grade Captain in alphabetical order.", [witness])
+    assert [(k.mql, d) for k, d in ir.sort] == [("name", 1)]
+
+
+def test_a_number_right_before_its_field_is_its_value():
+    witness = crew_witness("3", 3, "goals", "meets")
+    ir, _ = meets("List the meets with 3 goals.", [witness])
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("goals", "$eq", 3)]
+
+
+def test_coordinated_fields_share_an_aggregate_and_groups_keep_extremes():
+    ir, _ = meets("What are the maximum spent and goals of meets in each season?")
+    assert [(op, f.mql) for op, f in ir.aggregates] == [("$max", "spent"), ("$max", "goals")]
+    assert [f.mql for f in ir.group_by] == ["season"] and ir.limit is None
+
+
+def test_the_field_shared_by_most_documents_is_a_top_count():
+    _, pipeline = meets("Which kind has the most meets?")
+    assert pipeline == [{"$group": {"_id": "$kind", "count": {"$sum": 1}}}, {"$sort": {"count": -1, "_id": 1}},
+                        {"$limit": 1}, {"$project": {"_id": 0, "kind": "$_id", "count": 1}}]
+    index = {"db": "m", "collections": {"mountain": {"count": 3, "sampled": 3}},
+             "lattice": [entry("mountain", "Name"), entry("mountain", "Height", types={"int": 3})]}
+    pipeline = rules.render(rules.build_ir("What is the name of the highest mountain?", [], index))
+    assert pipeline[:2] == [{"$sort": {"Height": -1}}, {"$limit": 1}]
+
+
+def test_a_comparator_before_a_witnessed_date_compares():
+    index = {"db": "h", "collections": {"staff": {"count": 4, "sampled": 4}},
+             "lattice": [entry("staff", "name"), entry("staff", "hired")]}
+    witness = {"term": "7th September, 1987", "hard": True, "matches": [
+        {"stored": "1987-09-07", "kind": "value", "collection": "staff", "path": "hired", "frequency": 1}]}
+    ir = rules.build_ir("Show the staff who were hired after 7th September, 1987.", [witness], index)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("hired", "$gt", "1987-09-07")]
+
+
+def test_a_comparison_naming_the_year_binds_the_year_field():
+    index = {"db": "w", "collections": {"grapes": {"count": 4, "sampled": 4}},
+             "lattice": [entry("grapes", "wine", kind="array", types={"array": 4}),
+                         entry("grapes", "wine[].Name"), entry("grapes", "wine[].Price", types={"int": 9}),
+                         entry("grapes", "wine[].Year", types={"int": 9})]}
+    ir = rules.build_ir("What are the prices of wines produced before the year of 2010?", [], index)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("wine.Year", "$lt", 2010)]
+    # a bare entity named first as an embedded array lists that array's elements
+    ir = rules.build_ir("What are the wines that have prices lower than 50?", [], index)
+    assert [f.mql for f in ir.outputs] == ["wine.Name"] and ir.unwinds == ["wine"]
+
+
+def test_non_negates_and_coordinated_extremes_aggregate():
+    witness = crew_witness("Captain", "Captain", "grade")
+    ir, _ = crew("How many non Captain sailors are there?", [witness])
+    assert [(f.op, f.value) for f in ir.filters] == [("$ne", "Captain")]
+    ir, _ = meets("What are the maximum spent and goals of the meets with kind cup?")
+    assert [op for op, _ in ir.aggregates] == ["$max", "$max"] and not ir.sort
+
+
+def test_more_than_n_documents_per_value_is_a_having_count():
+    ir, pipeline = meets("Which kinds have more than 2 meets?")
+    assert pipeline[:2] == [{"$group": {"_id": "$kind", "count": {"$sum": 1}}},
+                            {"$match": {"count": {"$gt": 2}}}]
+    # a count of an embedded array's elements stays a size condition
+    ir, _ = meets("Which meets have more than 2 guests?")
+    assert ir.having == () and [(f.field.mql, f.size) for f in ir.filters] == [("guests", True)]
+
+
+def test_a_denied_collection_linked_by_a_join_edge_is_an_anti_join():
+    ir, pipeline = crew("Which sailors have no logs?")
+    assert ir.collection == "sailors"
+    assert pipeline[:2] == [
+        {"$lookup": {"from": "logs", "localField": "sailor_id", "foreignField": "sailor_id", "as": "_logs"}},
+        {"$match": {"_logs": {"$size": 0}}}]
+
+
+def test_join_edges_are_trusted_only_between_like_named_keys():
+    index = {"collections": {"a": {}, "b": {}}, "join_edges": [
+        {"from": {"collection": "a", "path": "Rank"}, "to": {"collection": "b", "path": "B_ID"}},
+        {"from": {"collection": "b", "path": "items[].A_ID"}, "to": {"collection": "a", "path": "A_ID"}}]}
+    assert rules.join_edge(index, "a", "b") == ("A_ID", "items.A_ID")
+    assert rules.join_edge({"join_edges": index["join_edges"][:1]}, "a", "b") is None
+
+
+def test_top_n_values_by_a_total_group_and_rank():
+    index = {"db": "r", "collections": {"results": {"count": 9, "sampled": 9}},
+             "lattice": [entry("results", "team"), entry("results", "driver"),
+                         entry("results", "points", types={"int": 9})]}
+    pipeline = rules.render(rules.build_ir("Top 3 teams by total points.", [], index))
+    assert pipeline[0]["$group"]["_id"] == "$team"
+    assert pipeline[1:3] == [{"$sort": {"sum_points": -1, "_id": 1}}, {"$limit": 3}]
+    pipeline = rules.render(rules.build_ir("Which 5 drivers collected the most points?", [], index))
+    assert pipeline[0]["$group"] == {"_id": "$driver", "sum_points": {"$sum": "$points"}, "count": {"$sum": 1}}
+    assert pipeline[1:3] == [{"$sort": {"sum_points": -1, "_id": 1}}, {"$limit": 5}]

@@ -8,12 +8,22 @@ IR, testable on its own:
     schema_of(index)            fields of every collection, with word forms
     mention_fields(q, schema)   spans of the question naming lattice paths
     resolve_collection(...)     the collection, and the margin over the runner-up
-    bind_witnesses(...)         equality filters on exact stored values/keys
+    bind_witnesses(...)         equality filters on exact stored values/keys (and 'after <date>')
     detect_comparisons(...)     more than / at least / under / between / before ...
-    detect_aggregation(...)     count, sum, average, min, max, distinct
-    detect_grouping(...)        for each / per / by; "most common X"
+    detect_having(...)          'authors with more than 2 books': a count per value, then a condition
+    detect_missing(...)         'no end date yet' / 'never gave an email': null vs absent, per the lattice
+    detect_absence(...)         'without any allergies': an empty embedded array
+    detect_anti_join(...)       'authors that have no books': `$lookup` over a trusted join edge
+    bind_bag_attributes(...)    a witnessed key of a `[{k, v}]` bag: flag, group key, aggregate or rank
+    detect_flags(...)           boolean fields as predicates ('cancelled orders', 'not counting cancelled ones')
+    detect_rounding(...)        'rounded to 2 decimals'
+    detect_aggregation          count, sum, average, min, max, distinct; 'how many goals' sums;
+                                'average number of items' averages sizes
+    detect_grouping             for each / per / by; 'most common X'; 'which X has the most <docs>';
+                                'per year' of a date; 'how many A and how many B'
     detect_order(...)           superlatives, "in descending order of", top N
-    choose_outputs(...)         the fields the question asks to see
+    choose_outputs              the fields the question asks to see; a bare entity's id and name
+    default_order(...)          groups by key, documents by identifier, when no order is asked
     plan_unwinds(...)           arrays on the way to referenced fields
     render(ir)                  the aggregation pipeline
     confidence(ir)              in [0.15, 0.97] from grounding signals
@@ -43,7 +53,7 @@ AGG_WORDS = {
     "fewest": "$min",
 }
 DISTINCT_WORDS = {"distinct", "different", "unique"}
-GROUP_PATTERNS = re.compile(r"\b(?:for each|for every|per|in each|of each|by each|grouped by|group by|"
+GROUP_PATTERNS = re.compile(r"\b(?:(?:for|in|of|by|on|at|to|with) (?:each|every)|per|grouped by|group by|"
                             r"broken down by|count by|counts by|for (?:the )?different|across (?:the )?different)\s+")
 DESC_WORDS = {"descending", "decreasing", "highest", "largest", "most", "biggest", "greatest",
               "oldest", "latest", "newest", "longest", "top", "maximum"}
@@ -54,6 +64,7 @@ MEASURE_SUPERLATIVES = {
     "oldest": ("age", -1), "youngest": ("age", 1),
     "newest": ("year", -1), "latest": ("date", -1), "earliest": ("date", 1),
     "longest": ("length", -1), "shortest": ("length", 1),
+    "highest": ("height", -1), "tallest": ("height", -1), "lowest": ("height", 1),  # when no measure is named
 }
 COMPARATORS = [
     # (pattern, operator); N is a number captured as group "n"
@@ -61,7 +72,8 @@ COMPARATORS = [
     (r"(?:less|fewer|lower|smaller|younger|shorter|lighter|earlier) than", "$lt"),
     (r"at least|no less than|not less than|minimum of|(?:greater|more|higher) than or equal to", "$gte"),
     (r"at most|no more than|not more than|maximum of|(?:less|fewer|lower) than or equal to", "$lte"),
-    (r"over|above|exceeding|exceeds|after|since", "$gt"),
+    (r"since|from", "$gte"),  # 'since 1990' includes 1990
+    (r"over|above|exceeding|exceeds|after", "$gt"),
     (r"under|below|before", "$lt"),
 ]
 WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -69,7 +81,7 @@ WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, 
 NUMBER = r"(?P<n>-?\d+(?:\.\d+)?|" + "|".join(WORD_NUMBERS) + ")"
 BETWEEN = re.compile(r"\bbetween\s+" + NUMBER + r"\s+and\s+(?P<m>-?\d+(?:\.\d+)?)")
 NEGATIONS = {"not", "no", "except", "excluding", "other", "without", "never", "don't", "doesn't", "didn't",
-             "haven't", "hasn't", "none", "nobody"}
+             "haven't", "hasn't", "none", "nobody", "non"}
 LIMIT_PATTERNS = re.compile(r"\b(?:top|first|last|highest|lowest|largest|smallest|best|worst)\s+(?P<n>\d+)\b"
                             r"|\b(?P<m>\d+)\s+(?:highest|lowest|largest|smallest|most|least|best|worst|top)\b")
 ALL_FIELDS_PATTERNS = re.compile(r"\ball (?:the )?(?:information|info|details|data|attributes|fields|columns)\b")
@@ -102,6 +114,15 @@ class Field:
     context: tuple[str, ...]  # normalized words of the enclosing names
     present: int = 0
     maps: tuple[str, ...] = ()  # dotted prefixes that are dynamic maps (a `<*>` follows), outermost first
+    nulls: int = 0              # documents where the field holds null
+    missing: int = 0            # documents where the field is absent
+    types: frozenset = frozenset()  # every BSON type the field holds
+
+    @property
+    def mixed_numeric(self) -> bool:
+        """Numbers stored alongside other types (a sentinel string, a flag)."""
+        numbers = self.types & {"int", "long", "double", "decimal"}
+        return bool(numbers) and bool(self.types - numbers - {"null", "missing"})
 
     @property
     def numeric(self) -> bool:
@@ -148,6 +169,9 @@ class IR:
     expand: list[str] = field(default_factory=list)    # map paths ranged over with $objectToArray
     unwinds: list[str] = field(default_factory=list)
     grain: str | None = None         # the array whose elements the question counts/lists
+    round: int | None = None         # decimal places aggregates are rounded to
+    having: tuple = ()               # (operator, number) the per-group count must satisfy
+    anti_joins: list = field(default_factory=list)  # (collection, local, foreign): no document refers here
     grounded_share: float = 0.0
     witnesses_bound: int = 0
     unresolved: list[str] = field(default_factory=list)
@@ -166,7 +190,8 @@ class IR:
             "count": self.count, "distinct": self.distinct,
             "sort": [{"key": k.mql if isinstance(k, Field) else (f"$size:{k[1].mql}" if isinstance(k, tuple) else k),
                       "dir": d} for k, d in self.sort],
-            "limit": self.limit,
+            "limit": self.limit, "round": self.round, "having": list(self.having),
+            "anti_joins": [list(j) for j in self.anti_joins],
             "outputs": [f.mql for f in self.outputs],
             "sizes": [f.mql for f in self.sizes],
             "unresolved": self.unresolved, "issues": self.issues,
@@ -234,7 +259,8 @@ def schema_of(index: dict) -> dict[str, list[Field]]:
         fields.append(Field(
             collection=entry["collection"], path=path, mql=mql, arrays=arrays,
             kind=entry.get("kind", "scalar"), type=_dominant_type(entry.get("types", {})),
-            words=tuple(split_name(names[-1])), context=context, present=entry.get("present", 0), maps=maps))
+            words=tuple(split_name(names[-1])), context=context, present=entry.get("present", 0), maps=maps,
+            nulls=entry.get("null", 0), missing=entry.get("missing", 0), types=frozenset(entry.get("types", {}))))
         if entry.get("kind") == "dynamic_map":
             # the map's keys are data ('seasons' -> a season, 'results_by_driver' -> a driver);
             # a map directly inside another map has no name for its keys
@@ -253,7 +279,7 @@ def schema_of(index: dict) -> dict[str, list[Field]]:
 
 def _word_match(q: str, f: str) -> float:
     """How well a question word names a field word (1 exact, <1 partial, 0 none)."""
-    if q == f:
+    if q == f or q == f + "s" and len(f) <= 3:  # 'ids' is left plural by the normalizer
         return 1.0
     if len(f) >= 2 and len(q) >= 4 and q.startswith(f) and len(f) >= 3:
         return 0.8  # 'student' ~ 'stu'
@@ -421,7 +447,9 @@ def resolve_collection(q: Question, schema: dict[str, list[Field]], mentions: li
         for i, w in enumerate(q.stems):
             if any(_word_match(w, cw) >= 0.8 for cw in coll_words):
                 positions.add(i)
-        score += 2.0 * min(1.0, len(positions) / max(1, len(coll_words))) if positions else 0.0
+        # 'authors that have no books': a denied collection is the other side of a join
+        asserted = {i for i in positions if not _denied(q, i)}
+        score += 2.0 * min(1.0, len(asserted) / max(1, len(coll_words))) if asserted else 0.0
         for f in fields:
             if f.kind == "array" and f.words:
                 hits = {i for i, w in enumerate(q.stems) if _word_match(w, f.words[-1]) >= 0.85}
@@ -446,6 +474,52 @@ def resolve_collection(q: Question, schema: dict[str, list[Field]], mentions: li
     return best, margin, entity_positions
 
 
+def _denied(q: Question, i: int) -> bool:
+    """The word at `i` follows a negation closely ('no books', 'do not have reviews')."""
+    return any(q.raw[k] in ("no", "not", "without", "never") for k in range(max(0, i - 3), i))
+
+
+def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int]) -> list[tuple[str, str, str]]:
+    """'authors that have no books', 'customers with no orders': another
+    collection, named after a negation and linked by a join edge of the index,
+    has no document referring to this one. Returns (collection, local path,
+    foreign path) for a `$lookup` whose result must be empty."""
+    joins = []
+    for other in index.get("collections", {}):
+        words = split_name(other)
+        if other == collection or not words:
+            continue
+        for i in range(len(q.stems)):
+            if i in consumed or not _denied(q, i) or _word_match(q.stems[i], words[-1]) < 0.8:
+                continue
+            edge = join_edge(index, collection, other)
+            if edge is not None:
+                joins.append((other, *edge))
+                consumed.update(range(max(0, i - 3), i + 1))
+            break
+    return joins
+
+
+def join_edge(index: dict, collection: str, other: str) -> tuple[str, str] | None:
+    """(local path, foreign path) of a join edge between two collections, either
+    direction. Edges are induced from overlapping values, so small integers
+    overlap by chance: an edge is trusted when both ends carry the same field
+    name (`Author_ID` = `Author_ID`) or the local end names the other
+    collection (`author` -> authors.code); top-level ends first."""
+    trusted = []
+    for edge in index.get("join_edges", []):
+        a, b = edge.get("from", {}), edge.get("to", {})
+        for near, far in ((a, b), (b, a)):
+            if near.get("collection") != collection or far.get("collection") != other:
+                continue
+            local, foreign = _lattice_to_mql(near["path"])[0], _lattice_to_mql(far["path"])[0]
+            same = split_name(local.rsplit(".", 1)[-1]) == split_name(foreign.rsplit(".", 1)[-1])
+            names = set(split_name(local.rsplit(".", 1)[-1])) & set(split_name(other))
+            if same or names:
+                trusted.append((not same, local.count("."), foreign.count("."), local, foreign))
+    return min(trusted)[3:] if trusted else None
+
+
 def _name_span(q: Question, collection: str) -> set[int]:
     """Word positions where the question spells a multi-word collection name out
     ('lab histories' for lab_histories): the entity itself, never a field."""
@@ -467,7 +541,8 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     ('the device name' is a field; 'for devices' is the collection).
     """
     pool = [m for m in mentions if m.field.collection == collection and m.field.kind not in ("object", "dynamic_map")]
-    pool.sort(key=lambda m: (-min(m.score, 1.25), -(m.end - m.start), len(m.field.arrays),
+    pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score, 1.25), -(m.end - m.start),
+                             len(m.field.arrays),
                              -m.field.present, m.field.mql))
     taken: list[Mention] = []
     used: set[int] = set()
@@ -486,8 +561,12 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
 
 
 def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_fields: list[Field],
-                   mentions: list[Mention], consumed: set[int]) -> list[Filter]:
-    """Equality filters on exact stored forms for value-like literals in the question."""
+                   mentions: list[Mention], consumed: set[int], entities: set[int] = frozenset(),
+                   grain: str | None = None) -> list[Filter]:
+    """Equality filters on exact stored forms for value-like literals in the question.
+
+    A lowercase word is a literal only when its witness is hard (few stored
+    locations) and the word does not name the collection or an array entity."""
     by_path = {f.path: f for f in schema_fields}
     by_mql = {f.mql: f for f in schema_fields}
     filters: list[Filter] = []
@@ -501,9 +580,14 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
         quoted = _is_quoted(q.text, q.spans[at][0], q.spans[end - 1][1])
         is_key = w.get("hard") and any(m.get("kind") == "key" and m.get("collection") == collection
                                        for m in w.get("matches", []))
-        if not (quoted or re.search(r"[A-Z0-9]", original) or end - at > 1 or is_key):
+        hard_literal = w.get("hard") and not set(range(at, end)) & entities
+        if not (quoted or re.search(r"[A-Z0-9]", original) or end - at > 1 or is_key or hard_literal):
             continue  # a lowercase common word is not a literal
-        if any(set(range(at, end)) & set(range(m.start, m.end)) for m in mentions) and not quoted:
+        # a word naming a field in full is that field; one naming part of a field's
+        # name ('closed' of closed_at) is a value when a hard witness says so
+        # ('Class B' is a value even where 'class' names a field: the longer reading wins)
+        if any(set(range(at, end)) & set(range(m.start, m.end)) and (m.share == 1.0 or not w.get("hard"))
+               and m.end - m.start >= end - at for m in mentions) and not quoted:
             continue
         candidates = []
         for match in w.get("matches", []):
@@ -516,14 +600,20 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
                 near = min((abs(m.start - at) for m in mentions if f.mql in m.field.maps), default=50)
             else:
                 near = min((abs(m.start - at) for m in mentions if m.field.mql == f.mql), default=99)
-            candidates.append((near, -int(match.get("frequency", 0)), f.mql, f, match))
+            # an exact stored value beats the year of a date ('the 1998 edition' is edition 1998)
+            partial = match.get("part") == "year"
+            # 'orders in 1999' when orders are counted: the date of an order, not of the customer
+            outside = grain is not None and grain not in f.arrays
+            candidates.append((near, outside, partial, -int(match.get("frequency", 0)), f.mql, f, match))
         if not candidates:
             continue
-        candidates.sort(key=lambda c: c[:3])
-        _, _, _, f, match = candidates[0]
-        if match.get("kind") != "key" and match.get("part") != "year" and re.fullmatch(r"-?\d+(?:\.\d+)?", term) and not any(
-                m.field.mql == f.mql and 0 <= at - m.end <= 2 for m in mentions):
-            continue  # a bare number binds only right after its field ('major 50')
+        candidates.sort(key=lambda c: c[:5])
+        f, match = candidates[0][-2:]
+        bare_number = match.get("kind") != "key" and match.get("part") != "year" and re.fullmatch(
+            r"-?\d+(?:\.\d+)?", term)
+        if bare_number and not (any(m.field.mql == f.mql and (0 <= at - m.end <= 2 or m.start == end) for m in mentions)
+                                or _is_year(term) and f.numeric):
+            continue  # a bare number binds only next to its field ('major 50', '1 credit'), unless it is a year
         negated = any(q.raw[i] in NEGATIONS for i in range(max(0, at - 3), at))
         if match.get("kind") == "key":
             filters.append(Filter(f, "$exists", match["stored"], at, key_of=f))
@@ -532,9 +622,84 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
             filters.append(Filter(f, "$gte", datetime(year, 1, 1, tzinfo=timezone.utc), at))
             filters.append(Filter(f, "$lt", datetime(year + 1, 1, 1, tzinfo=timezone.utc), at))
         else:
-            filters.append(Filter(f, "$ne" if negated else "$eq", match["stored"], at))
+            before = DATE_COMPARATORS.get(" ".join(q.raw[max(0, at - 2):at])) or DATE_COMPARATORS.get(
+                q.raw[at - 1] if at else "")
+            op = before if before and f.type in ("date", "string") else "$ne" if negated else "$eq"
+            filters.append(Filter(f, op, match["stored"], at))
         consumed.update(range(at, end))
     return _merge_equalities(filters)
+
+
+# --- attribute bags: arrays of {k, v} pairs ------------------------------------------
+
+BAG_KEY_WORDS = frozenset({"k", "key", "name", "attribute", "attr", "property", "field"})
+BAG_VALUE_WORDS = frozenset({"v", "value", "val"})
+
+
+def bag_value(key: Field, fields: list[Field]) -> Field | None:
+    """The value field paired with a bag's key field (`attributes[].k` -> `attributes[].v`):
+    an array whose elements hold exactly a string key and a value."""
+    if not key.arrays or not key.words or key.words[-1] not in BAG_KEY_WORDS:
+        return None
+    element = key.path.rsplit(".", 1)[0] + "."
+    siblings = [f for f in fields if f.path.startswith(element) and "." not in f.path[len(element):]]
+    values = [f for f in siblings if f is not key and f.words and f.words[-1] in BAG_VALUE_WORDS]
+    return values[0] if len(siblings) == 2 and len(values) == 1 else None
+
+
+def bind_bag_attributes(q: Question, ir: IR, fields: list[Field], limit_direction: int) -> None:
+    """A witnessed key of an attribute bag names an attribute, not a value: it is
+    grouped by ('per colour'), aggregated ('average weight'), ranked ('the
+    highest weight', 'top 5 by weight'), or else a flag the documents carry
+    ('products marked fragile': `{$elemMatch: {k, v: true}}`). In the first
+    three roles the bag is unwound, the pair kept by its key, and its value read."""
+    for f in list(ir.filters):
+        value = bag_value(f.field, fields) if f.op == "$eq" else None
+        if value is None:
+            continue
+        role = _bag_role(q, f.start, ir, limit_direction)
+        attribute = Field(**{**value.__dict__, "words": tuple(split_name(str(f.value)))})
+        if role is None:
+            if "bool" in value.types:
+                array = next(g for g in fields if g.mql == f.field.arrays[-1] and g.kind == "array")
+                pair = {f.field.mql.rsplit(".", 1)[1]: f.value, value.mql.rsplit(".", 1)[1]: True}
+                ir.filters[ir.filters.index(f)] = Filter(array, "$elemMatch", pair, f.start)
+            continue
+        op, direction = role
+        if op == "group":
+            ir.group_by.append(attribute)
+        elif op == "sort":
+            ir.sort = [(attribute, direction)]
+            ir.outputs.append(attribute)
+        else:
+            ir.aggregates.append((op, attribute))
+        if op != "group" and attribute.mixed_numeric:
+            ir.filters.append(Filter(attribute, "$type", "number", f.start))
+
+
+def _bag_role(q: Question, at: int, ir: IR, limit_direction: int) -> tuple[str, int] | None:
+    """How the attribute at word `at` is used, from the words just before it."""
+    before = [w for w in q.raw[max(0, at - 3):at] if w not in ("the", "a", "an", "recorded", "stated", "their")]
+    last = before[-1] if before else ""
+    if last in ("each", "per", "every", "which", "what") or before[-2:] == ["by", "each"]:
+        return ("group", 1)  # 'per colour', 'which colours': the attribute's values
+    if last == "by" and not ir.limit:
+        return ("group", 1)
+    if last == "by" or last in DESC_WORDS or last in ASC_WORDS:
+        direction = -1 if last in DESC_WORDS else 1 if last in ASC_WORDS else (limit_direction or -1)
+        return ("sort", direction)
+    if AGG_WORDS.get(last) in ("$avg", "$sum"):
+        return (AGG_WORDS[last], 0)
+    return None
+
+
+# A comparator right before a witnessed date ('joined after 7th September, 1987').
+DATE_COMPARATORS = {"after": "$gt", "before": "$lt", "since": "$gte", "until": "$lte", "later than": "$gt",
+                    "earlier than": "$lt", "on or after": "$gte", "on or before": "$lte"}
+
+
+def _is_year(term: str) -> bool:
+    return bool(re.fullmatch(r"(?:1[89]|20)\d\d", term))
 
 
 def _is_quoted(text: str, start: int, end: int) -> bool:
@@ -571,35 +736,36 @@ def _maybe_number(word: str):
 
 
 def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention],
-                       consumed: set[int], used: set[int]) -> list[Filter]:
+                       consumed: set[int], used: set[int], years: dict | None = None) -> list[Filter]:
     """Numeric comparisons ('more than 50', 'before 1850', 'between 2 and 5',
     'at least two flights') bound to the nearest numeric field mentioned, to the
-    field the comparator names ('older' -> age), or to the size of an array
-    entity named right after the number."""
+    field the comparator names ('older' -> age), to the size of an array
+    entity named right after the number, or, for a year, to where the witness
+    found it stored (`years`: term -> field; a date field compares its year)."""
     lower = q.text.lower()
-    found: list[tuple[int, str, object, int]] = []  # (word index, op, value, char end)
-    for m in BETWEEN.finditer(lower):
-        at = q.word_at(m.start())
-        found.append((at, "$gte", _number(m.group("n")), m.end()))
-        found.append((at, "$lte", _number(m.group("m")), m.end()))
-    for pattern, op in COMPARATORS:
-        for m in re.finditer(r"\b(?:" + pattern + r")\s+(?:the\s+|a\s+)?(?:year\s+)?" + NUMBER + r"\b", lower):
-            at = q.word_at(m.start())
-            if not any(a == at for a, *_ in found):
-                found.append((at, op, _number(m.group("n")), m.end()))
-    for m in re.finditer(NUMBER + r"\s+or\s+(more|greater|higher|above|less|fewer|lower|below)\b", lower):
-        op = "$gte" if m.group(2) in ("more", "greater", "higher", "above") else "$lte"
-        found.append((q.word_at(m.start()), op, _number(m.group("n")), m.end()))
     numeric = [m for m in mentions if m.field.numeric]
     filters = []
-    for at, op, value, char_end in sorted(found, key=lambda x: x[0]):
+    taken = set(consumed)  # phrases an earlier stage read (a HAVING count)
+    for at, op, value, char_end in comparison_phrases(q):
+        if at in taken:
+            continue
         after = q.word_at(char_end)
         array = _array_named(q, after, fields)
         if array is not None:
             filters.append(Filter(array, op, value, at, size=True))
             consumed.update(range(at, after + 1))
             continue
-        mention, target = _comparison_field(q, at, value, numeric, fields)
+        mention, target = None, None
+        if re.search(r"\byear\b", lower[q.spans[at][0]:char_end]):  # 'before the year of 2010' names its field
+            target = _measure_field(fields, "year")
+        if target is None:
+            mention, target = _comparison_field(q, at, value, numeric, fields)
+        if target is None and str(value) in (years or {}):
+            target = years[str(value)]
+            if target.type == "date":
+                filters.append(Filter(target, *_year_bound(op, value), at))
+                consumed.update(range(at, after))
+                continue
         if target is None:
             continue
         if mention is not None:
@@ -607,6 +773,68 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         filters.append(Filter(target, op, value, at))
         consumed.update(range(at, after))
     return filters
+
+
+def comparison_phrases(q: Question) -> list[tuple[int, str, object, int]]:
+    """Every 'more than N', 'between N and M', 'N or more' in the question, as
+    (word index, operator, number, character end), in question order."""
+    lower = q.text.lower()
+    found: list[tuple[int, str, object, int]] = []
+    for m in BETWEEN.finditer(lower):
+        at = q.word_at(m.start())
+        found.append((at, "$gte", _number(m.group("n")), m.end()))
+        found.append((at, "$lte", _number(m.group("m")), m.end()))
+    for pattern, op in COMPARATORS:
+        phrase = r"\b(?:" + pattern + r")\s+(?:the\s+|a\s+)?(?:year\s+(?:of\s+)?)?" + NUMBER + r"\b"
+        for m in re.finditer(phrase, lower):
+            at = q.word_at(m.start())
+            if not any(a == at for a, *_ in found):
+                found.append((at, op, _number(m.group("n")), m.end()))
+    for m in re.finditer(NUMBER + r"\s+or\s+(more|greater|higher|above|less|fewer|lower|below)\b", lower):
+        op = "$gte" if m.group(2) in ("more", "greater", "higher", "above") else "$lte"
+        found.append((q.word_at(m.start()), op, _number(m.group("n")), m.end()))
+    return sorted(found, key=lambda x: x[0])
+
+
+def detect_having(q: Question, mentions: list[Mention], fields: list[Field], entities: set[int],
+                  consumed: set[int], used: set[int]) -> tuple[Field, str, object] | None:
+    """'authors who have more than 2 books': the number compares how many of
+    the collection's own documents share a value of the field named before it
+    — a count per value, then a condition on that count (SQL's HAVING)."""
+    for at, op, value, char_end in comparison_phrases(q):
+        after = q.word_at(char_end)
+        if after not in entities or _array_named(q, after, fields, top_level=False) is not None:
+            continue
+        before = [m for m in mentions if m.end <= at and m.start not in used and m.field.kind != "array"
+                  and not m.field.arrays]
+        if before:
+            consumed.update(range(at, after + 1))
+            used.add(before[-1].start)
+            return before[-1].field, op, value
+    return None
+
+
+def _year_bound(op: str, year: int) -> tuple[str, datetime]:
+    """A comparison with a year, on a date: 'after 1990' is from 1 January 1991."""
+    first = datetime(year + (op in ("$gt", "$lte")), 1, 1, tzinfo=timezone.utc)
+    return ("$gte" if op in ("$gt", "$gte") else "$lt"), first
+
+
+def witnessed_years(witnesses: list[dict], collection: str, fields: list[Field]) -> dict[str, Field]:
+    """Year literals and the field of this collection storing them: an exact
+    numeric value ('edition 1990') before the year of a date."""
+    by_path = {f.path: f for f in fields}
+    years = {}
+    for w in witnesses:
+        term = str(w.get("term", ""))
+        if not _is_year(term):
+            continue
+        found = [(match.get("part") == "year", by_path[match["path"]]) for match in w.get("matches", [])
+                 if match.get("collection") == collection and match.get("kind") == "value"
+                 and match.get("path") in by_path and (by_path[match["path"]].numeric or match.get("part") == "year")]
+        if found:
+            years[term] = min(found, key=lambda c: (c[0], len(c[1].arrays), c[1].mql))[1]
+    return years
 
 
 def _array_named(q: Question, at: int, fields: list[Field], top_level: bool = True) -> Field | None:
@@ -621,7 +849,8 @@ def _array_named(q: Question, at: int, fields: list[Field], top_level: bool = Tr
 
 def _comparison_field(q: Question, at: int, value, numeric: list[Mention], fields: list[Field]):
     """(mention, field) a comparison at word `at` constrains, or (None, None)."""
-    before = [m for m in numeric if m.end <= at + 1 and at - m.end <= 6]
+    # the comparator word names no field; an identifier is compared only when right before it
+    before = [m for m in numeric if m.end <= at and at - m.end <= (1 if "id" in m.field.words else 6)]
     if before:
         m = max(before, key=lambda m: m.end)
         return m, m.field
@@ -634,11 +863,13 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
                "earlier": "year", "later": "year", "longer": "length", "shorter": "length"}.get(word)
     if measure is None and isinstance(value, int) and 1000 <= value <= 2100:
         measure = "year"
-    if measure:
-        named = [f for f in fields if f.numeric and measure in f.words]
-        if named:
-            return None, min(named, key=lambda f: (len(f.arrays), -f.present, f.mql))
-    return None, None
+    return None, _measure_field(fields, measure) if measure else None
+
+
+def _measure_field(fields: list[Field], measure: str) -> Field | None:
+    """The numeric field a measure word names ('year', 'age'), least nested first."""
+    named = [f for f in fields if f.numeric and measure in f.words]
+    return min(named, key=lambda f: (len(f.arrays), -f.present, f.mql)) if named else None
 
 
 def detect_absence(q: Question, fields: list[Field], consumed: set[int]) -> list[Filter]:
@@ -655,6 +886,78 @@ def detect_absence(q: Question, fields: list[Field], consumed: set[int]) -> list
                 consumed.update(range(at, j + 1))
                 break
     return filters
+
+
+# Words between a negation and the field it denies ('no end date yet', 'never gave an email').
+ABSENCE_FILLERS = frozenset("a an any the their its his her have has had yet still to "
+                            "record recorded know known state stated list listed give gave given provide provided "
+                            "disclose disclosed report reported specify specified enter entered set".split())
+# Phrases that say the field was never there at all, not that it holds null.
+NEVER_PRESENT = re.compile(r"\b(?:never|at all|missing|absent|not collected|never collected)\b")
+
+
+def detect_missing(q: Question, mentions: list[Mention], fields: list[Field], consumed: set[int],
+                   used: set[int]) -> list[Filter]:
+    """'has no address', 'no end date yet', 'never gave an email address':
+    the field named after the negation is null or absent. The lattice says
+    which the data holds; when it holds both, 'never ... at all' means absent
+    (`$exists: false`) and anything else an unrecorded value (`$type: "null"`)."""
+    filters = []
+    named = {i for m in mentions for i in range(m.start, m.end)}
+    for at, word in enumerate(q.raw):
+        if word not in ("no", "without", "never", "not") or at in consumed:
+            continue
+        j = at + 1
+        while j < len(q.raw) and q.raw[j] in ABSENCE_FILLERS:
+            j += 1
+        # the field, or the field after one modifier word ('no final score')
+        modifier = j not in named and j < len(q.raw) and _plain_word(q, j)
+        # (a flag denied is detect_flags' `$ne: true`, not a missing value)
+        target = next((m for m in mentions if (m.start == j or m.start == j + 1 and modifier)
+                       and m.field.kind != "array" and m.field.type != "bool"), None)
+        if target is None or target.start in used or j in consumed:
+            target = _object_named(q, j, fields)  # 'no vitals': an embedded document
+        if target is None or target.start in used or j in consumed:
+            continue
+        if _array_named(q, j, fields, top_level=False) or _array_named(q, target.end, fields, top_level=False):
+            continue  # 'no captain', 'without a school bus': an empty array (detect_absence)
+        f = target.field
+        absent = f.nulls == 0 or (f.missing > 0 and NEVER_PRESENT.search(q.text.lower()[q.spans[at][0]:]))
+        filters.append(Filter(f, "$exists", False, at) if absent else Filter(f, "$type", "null", at))
+        used.add(target.start)
+        consumed.update(range(at, target.end))
+    return filters
+
+
+def detect_flags(q: Question, mentions: list[Mention], consumed: set[int], used: set[int]) -> list[Filter]:
+    """A boolean field named as a predicate ('cancelled orders', 'those
+    cancelled') holds true; negated ('not counting cancelled ones') it does
+    not (`$ne: true` keeps the documents where the flag is false or absent)."""
+    filters = []
+    for m in mentions:
+        if m.field.type != "bool" or m.start in used or m.start in consumed:
+            continue
+        negated = any(w in NEGATIONS for w in q.raw[max(0, m.start - 4):m.start])
+        filters.append(Filter(m.field, "$ne" if negated else "$eq", True, m.start))
+        used.add(m.start)
+    return filters
+
+
+def _plain_word(q: Question, i: int) -> bool:
+    """A lowercase, unquoted word: not a literal such as 'Tony' in 'not "Tony Award"'."""
+    start, end = q.spans[i]
+    return q.text[start:end].isalpha() and q.text[start:end].islower() and q.text[start - 1:start] not in "\"'“‘"
+
+
+def _object_named(q: Question, at: int, fields: list[Field]) -> Mention | None:
+    """The embedded-document field named in full from word `at`, as a mention."""
+    for f in fields:
+        n = len(f.words)
+        if f.kind != "object" or f.path.endswith("[]") or not n or at + n > len(q.stems):
+            continue
+        if all(_word_match(w, fw) >= 0.85 for w, fw in zip(q.stems[at:at + n], f.words)):
+            return Mention(f, at, at + n, 1.0)
+    return None
 
 
 TEXT_PATTERNS = [
@@ -688,7 +991,8 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
                 continue
             literal = re.escape(m.group("s"))
             regex = {"contains": literal, "prefix": "^" + literal, "suffix": literal + "$"}[anchor]
-            filters.append(Filter(mention.field, "$regex", regex, at))
+            negated = any(w in NEGATIONS for w in q.raw[max(0, at - 2):at])  # 'does not contain M'
+            filters.append(Filter(mention.field, "$not" if negated else "$regex", regex, at))
             used.add(mention.start)
             consumed.update(range(at, q.word_at(m.end())))
     return filters
@@ -709,6 +1013,22 @@ def detect_limit(q: Question, consumed: set[int]) -> tuple[int | None, int]:
     return n, direction
 
 
+ROUNDING = re.compile(r"\b(?:rounded|round(?:ing)?)\s+(?:off\s+)?(?:to\s+)?"
+                      r"(?:the\s+nearest\s+(?P<whole>whole|integer|unit)"
+                      r"|(?P<n>\d+|" + "|".join(WORD_NUMBERS) + r"|a|an)\s+(?:decimal|digit|place)s?)")
+
+
+def detect_rounding(q: Question, consumed: set[int]) -> int | None:
+    """'rounded to 2 decimals', 'rounded to one decimal place', 'to the nearest whole number'."""
+    m = ROUNDING.search(q.text.lower())
+    if not m:
+        return None
+    consumed.update(range(q.word_at(m.start()), q.word_at(m.end())))
+    if m.group("whole"):
+        return 0
+    return 1 if m.group("n") in ("a", "an") else _number(m.group("n"))
+
+
 def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     """The intermediate representation of one question over one database's index."""
     q = Question.of(question)
@@ -720,70 +1040,77 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
             array_paths=frozenset(a for f in fields for a in f.arrays))
     entities = entity_positions.get(collection, set())
     plural = {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
-    mentions = select_mentions(all_mentions, collection, entities, plural, _name_span(q, collection))
+    mentions = select_mentions(all_mentions, collection, entities, plural,
+                               _name_span(q, collection) | order_words(q))
     ir.mentions = mentions
     lower = question.lower()
 
     consumed: set[int] = set()   # question words that a filter or intent already explains
     used: set[int] = set()       # mentions (by start) that filter, group, sort or aggregate
     ir.limit, limit_direction = detect_limit(q, consumed)
-    ir.filters = detect_comparisons(q, fields, mentions, consumed, used)
+    ir.round = detect_rounding(q, consumed)
+    having = detect_having(q, mentions, fields, entities, consumed, used)
+    if having is not None:
+        ir.group_by, ir.having = [having[0]], having[1:]
+    ir.filters = detect_comparisons(q, fields, mentions, consumed, used,
+                                    witnessed_years(witnesses, collection, fields))
     ir.filters += detect_text_filters(q, mentions, consumed, used)
+    ir.filters += detect_missing(q, mentions, fields, consumed, used)
     ir.filters += detect_absence(q, fields, consumed)
-    bound = bind_witnesses(q, witnesses, collection, fields, mentions, consumed)
+    ir.anti_joins = detect_anti_join(q, index, collection, consumed)  # embedded arrays came first
+    bound = bind_witnesses(q, witnesses, collection, fields, mentions, consumed, entities,
+                           _count_grain(q, fields, entities))
     for f in bound:
         used.update(m.start for m in mentions if m.field.mql == f.field.mql and abs(m.start - f.start) <= 4)
+    used.update(m.start for m in mentions if m.start in consumed)  # a word read as a literal names no field
     ir.filters += bound
     ir.witnesses_bound = len(bound)
+    bind_bag_attributes(q, ir, fields, limit_direction)
+    ir.filters += detect_flags(q, mentions, consumed, used)
     ir.bound_keys = {f.field.mql: f.value for f in bound if f.key_of is not None}
     ir.distinct = any(w in DISTINCT_WORDS for w in q.raw)
     named = {i for m in mentions for i in range(m.start, m.end)}
-    ir.count = any(q.word_at(c.start()) not in named for c in COUNT_PATTERNS.finditer(lower))
+    ir.count = bool(ir.having) or any(q.word_at(c.start()) not in named for c in COUNT_PATTERNS.finditer(lower))
+    if ir.count:
+        count_quantities(q, ir, mentions, entities, used)
+        count_per_value(lower, ir)
 
     # grouping: "for each X", "per X", "most common X"
     for m in GROUP_PATTERNS.finditer(lower):
         at = q.word_at(m.end())
         target = next((mm for mm in mentions if mm.start >= at and mm.start - at <= 2), None)
+        if target is None and not _is_order_phrase(lower, m.start()):
+            _group_by_date_part(q, at, fields, mentions, ir, consumed)
         if target and target.start not in used and not _is_order_phrase(lower, m.start()):
             if target.field not in ir.group_by:
                 ir.group_by.append(target.field)
             used.add(target.start)
+    for m in re.finditer(r"\b(?:each|every)\s+", lower):  # 'spent each year'
+        at = q.word_at(m.end())
+        if not any(mm.start == at for mm in mentions):
+            _group_by_date_part(q, at, fields, mentions, ir, consumed)
     common = re.search(r"\b(?:most|least) (?:common|frequent|popular|often)\b", lower)
     if common:
         at = q.word_at(common.end())
-        target = next((mm for mm in mentions if mm.start >= at - 1), None) or (mentions[0] if mentions else None)
+        ordering = re.match(r"\s*(?:first|last|to)\b", lower[common.end():])  # 'most common first' orders
+        after = [mm for mm in mentions if mm.start >= at - 1 and mm.start not in used]
+        target = None if ordering and ir.group_by else (after[0] if after else mentions[0] if mentions else None)
         if target:
             if target.field not in ir.group_by:
                 ir.group_by.append(target.field)
             used.add(target.start)
+        if target or ir.group_by:
             ir.sort = [("count", -1 if "most" in common.group() else 1)]
-            if not re.match(r"\s*(?:first|last|to)\b", lower[common.end():]):
-                ir.limit = ir.limit or 1  # "the most common X" is one; "most common first" orders
+            if not ordering:
+                ir.limit = ir.limit or 1  # "the most common X" is one
             ir.count = True
 
     # aggregates: "average price", "total and minimum enrollment"; superlatives sort
-    for i, word in enumerate(q.raw):
-        op = AGG_WORDS.get(word)
-        if op is None or i in consumed:
-            continue
-        target = next((mm for mm in mentions if mm.start > i and mm.start - i <= 4 and mm.field.numeric), None)
-        array = _array_named(q, i + 1, fields) if target is None else None
-        if op in ("$max", "$min") and array is not None:
-            ir.sort = ir.sort or [(("size", array), -1 if op == "$max" else 1)]  # 'the most players'
-            ir.limit = ir.limit or 1
-            consumed.add(i + 1)
-            continue
-        if target is None:
-            continue
-        if op in ("$max", "$min") and _is_superlative(q, i, mentions, target, used):
-            if not ir.sort:
-                ir.sort = [(target.field, -1 if op == "$max" else 1)]
-                ir.limit = ir.limit or 1
-            used.add(target.start)
-            continue
-        if (op, target.field) not in ir.aggregates:
-            ir.aggregates.append((op, target.field))
-        used.add(target.start)
+    detect_aggregates(q, ir, mentions, fields, entities, consumed, used, bool(common))
+    top_group(q, ir, mentions, used)
+
+    if ir.aggregates or ir.count:
+        ir.group_by += [f for f in detect_by_grouping(q, mentions, used, entities) if f not in ir.group_by]
 
     # order: "in descending order of X", "sorted by X", "top 3 X", measure superlatives
     if not ir.sort:
@@ -794,7 +1121,7 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
             ir.sort = [(target.field, limit_direction)]
             used.add(target.start)
     if ir.sort and ir.limit is None:
-        ir.limit = _superlative_limit(q)
+        ir.limit = entity_limit(q, entities, mentions) or _superlative_limit(q)
 
     # outputs: what the question names and nothing else uses
     if ALL_FIELDS_PATTERNS.search(lower):
@@ -805,8 +1132,7 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
             if m.start not in used and m.field not in ir.outputs and m.field not in ir.group_by:
                 ir.outputs.append(m.field)
         if not ir.outputs and not (ir.count or ir.aggregates or ir.group_by):
-            # a bare entity ("list the students"): its name-like field
-            ir.outputs = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1]
+            ir.outputs = entity_outputs(index, collection, fields, q, entities)
     ir.grain = _count_grain(q, fields, entities) if ir.count else None
     if ir.count and ir.outputs and not (ir.group_by or ir.aggregates or ir.distinct):
         inside = [k for k, _ in ir.sort if isinstance(k, Field)] + list(ir.outputs)
@@ -824,6 +1150,7 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     elif (len(ir.outputs) == 1 and not (ir.count or ir.aggregates or ir.group_by or ir.sort or ir.filters)
           and re.search(r"\ball\b", lower) and _plural_attribute(q, mentions, ir.outputs[0], plural)):
         ir.distinct = True  # "show all majors": the set of majors
+    ir.sort = ir.sort or default_order(ir, identifier(index, collection, fields))
 
     # the unresolved content words lower confidence
     grounded = set(consumed) | entities
@@ -853,7 +1180,139 @@ def _is_order_phrase(lower: str, at: int) -> bool:
 
 def _intent_word(word: str) -> bool:
     return word in ("many", "count", "number", "order", "sorted", "ordered", "each", "every", "common",
-                    "frequent", "than", "least", "most", "between", "distinct", "different", "unique")
+                    "frequent", "than", "least", "most", "between", "distinct", "different", "unique",
+                    "sort", "alphabetic", "alphabetical", "alphabetically", "corresponding", "respective",
+                    "along", "having", "named", "called")
+
+
+def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list[Field], entities: set[int],
+                      consumed: set[int], used: set[int], common: bool) -> None:
+    """Aggregate words and what they apply to: 'average price' aggregates,
+    'the book with the highest price' sorts, 'the most chapters' ranks by an
+    array's size, 'which genre has the most books' counts per value,
+    'average number of chapters' averages sizes, 'the highest total' ranks it."""
+    lower = q.text.lower()
+    named = {i for m in mentions for i in range(m.start, m.end)}
+    rank_aggregate = 0
+    for i, word in enumerate(q.raw):
+        op = "$sum" if word == "much" and q.raw[i - 1:i] == ["how"] else AGG_WORDS.get(word)  # 'how much was spent'
+        if op is None or i in consumed:
+            continue
+        target = next((mm for mm in mentions if mm.start > i and mm.start - i <= 4 and mm.field.numeric), None)
+        counted = i + 3 if q.raw[i + 1:i + 3] == ["number", "of"] else i + 1
+        array = _array_named(q, counted, fields) if target is None else None
+        if op in ("$avg", "$sum") and array is not None:
+            # 'average number of chapters', 'average readership': the size of each document's array
+            if (op, array) not in ir.aggregates:
+                ir.aggregates.append((op, array))
+            consumed.update(range(i + 1, counted + 1))
+            used.update(m.start for m in mentions if m.start == counted)
+            continue
+        if op in ("$max", "$min") and i + 1 < len(q.raw) and AGG_WORDS.get(q.raw[i + 1]) in ("$sum", "$avg") \
+                and q.text[q.spans[i][1]:q.spans[i + 1][0]].strip() == "":
+            rank_aggregate = -1 if op == "$max" else 1  # 'the highest total sales' ranks the total
+            continue
+        key = _most_of_entity(q, i, mentions, entities, fields, used) if op in ("$max", "$min") and target is None \
+            and array is None else None
+        if key is not None:
+            # 'which genre has the most books': the value of a field shared by the most documents
+            ir.group_by.append(key.field)
+            used.add(key.start)
+            ir.count = True
+            ir.sort = ir.sort or [("count", -1 if op == "$max" else 1)]
+            ir.limit = ir.limit or 1
+            continue
+        if op in ("$max", "$min") and array is not None:
+            ir.sort = ir.sort or [(("size", array), -1 if op == "$max" else 1)]  # 'the most players'
+            ir.limit = ir.limit or 1
+            consumed.add(i + 1)
+            continue
+        if target is None:
+            continue
+        also = _coordinated(q, target, mentions, used)
+        subject = _accumulating_subject(q, i, mentions, entities, used) if word == "most" else None
+        if subject is not None and not ir.group_by:
+            # 'which 5 sellers earned the most fees': a total per seller, ranked
+            ir.group_by.append(subject.field)
+            ir.aggregates.append(("$sum", target.field))
+            ir.sort = [(target.field, -1)]
+            used.update((subject.start, target.start))
+            continue
+        if op in ("$max", "$min") and not ir.group_by and not also and _is_superlative(q, i, mentions, target, used):
+            if not ir.sort:
+                ir.sort = [(target.field, -1 if op == "$max" else 1)]
+                ir.limit = ir.limit or 1
+            used.add(target.start)
+            continue
+        for m in [target] + also:
+            if (op, m.field) not in ir.aggregates:
+                ir.aggregates.append((op, m.field))
+            used.add(m.start)
+    if ir.count and not common and any(f.kind == "array" for _, f in ir.aggregates if f is not None):
+        # 'the average number of chapters' averages sizes: its 'number of' counts nothing
+        ir.count = any(q.word_at(c.start()) not in named | consumed for c in COUNT_PATTERNS.finditer(lower))
+
+    if rank_aggregate and ir.aggregates and not ir.sort:
+        ir.sort = [(ir.aggregates[0][1], rank_aggregate)]
+
+
+def _accumulating_subject(q: Question, i: int, mentions: list[Mention], entities: set[int],
+                          used: set[int]) -> Mention | None:
+    """The subject of 'which <X> ... the most <quantity>' when X is a value shared
+    by many documents (a string field, not the collection's own entity): the
+    quantity adds up per X."""
+    first = q.raw[:i]
+    if not first or first[0] not in ("which", "what", "who"):
+        return None
+    subject = next((m for m in mentions if m.start < i and m.start not in used), None)
+    if subject is None or subject.field.type != "string" or set(range(subject.start, subject.end)) & entities:
+        return None
+    return subject if "id" not in subject.field.words and "name" not in subject.field.words else None
+
+
+def top_group(q: Question, ir: IR, mentions: list[Mention], used: set[int]) -> None:
+    """'top 5 sellers by total sales': the field named after 'top N' is the group
+    key of the aggregate, and groups rank by it."""
+    m = re.search(r"\btop\s+(?:\d+|" + "|".join(WORD_NUMBERS) + r")\s+", q.text.lower())
+    if m is None or not ir.aggregates or ir.group_by:
+        return
+    at = q.word_at(m.end())
+    key = next((mm for mm in mentions if mm.start == at and mm.start not in used and not mm.field.numeric), None)
+    if key is not None:
+        ir.group_by.append(key.field)
+        used.add(key.start)
+        ir.sort = [(ir.aggregates[0][1], -1)]
+
+
+def _most_of_entity(q: Question, i: int, mentions: list[Mention], entities: set[int], fields: list[Field],
+                    used: set[int]) -> Mention | None:
+    """The field before 'most <documents>' ('which genre has the most books',
+    'in which year were most of the books printed'), when the superlative counts the
+    collection's own documents rather than an array's elements."""
+    if q.raw[i] not in ("most", "least", "fewest") and q.raw[i + 1:i + 2] != ["number"]:
+        return None  # 'the highest tower' measures; 'the highest number of towers' counts
+    j = i + 1
+    while j < len(q.raw) and q.raw[j] in ("number", "of", "the"):
+        j += 1
+    if j not in entities or _array_named(q, j, fields, top_level=False) is not None:
+        return None
+    before = [m for m in mentions if m.end <= i and m.start not in used and m.field.kind != "array"]
+    return before[-1] if before else None
+
+
+def _coordinated(q: Question, first: Mention, mentions: list[Mention], used: set[int]) -> list[Mention]:
+    """'the maximum price and score': numeric fields joined to the first by 'and'
+    (or a comma) share its aggregate."""
+    out, last = [], first
+    for m in mentions:
+        if m.start < last.end or m.start in used or not m.field.numeric:
+            continue
+        joint = q.text[q.spans[last.end - 1][1]:q.spans[m.start][0]].strip()
+        if joint not in (",", "and", ", and"):
+            break
+        out.append(m)
+        last = m
+    return out
 
 
 def _is_superlative(q: Question, i: int, mentions: list[Mention], target: Mention, used: set[int]) -> bool:
@@ -883,6 +1342,9 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
         if re.search(r"\b(?:of|by) (?:the )?(?:count|number)\b", window[:40]):
             return [("count", direction)]
         target = next((mm for mm in mentions if mm.start > at), None)
+        shown = [mm for mm in mentions if mm.start not in used and mm.field.type == "string"]
+        if target is None and re.search(r"\balphabetic", window) and shown:
+            return [(shown[0].field, 1)]  # 'names ... in alphabetic order': the names shown, not a filter's field
         if target is None:
             target = next((mm for mm in reversed(mentions) if mm.end <= at), None)
         if target:
@@ -901,15 +1363,169 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
     return []
 
 
+DATE_PARTS = {"year": "year", "month": "month", "day": "dayOfMonth", "weekday": "dayOfWeek"}
+
+
+def date_part(q: Question, at: int, fields: list[Field], mentions: list[Mention]) -> Field | None:
+    """'per year', 'each month' with no field of that name: the part of the
+    document's date (a date field the question names, else the most present
+    top-level one) — a group key rendered as `{$year: "$date"}`."""
+    if at >= len(q.stems) or q.stems[at] not in DATE_PARTS:
+        return None
+    named = [m.field for m in mentions if m.field.type == "date"]
+    dates = named or sorted((f for f in fields if f.type == "date" and not f.arrays and f.kind == "scalar"),
+                            key=lambda f: (-f.present, f.mql))
+    if not dates:
+        return None
+    return Field(**{**dates[0].__dict__, "kind": DATE_PARTS[q.stems[at]], "words": (q.stems[at],)})
+
+
+def _group_by_date_part(q: Question, at: int, fields: list[Field], mentions: list[Mention], ir: IR,
+                        consumed: set[int]) -> None:
+    part = date_part(q, at, fields, mentions)
+    if part is not None and part not in ir.group_by:
+        ir.group_by.append(part)
+        consumed.add(at)
+
+
+def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set[int], used: set[int]) -> None:
+    """'how many goals did X score', 'how many pages were printed': the counted noun is
+    a numeric field (a quantity each document stores), so the answer is its sum."""
+    counts = list(re.finditer(r"\bhow many\b", q.text.lower()))
+    summed = 0
+    for c in counts:
+        at = q.word_at(c.end())
+        m = next((m for m in mentions if m.start == at and m.share == 1.0 and m.field.numeric
+                  and at not in entities and "id" not in m.field.words), None)
+        if m is not None:
+            if ("$sum", m.field) not in ir.aggregates:
+                ir.aggregates.append(("$sum", m.field))
+            used.add(m.start)
+            summed += 1
+    if summed and summed == len(counts) and not COUNT_PATTERNS.search(re.sub(r"\bhow many\b", "", q.text.lower())):
+        ir.count = False
+
+
+def count_per_value(lower: str, ir: IR) -> None:
+    """'how many open and how many closed tickets': one count per witnessed
+    value, so the values' field is a group key."""
+    if len(re.findall(r"\bhow many\b", lower)) < 2:
+        return
+    f = next((f for f in ir.filters if f.op == "$in"), None)
+    if f is not None and f.field not in ir.group_by:
+        ir.group_by.append(f.field)
+
+
+ORDER_SUFFIX = re.compile(r"\b(?:most|least|highest|lowest|largest|smallest|biggest|newest|oldest|latest|earliest)"
+                          r"(?:\s+\w+)?\s+(first|last)\b")
+
+
+def order_words(q: Question) -> set[int]:
+    """'most common first', 'largest first': the position of 'first'/'last', an
+    order and never a field ('first_login')."""
+    return {q.word_at(m.start(1)) for m in ORDER_SUFFIX.finditer(q.text.lower())}
+
+
+def detect_by_grouping(q: Question, mentions: list[Mention], used: set[int],
+                       entities: set[int] = frozenset()) -> list[Field]:
+    """'average weight by colour', 'number of orders by status': after an
+    aggregate or a count, 'by X' groups — unless 'by' follows a participle or a
+    passive verb ('owned by', 'were written by') or orders ('sort by')."""
+    keys, named = [], {i for m in mentions for i in range(m.start, m.end)}
+    for i, word in enumerate(q.raw):
+        if word != "by" or i == 0 or q.raw[i - 1] in ("order", "sort", "rank"):
+            continue
+        passive = q.raw[i - 2:i - 1] in (["was"], ["were"], ["is"], ["are"], ["been"], ["be"])
+        clause = "," in q.text[q.spans[i - 1][1]:q.spans[i][0]]  # 'shipped, by carrier': a new clause
+        if not clause and (passive or q.raw[i - 1].endswith("ed") and i - 1 not in named):
+            continue
+        j = i + 2 if q.raw[i + 1:i + 2] == ["the"] else i + 1
+        j += 1 if j in entities else 0  # 'by event type': the entity's own attribute
+        target = next((m for m in mentions if m.start == j and m.start not in used), None)
+        if target is not None:
+            keys.append(target.field)
+            used.add(target.start)
+    return keys
+
+
+def entity_limit(q: Question, entities: set[int], mentions: list[Mention]) -> int | None:
+    """'the 5 books with the highest price', 'which 10 sellers ...': N ranked
+    documents or values — a number right before the entity, or right after
+    'which'/'the' before a field."""
+    starts = {m.start for m in mentions}
+    for i in range(len(q.raw) - 1):
+        named = i + 1 in entities or i + 1 in starts and q.raw[i - 1:i] in (["which"], ["the"], ["what"])
+        n = _maybe_number(q.raw[i]) if named else None
+        if isinstance(n, int) and n > 0:
+            return n
+    return None
+
+
 def _superlative_limit(q: Question) -> int | None:
     if any(w in MEASURE_SUPERLATIVES or w in ("highest", "lowest", "largest", "smallest", "most", "least",
                                               "fewest", "maximum", "minimum", "best", "worst")
            for w in q.raw):
-        # "most common first", "highest first" and explicit orderings rank; they do not pick one
-        if not re.search(r"\border\b|\bsorted\b|\b(?:most|least|highest|lowest|largest|smallest|biggest)"
+        # "most common first", "highest first", explicit orderings and "list every X" rank; they do not pick one
+        if not re.search(r"\border\b|\bsorted\b|\b(?:list|show|give) (?:every|all|each)\b"
+                         r"|\b(?:most|least|highest|lowest|largest|smallest|biggest)"
                          r"(?:\s+\w+)?\s+(?:first|last)\b", q.text.lower()):
             return 1
     return None
+
+
+def identifier(index: dict, collection: str, fields: list[Field]) -> Field | None:
+    """The top-level field that identifies a document: the target of a join
+    edge (other collections refer to it), else an always-present `..._id`."""
+    top = {f.mql: f for f in fields if f.kind == "scalar" and not f.arrays and not f.maps and f.mql != "_id"}
+    for edge in index.get("join_edges", []):
+        target = edge.get("to", {})
+        if target.get("collection") == collection and target.get("path") in top:
+            return top[target["path"]]
+    count = index.get("collections", {}).get(collection, {}).get("sampled", 0)
+    ids = [f for f in top.values() if f.words[-1:] == ("id",) and f.present >= count]
+    return min(ids, key=lambda f: (len(f.words), f.mql)) if ids else None
+
+
+def entity_outputs(index: dict, collection: str, fields: list[Field], q: Question,
+                   entities: set[int]) -> list[Field]:
+    """A bare entity ('list the books', 'which authors ...'): its identifier and
+    its name-like field (a surplus column costs nothing, a missing one fails). The
+    entity is the first one the question names: the collection's documents, or the
+    elements of an embedded array ('what are the chapters ...')."""
+    grain = _first_entity_array(q, fields, entities, collection)
+    if grain is not None:
+        inner = [f for f in fields if f.kind == "scalar" and f.arrays[-1:] == (grain,) and f.words]
+        own = set(split_name(grain.rsplit(".", 1)[-1]))  # 'employees' -> EMPLOYEE_ID, not DEPARTMENT_ID
+        ids = sorted((f for f in inner if f.words[-1] == "id"), key=lambda f: (not own & set(f.words), f.mql))
+        names = [f for f in inner if "name" in f.words or "title" in f.words]
+        return ids[:1] + names[:2]
+    name = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1]
+    key = identifier(index, collection, fields)
+    return ([key] if key is not None and key not in name else []) + name
+
+
+def _first_entity_array(q: Question, fields: list[Field], entities: set[int], collection: str) -> str | None:
+    """The array named by the first entity word, if that word names an array
+    and not the collection itself."""
+    for at in sorted(entities):
+        if any(_word_match(q.stems[at], w) >= 0.8 for w in split_name(collection)):
+            return None
+        array = _array_named(q, at, fields, top_level=False)
+        return array.mql if array is not None else None
+    return None
+
+
+def default_order(ir: IR, key: Field | None) -> list[tuple[object, int]]:
+    """Groups and documents come out in no defined order: when the question asks
+    for none, list groups by their keys and documents by their identifier,
+    ascending (the order a reader expects)."""
+    if ir.limit:
+        return []
+    if ir.group_by:
+        return [(k, 1) for k in ir.group_by]
+    if ir.count or ir.distinct or ir.aggregates:
+        return []
+    return [(key, 1)] if key in ir.outputs else []
 
 
 def _grain_of(mentions, fields, entities, q) -> tuple[str, ...]:
@@ -989,6 +1605,9 @@ def _prefixes(path: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
+AMBIGUOUS = "the collection is ambiguous"
+
+
 def validate(ir: IR) -> None:
     """Record what the IR cannot answer as issues (they lower confidence)."""
     if not (ir.outputs or ir.count or ir.aggregates or ir.group_by):
@@ -996,7 +1615,7 @@ def validate(ir: IR) -> None:
     if ir.sort and ir.sort[0][0] == "count" and not (ir.count or ir.group_by):
         ir.issues.append("ordering by a count without a grouping")
     if ir.collection_margin < 0.15:
-        ir.issues.append("the collection is ambiguous")
+        ir.issues.append(AMBIGUOUS)
     low = {f.field.mql: f.value for f in ir.filters if f.op in ("$gt", "$gte") and not f.size}
     for f in ir.filters:
         if f.op in ("$lt", "$lte") and not f.size and f.field.mql in low and f.value <= low[f.field.mql]:
@@ -1032,8 +1651,14 @@ def physical(path: str, ir: IR, key: bool = False) -> str:
     return ".".join(out)
 
 
-def _ref(f: Field, ir: IR) -> str:
-    return "$" + physical(f.mql, ir, key=f.kind == "key")
+def _ref(f: Field, ir: IR):
+    ref = "$" + physical(f.mql, ir, key=f.kind == "key")
+    return {"$" + f.kind: ref} if f.kind in DATE_PARTS.values() else ref
+
+
+def _measure(f: Field, ir: IR):
+    """What an aggregate adds up: a value, or the number of an array's elements."""
+    return {"$size": {"$ifNull": [_ref(f, ir), []]}} if f.kind == "array" else _ref(f, ir)
 
 
 def _key_name(f: Field) -> str:
@@ -1055,10 +1680,14 @@ def _filter_doc(filters: list[Filter], ir: IR) -> dict:
         path = physical(f.field.mql, ir, key=f.field.kind == "key")
         if f.size:
             exprs.append({f.op: [{"$size": {"$ifNull": ["$" + path, []]}}, f.value]})
+        elif f.op == "$exists" and f.key_of is None:
+            doc.setdefault(path, {})["$exists"] = f.value
         elif f.op == "$exists":
             doc.setdefault(f"{path}.{f.value}", {})["$exists"] = True
         elif f.op == "$regex":
             doc.setdefault(path, {}).update({"$regex": f.value, "$options": "i"})
+        elif f.op == "$not":
+            doc.setdefault(path, {})["$not"] = {"$regex": f.value, "$options": "i"}
         elif f.op == "$eq":
             existing = doc.get(path)
             doc[path] = f.value if existing is None else {"$in": [existing, f.value]}
@@ -1080,8 +1709,8 @@ def _traversal(ir: IR) -> list[tuple[str, str]]:
 
 def _is_late(f: Filter, ir: IR) -> bool:
     """A filter that must wait for an unwind or an expansion on its path."""
-    if f.size:
-        return False
+    if f.size or f.op == "$elemMatch":
+        return False  # a condition on the whole array
     return bool(set(f.field.arrays) & set(ir.unwinds)) or any(m in ir.expand for m in f.field.maps)
 
 
@@ -1092,6 +1721,10 @@ def render(ir: IR) -> list[dict]:
     late = [f for f in ir.filters if _is_late(f, ir)]
     if early:
         pipeline.append({"$match": _filter_doc(early, ir)})
+    for other, local, foreign in ir.anti_joins:
+        alias = "_" + re.sub(r"[^0-9A-Za-z]+", "_", other)
+        pipeline.append({"$lookup": {"from": other, "localField": local, "foreignField": foreign, "as": alias}})
+        pipeline.append({"$match": {alias: {"$size": 0}}})
     for kind, path in _traversal(ir):
         if kind == "unwind":
             pipeline.append({"$unwind": "$" + physical(path, ir)})
@@ -1109,15 +1742,18 @@ def render(ir: IR) -> list[dict]:
         agg_names = []
         for op, f in ir.aggregates:
             name = f"{op[1:]}_{_key_name(f)}"
-            group[name] = {op: _ref(f, ir)}
+            group[name] = {op: _measure(f, ir)}
             agg_names.append(name)
-        if ir.count and ir.group_by:
+        if ir.count and ir.group_by or ir.aggregates:
+            # an aggregate's support rides along: one surplus column at most
             group["count"] = {"$sum": 1}
         extra = [f for f in ir.outputs if f not in keys and not any(f is a for _, a in ir.aggregates)]
         if ir.group_by:
             for f in extra:
                 group[_key_name(f)] = {"$first": _ref(f, ir)}
         pipeline.append({"$group": group})
+        if ir.having and "count" in group:
+            pipeline.append({"$match": {"count": {ir.having[0]: ir.having[1]}}})
         if ir.count and not ir.group_by:
             pipeline.append({"$count": "count"})  # how many distinct values / groups
             return pipeline
@@ -1133,7 +1769,7 @@ def render(ir: IR) -> list[dict]:
             for k in keys:
                 project[_out_name(k, taken)] = "$_id." + _key_name(k)
         for name in agg_names:
-            project[name] = 1
+            project[name] = 1 if ir.round is None else {"$round": ["$" + name, ir.round]}
         if "count" in group:
             project["count"] = 1
         if ir.group_by:
@@ -1191,12 +1827,17 @@ def _render_sort(ir: IR, agg_names: list[str], keys: list[Field]) -> dict:
 
 def confidence(ir: IR) -> float:
     """Additive grounding signals minus penalties, clipped to [0.15, 0.97]."""
-    score = 0.30
-    score += 0.20 * max(0.0, min(1.0, ir.collection_margin))
+    score = 0.36
+    score += 0.10 * max(0.0, min(1.0, ir.collection_margin))
     score += 0.35 * ir.grounded_share
     score += min(0.10, 0.05 * ir.witnesses_bound)
-    score -= min(0.15, 0.03 * len(ir.unresolved))
-    score -= 0.12 * len(ir.issues)
-    if len(ir.unwinds) > 1:
-        score -= 0.05
+    score -= min(0.20, 0.05 * len(ir.unresolved)) if ir.unresolved else -0.05  # every content word placed
+    for issue in ir.issues:
+        # an ambiguous collection matters little when every content word found its place
+        score -= 0.04 if issue == AMBIGUOUS and not ir.unresolved else 0.12
+    score -= 0.03 * min(2, len(ir.unwinds))  # each array level is a grain the question may not mean
+    if not ir.mentions:
+        score -= 0.05  # nothing in the question named a field: the reading rests on defaults
+    if len(ir.outputs) > 3:
+        score -= 0.10  # a long projection usually means stray mentions were taken as outputs
     return round(max(0.15, min(0.97, score)), 3)
