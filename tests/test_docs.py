@@ -77,3 +77,23 @@ def test_readme_operator_coverage_is_generated_from_the_registry():
     from tests.readme import render
 
     assert render(README) == README, "README operator table is stale: run `make docs`"
+
+
+def test_readme_demo_numbers_are_what_the_demo_computes():
+    """The quickstart's headline row is recomputed: index -> witness -> rules -> score."""
+    import orjson
+
+    from nlq import generate, score, witness
+    from nlq import index as grounding
+    from nlq.backends import EmbeddedBackend
+    from tests.conftest import WORLDS
+
+    backend = EmbeddedBackend(WORLDS)
+    indexes = {doc["db"]: doc for doc in grounding.build(backend)}
+    tasks = [orjson.loads(line) for path in sorted((ROOT / "fixtures" / "tasks").glob("*.jsonl"))
+             for line in path.read_bytes().splitlines() if line.strip()]
+    records = generate.run(witness.run(tasks, indexes), "rules", generate.Context(indexes))
+    scored = list(score.run(records, backend))
+    exc = 100 * sum(r["score"]["exc"] for r in scored) / len(scored)
+    demo = README[README.index("<!-- demo:begin -->"):README.index("<!-- demo:end -->")]
+    assert re.search(rf"rules\s+{len(scored)}\s+{exc:.1f}\s", demo), f"README demo block is stale (EXC {exc:.1f})"
