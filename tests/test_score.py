@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from commands import cli
-from nlq import io, score
+from nlq import importers, io, score
 from nlq.backends import EmbeddedBackend
 
 from tests.conftest import FIXTURES
@@ -323,12 +323,7 @@ def test_cli_usage_and_data_errors(runner, data, tmp_path):
 # --- acceptance: every gold earns EXC = 1 against itself ----------------------------
 
 def _tend_v1_tasks(root: Path) -> list[dict]:
-    tasks = []
-    for line in (root / "test.jsonl").read_bytes().splitlines():
-        r = orjson.loads(line)
-        tasks.append({"id": f"{r['db_id']}/{r['record_id']}", "db": r["db_id"],
-                      "question": r["nl_queries"][0], "gold_mql": r["MQL"]})
-    return tasks
+    return list(importers.run(str(root / "test.jsonl"), "tend-v1", strict=True))
 
 
 @pytest.mark.shared

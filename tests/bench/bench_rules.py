@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from nlq import generate, score, witness
+from nlq import generate, importers, score, witness
 from nlq import index as grounding
 from nlq.backends import EmbeddedBackend
 
@@ -27,12 +27,7 @@ HIGH = 0.75
 
 
 def tend_v1_tasks() -> list[dict]:
-    tasks = []
-    for line in (TEND_V1 / "test.jsonl").read_bytes().splitlines():
-        r = orjson.loads(line)
-        tasks.append({"id": f"{r['db_id']}/{r['record_id']}", "db": r["db_id"],
-                      "question": r["nl_queries"][0], "gold_mql": r["MQL"]})
-    return tasks
+    return list(importers.run(str(TEND_V1 / "test.jsonl"), "tend-v1", strict=True))
 
 
 def fixture_tasks() -> list[dict]:
