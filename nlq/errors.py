@@ -94,12 +94,6 @@ class BackendError(NlqError):
     type = "backend_error"
 
 
-class ModelError(NlqError):
-    """An LLM endpoint failed after retries, or answered with something unusable."""
-
-    type = "model_error"
-
-
 class AbstainedError(NlqError):
     """A generation method declined to answer (confidence below the threshold)."""
 
