@@ -6,6 +6,7 @@ import click
 
 from commands.options import errors_as_click, io_options, open_backend_from, with_progress
 from nlq import generate, io, methods
+from nlq import index as grounding
 
 
 @click.command("generate", epilog="""\b
@@ -32,7 +33,7 @@ def cli(input, output, strict, progress, method, index_path, min_confidence, dat
     gets a typed `failure` and flows on.
     """
     with errors_as_click():
-        indexes = generate.load_indexes(io.read_records(index_path, strict=True))
+        indexes = grounding.load(index_path)
         backend = open_backend_from(data, uri) if (data or uri) else None
         context = generate.Context(indexes, backend, min_confidence=min_confidence)
         records = with_progress(io.read_records(input, strict=strict, stage="generate"), progress, "generate")

@@ -6,6 +6,7 @@ import click
 
 from commands.options import errors_as_click, io_options, with_progress
 from nlq import io
+from nlq import index as grounding
 from nlq import witness as witnesses
 
 
@@ -27,7 +28,7 @@ def cli(input, output, strict, progress, index_path, hard_max):
     record's `db`. Only `question` is read, never gold or labels.
     """
     with errors_as_click():
-        indexes = witnesses.load_indexes(index_path)
+        indexes = grounding.load(index_path)
         records = io.read_records(input, strict=strict, stage=witnesses.STAGE)
         io.write_records(witnesses.run(with_progress(records, progress, "witness"), indexes, hard_max=hard_max),
                          output)

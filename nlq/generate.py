@@ -1,6 +1,6 @@
 """The `generate` stage: add a `prediction` to every task record.
 
-    >>> # records = generate.run(records, method="rules", index=idx)
+    records = generate.run(records, "rules", generate.Context(nlq.index.load(path)))
 
 A method never sees evaluation metadata: it receives `task_view(record)`,
 which drops `gold`, `gold_mql` and `labels`, and the prediction records the
@@ -61,14 +61,3 @@ def run(records: Iterable[dict], method: str, context: Context) -> Iterator[dict
         prediction["disclosure"] = sorted(impl.channels)
         prediction["ms"] = round((time.perf_counter() - start) * 1000, 3)
         yield {**record, "prediction": prediction}
-
-
-def load_indexes(records: Iterable[dict]) -> dict[str, dict]:
-    """Index documents (the output of `nlq index`) keyed by database name."""
-    indexes = {}
-    for doc in records:
-        if has_failure(doc) or "db" not in doc:
-            reason = (doc.get("failure") or {}).get("message", "no `db` field")
-            raise NlqError(f"the index file holds a record that is not an index document ({reason})")
-        indexes[doc["db"]] = doc
-    return indexes

@@ -100,6 +100,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Iterable, Iterator
 
+from nlq import io
 from nlq.errors import InputError
 from nlq.mql.values import Decimal128, Int64, ObjectId, bson_type, sort_key
 from nlq.text import normalize, number_term
@@ -184,6 +185,18 @@ def index_documents(db: str, samples: dict[str, list[dict]], *, counts: dict[str
         "join_edges": _join_edges(scalars, collections),
         "values": _value_index(scalars, keys),
     }
+
+
+def load(path: str) -> dict[str, dict]:
+    """{db: index document} of an index JSONL file (read once per run)."""
+    indexes = {}
+    for record in io.read_records(path, strict=True):
+        if "db" not in record or "values" not in record:
+            raise InputError(f"{path}: not an index document (build one with `nlq index`)")
+        indexes[record["db"]] = record
+    if not indexes:
+        raise InputError(f"{path}: no index document")
+    return indexes
 
 
 def dynamic_maps(index: dict) -> dict[str, list[str]]:

@@ -144,18 +144,6 @@ def _ngrams(text: str, add) -> None:
         i += step
 
 
-def load_indexes(path: str) -> dict[str, dict]:
-    """{db: index document} of an index JSONL file (read once per run)."""
-    indexes = {}
-    for record in io.read_records(path, strict=True):
-        if "db" not in record or "values" not in record:
-            raise InputError(f"{path}: not an index document (build one with `nlq index`)")
-        indexes[record["db"]] = record
-    if not indexes:
-        raise InputError(f"{path}: no index document")
-    return indexes
-
-
 def run(records: Iterable[dict], indexes: dict[str, dict], *, hard_max: int = DEFAULT_HARD_MAX) -> Iterator[dict]:
     """Add `witnesses` to every task record (failures pass through unchanged)."""
     if hard_max < 0:
@@ -180,4 +168,4 @@ def run(records: Iterable[dict], indexes: dict[str, dict], *, hard_max: int = DE
         yield record
 
 
-__all__ = ["find", "run", "load_indexes", "DEFAULT_HARD_MAX"]
+__all__ = ["find", "run", "DEFAULT_HARD_MAX"]

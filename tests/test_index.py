@@ -490,3 +490,12 @@ def test_docstring_examples():
     import nlq.index
 
     assert doctest.testmod(nlq.index).failed == 0
+
+
+def test_load_reads_every_database_of_an_index_file(tmp_path):
+    path = tmp_path / "ix.jsonl"
+    path.write_bytes(io.dumps(grounding.index_documents("a", {"c": []})) + b"\n" + io.dumps(grounding.index_documents("b", {"c": []})))
+    assert sorted(grounding.load(str(path))) == ["a", "b"]
+    path.write_bytes(b'{"x": 1}\n')
+    with pytest.raises(InputError, match="not an index document"):
+        grounding.load(str(path))

@@ -163,15 +163,6 @@ def test_run_failures_flow_on(index):
                                  "message": "no index document for db 'nope' (index has: clinic)"}
 
 
-def test_load_indexes(tmp_path):
-    path = tmp_path / "ix.jsonl"
-    path.write_bytes(io.dumps(index_documents("a", {"c": []})) + b"\n" + io.dumps(index_documents("b", {"c": []})))
-    assert sorted(witnesses.load_indexes(str(path))) == ["a", "b"]
-    path.write_bytes(b'{"x": 1}\n')
-    with pytest.raises(InputError, match="not an index document"):
-        witnesses.load_indexes(str(path))
-
-
 # ---------------------------------------------------------------------------
 # the command
 
