@@ -1757,11 +1757,7 @@ def render(ir: IR) -> list[dict]:
         if ir.count and not ir.group_by:
             pipeline.append({"$count": "count"})  # how many distinct values / groups
             return pipeline
-        sort = _render_sort(ir, agg_names, keys)
-        if sort:
-            pipeline.append({"$sort": sort})
-        if ir.limit:
-            pipeline.append({"$limit": ir.limit})
+        _sort_and_limit(pipeline, _render_sort(ir, agg_names, keys), ir.limit)
         project: dict = {"_id": 0}
         if len(keys) == 1:
             project[_out_name(keys[0], taken)] = "$_id"
@@ -1784,10 +1780,7 @@ def render(ir: IR) -> list[dict]:
     if any(isinstance(k, tuple) for k, _ in ir.sort):
         size_of = next(k[1] for k, _ in ir.sort if isinstance(k, tuple))
         pipeline.append({"$addFields": {"_size": {"$size": {"$ifNull": [_ref(size_of, ir), []]}}}})
-    if sort:
-        pipeline.append({"$sort": sort})
-    if ir.limit:
-        pipeline.append({"$limit": ir.limit})
+    _sort_and_limit(pipeline, sort, ir.limit)
     project = {"_id": 0}
     for f in ir.outputs:
         project[_out_name(f, taken)] = _ref(f, ir)
@@ -1797,6 +1790,13 @@ def render(ir: IR) -> list[dict]:
         taken.add("count")
     pipeline.append({"$project": project})
     return pipeline
+
+
+def _sort_and_limit(pipeline: list[dict], sort: dict, limit: int | None) -> None:
+    if sort:
+        pipeline.append({"$sort": sort})
+    if limit:
+        pipeline.append({"$limit": limit})
 
 
 def _render_sort(ir: IR, agg_names: list[str], keys: list[Field]) -> dict:
