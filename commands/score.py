@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import backend_options, errors_as_click, io_options, open_backend_from, show_progress
+from commands.options import backend_options, errors_as_click, io_options, open_backend_from, with_progress
 
 
 @click.command(epilog="""\b
@@ -33,8 +33,8 @@ def cli(data, uri, timeout, max_rows, input, output, strict, progress, beta, sel
 
     backend = open_backend_from(data, uri)
     with errors_as_click():
-        records = io.read_records(input, strict=strict, stage="score")
+        records = with_progress(io.read_records(input, strict=strict, stage="score"), progress, "score")
         io.write_records(score.run(records, backend, beta=beta, timeout=timeout, max_rows=max_rows,
-                                   progress=show_progress(progress), self_check=self_check,
+                                   self_check=self_check,
                                    beta_sweep=beta_sweep, summary=lambda line: click.echo(line, err=True)),
                          output)

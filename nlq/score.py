@@ -59,7 +59,6 @@ unseparated, which is a finding about the metric, not about the gold.
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
@@ -264,7 +263,7 @@ def submitted_query(prediction):
 
 
 def run(records: Iterable[dict], backend, *, beta: int = DEFAULT_BETA, timeout: float = DEFAULT_TIMEOUT,
-        max_rows: int = DEFAULT_MAX_ROWS, progress: bool = False, self_check: bool = False,
+        max_rows: int = DEFAULT_MAX_ROWS, self_check: bool = False,
         beta_sweep: bool = False, summary: Callable[[str], None] | None = None) -> Iterator[dict]:
     """Yield each record with its `score` added (see the module docstring).
 
@@ -277,10 +276,6 @@ def run(records: Iterable[dict], backend, *, beta: int = DEFAULT_BETA, timeout: 
     empties: list[str] = []
     sweep: list[tuple[str, dict]] = []
     total = 0
-    if progress:
-        from tqdm import tqdm
-
-        records = tqdm(records, desc="score", unit="rec", file=sys.stderr)
     for record in records:
         total += 1
         if check:
