@@ -163,7 +163,7 @@ def test_records_without_question_or_with_earlier_failure_flow_on():
     failed = {"id": "y", "failure": {"stage": "witness", "type": "input_error", "message": "m"}}
     assert run_one(failed) == failed
     out = run_one({"id": "z", "db": "fleet"})
-    assert out["failure"]["type"] == "error" and out["prediction"] is None
+    assert out["failure"]["type"] == "missing_question" and out["prediction"] is None
 
 
 def test_cli_writes_one_record_per_input_line(runner, tmp_path):
@@ -600,3 +600,246 @@ def test_top_n_values_by_a_total_group_and_rank():
     pipeline = rules.render(rules.build_ir("Which 5 drivers collected the most points?", [], index))
     assert pipeline[0]["$group"] == {"_id": "$driver", "sum_points": {"$sum": "$points"}, "count": {"$sum": 1}}
     assert pipeline[1:3] == [{"$sort": {"sum_points": -1, "_id": 1}}, {"$limit": 5}]
+
+
+# --- round 2: counts, statistics, alternatives, superlatives, confidence ----------------
+
+def test_a_count_phrase_number_and_a_stopword_span_name_no_field():
+    index = {"db": "h", "collections": {"dept": {"count": 2, "sampled": 2}},
+             "lattice": [entry("dept", "Dept_Name"), entry("dept", "All_Games", types={"int": 2}),
+                         entry("dept", "staff", kind="array", types={"array": 2}),
+                         entry("dept", "staff[].Phone_Number"), entry("dept", "Manager_ID", types={"int": 2})]}
+    ir = rules.build_ir("List all dept names and the number of staff.", [], index)
+    assert [f.mql for f in ir.outputs] == ["Dept_Name"]  # neither All_Games nor Phone_Number
+    ir = rules.build_ir("Show the manager number of every dept.", [], index)
+    assert [f.mql for f in ir.outputs] == ["Manager_ID"]  # 'number' is an identifier
+
+
+def test_values_and_the_number_of_an_array_list_documents_that_have_some():
+    assert pipeline_of("Show ship names and the number of captains for each ship.") == [
+        {"$match": {"$expr": {"$gt": [{"$size": {"$ifNull": ["$captain", []]}}, 0]}}},
+        {"$project": {"_id": 0, "Name": "$Name", "count": {"$size": {"$ifNull": ["$captain", []]}}}}]
+
+
+def test_different_values_and_the_corresponding_number_count_per_value():
+    assert pipeline_of("Show different flags and the corresponding number of ships.")[0] == {
+        "$group": {"_id": "$Flag", "count": {"$sum": 1}}}
+    assert pipeline_of("How many different flags are there?")[-1] == {"$count": "count"}
+
+
+def test_numbers_joined_by_or_are_alternatives_and_n_or_later_includes_n():
+    hundred = {"term": "100", "hard": True, "matches": [
+        {"stored": 100, "kind": "value", "collection": "ship", "path": "Tonnage", "frequency": 1}]}
+    ir = ir_of("Show names of ships with tonnage either 100 or 200.", [hundred])
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Tonnage", "$in", [100, 200])]
+    ir = ir_of("Which ships were built in 1990 or later?")
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Built_Year", "$gte", 1990)]
+
+
+def test_coordinated_statistic_words_share_the_field():
+    ir = ir_of("What is the maximum, minimum and average tonnage of ships?")
+    assert [(op, f.mql) for op, f in ir.aggregates] == [("$max", "Tonnage"), ("$min", "Tonnage"), ("$avg", "Tonnage")]
+    ir = ir_of("What is the total and minimum tonnage of all ships?")
+    assert [(op, f.mql) for op, f in ir.aggregates] == [("$sum", "Tonnage"), ("$min", "Tonnage")] and not ir.sort
+
+
+def test_order_of_the_count_sorts_groups_but_the_number_of_a_stored_quantity_is_that_field():
+    assert pipeline_of("Show the flags of ships in descending order of the count.")[1] == {
+        "$sort": {"count": -1, "_id": 1}}
+    index = {"db": "c", "collections": {"county": {"count": 3, "sampled": 3}},
+             "lattice": [entry("county", "Name"), entry("county", "Police_officers", types={"int": 3})]}
+    ir = rules.build_ir("Show the county names in ascending order of number of police officers.", [], index)
+    assert not ir.count and [(k.mql, d) for k, d in ir.sort] == [("Police_officers", 1)]
+
+
+def test_measure_superlatives_use_the_adjacent_field_a_year_valued_field_and_prices():
+    index = {"db": "u", "collections": {"college": {"count": 3, "sampled": 3}},
+             "lattice": [entry("college", "School"), entry("college", "Founded", types={"double": 3}),
+                         entry("college", "Open_Year", types={"int": 3}), entry("college", "Fee", types={"int": 3}),
+                         entry("college", "tuition_cost", types={"int": 3})],
+             "values": {"1850": [{"stored": 1850.0, "kind": "value", "collection": "college", "path": "Founded"}],
+                        "1901": [{"stored": 1901.0, "kind": "value", "collection": "college", "path": "Founded"}],
+                        "12": [{"stored": 12, "kind": "value", "collection": "college", "path": "Fee"}]}}
+    sort_of = lambda q: [(k.mql, d) for k, d in rules.build_ir(q, [], index).sort]  # noqa: E731
+    assert sort_of("Show the school of the oldest college.") == [("Founded", 1)]  # no age: founded first
+    assert sort_of("Show the school with the latest open year.") == [("Open_Year", -1)]
+    assert sort_of("Show the school with the most expensive tuition.") == [("tuition_cost", -1)]
+    assert sort_of("Which school is the cheapest?") == [("tuition_cost", 1)]
+
+
+def test_a_field_named_without_its_collection_words():
+    index = {"db": "p", "collections": {"Products": {"count": 3, "sampled": 3}},
+             "lattice": [entry("Products", "product_name"), entry("Products", "product_category_code"),
+                         entry("Products", "product_price", types={"int": 3})]}
+    ir = rules.build_ir("What is the average price for each category?", [], index)
+    assert [f.mql for f in ir.group_by] == ["product_category_code"]
+
+
+def test_a_comparison_with_the_average_compares_with_a_window_average():
+    assert pipeline_of("Show names of ships with tonnage more than the average.") == [
+        {"$setWindowFields": {"output": {"_average": {"$avg": "$Tonnage"}}}},
+        {"$match": {"$expr": {"$gt": ["$Tonnage", "$_average"]}}},
+        {"$project": {"_id": 0, "Name": "$Name"}}]
+
+
+def test_or_between_two_conditions_is_a_disjunction():
+    ir = ir_of("Show names of ships with tonnage more than 5000 or built before 1990.")
+    assert rules.render(ir)[0] == {"$match": {"$or": [{"Tonnage": {"$gt": 5000}}, {"Built_Year": {"$lt": 1990}}]}}
+    assert not ir.issues
+    ir = ir_of("Which ships were built before 1900 or after 2000?")
+    assert rules.render(ir)[0] == {"$match": {"$or": [{"Built_Year": {"$lt": 1900}}, {"Built_Year": {"$gt": 2000}}]}}
+    both = ir_of("Which ships have both a captain of rank A and one of rank B?")
+    assert "a conjunction over one array is not represented" in both.issues
+
+
+def test_the_counted_noun_naming_the_collection_counts_documents():
+    index = {"db": "g", "collections": {"company": {"count": 3, "sampled": 3}},
+             "lattice": [entry("company", "Headquarters"),
+                         entry("company", "station_company", kind="array", types={"array": 3}),
+                         entry("company", "station_company[].Rank", types={"int": 3}),
+                         entry("company", "Enrolled_in", kind="array", types={"array": 3})]}
+    ir = rules.build_ir("List all headquarters and the number of companies in each headquarter.", [], index)
+    assert ir.unwinds == [] and [f.mql for f in ir.group_by] == ["Headquarters"]
+    ir = rules.build_ir("What is the number of companies in London?", [], index)
+    assert ir.unwinds == []  # 'in' names no array (`Enrolled_in`)
+
+
+def test_a_context_word_next_to_a_field_picks_the_nested_field():
+    ir = ir_of("Show the names of captains on ships with tonnage over 100.")
+    assert [f.mql for f in ir.outputs] == ["captain.Name"]
+
+
+def test_most_common_ranks_counts_without_a_maximum():
+    ir = ir_of("Please show the most common flag of ships.")
+    assert ir.aggregates == [] and ir.sort == [("count", -1)]
+
+
+def test_confidence_separates_missed_references_from_relation_verbs():
+    verb = ir_of("Show the names of ships launched with tonnage over 100.")
+    missed = ir_of("Show the names of ports for ships with tonnage over 100.")
+    assert verb.unresolved == ["launched"] and verb.missed == []
+    assert "port" in missed.missed or "ports" in missed.missed
+    assert rules.confidence(missed) < rules.confidence(verb)
+
+
+def test_an_unwound_array_the_question_never_names_costs_confidence():
+    named = ir_of("List the rank of every captain.")
+    inferred = ir_of("List every rank.")
+    assert named.unwinds == inferred.unwinds == ["captain"]
+    assert named.inferred == [] and inferred.inferred == ["captain"]
+    assert rules.confidence(inferred) < rules.confidence(named)
+
+
+def test_values_named_before_an_aggregate_are_its_groups():
+    ir = ir_of("What are the name and maximum tonnage of each ship?")
+    assert [f.mql for f in ir.group_by] == ["Name"] and [(op, f.mql) for op, f in ir.aggregates] == [
+        ("$max", "Tonnage")]
+    ir = ir_of("What is the total and minimum tonnage of all ships?")
+    assert ir.group_by == []  # nothing is named before the statistics
+
+
+def test_a_comparison_on_an_aggregated_field_constrains_each_group():
+    pipeline = pipeline_of("Find the flags whose average tonnage is above 8000.")
+    assert pipeline[:2] == [
+        {"$group": {"_id": "$Flag", "avg_Tonnage": {"$avg": "$Tonnage"}, "count": {"$sum": 1}}},
+        {"$match": {"avg_Tonnage": {"$gt": 8000}}}]
+
+
+def test_a_spelled_number_before_a_superlative_limits():
+    ir = ir_of("Show the names of ships with the three lowest tonnages.")
+    assert ir.limit == 3 and [(k.mql, d) for k, d in ir.sort] == [("Tonnage", 1)]
+    assert ir_of("Show the names of ships with the top three lowest tonnages.").sort[0][1] == 1
+
+
+def test_a_superlative_over_documents_ranks_before_unwinding():
+    assert pipeline_of("Show the ranks of captains of the ship with the highest tonnage.")[:3] == [
+        {"$sort": {"Tonnage": -1}}, {"$limit": 1}, {"$unwind": "$captain"}]
+
+
+def test_a_denied_array_with_a_literal_means_no_element_holds_it():
+    midshipman = {"term": "Midshipman", "hard": True, "matches": [
+        {"stored": "Midshipman", "kind": "value", "collection": "ship", "path": "captain[].Rank", "frequency": 2}]}
+    ir = ir_of("Find the names of ships that are not steered by any captain with Midshipman rank.", [midshipman])
+    assert [(f.field.mql, f.op, f.value, f.size) for f in ir.filters] == [
+        ("captain.Rank", "$ne", "Midshipman", False)]
+
+
+def test_abbreviated_names_and_initial_identifiers():
+    index = {"db": "f", "collections": {"aircraft": {"count": 2, "sampled": 2}},
+             "lattice": [entry("aircraft", "aid", types={"int": 2}), entry("aircraft", "name"),
+                         entry("aircraft", "flno", types={"int": 2}), entry("aircraft", "paid", types={"int": 2})]}
+    ir = rules.build_ir("Show the id and flight number of every aircraft.", [], index)
+    assert [f.mql for f in ir.outputs] == ["aid", "flno"]
+    assert rules.schema_of(index)["aircraft"][3].words == ("paid",)  # not an initial + 'id'
+
+
+def test_the_domain_after_all_is_not_a_column():
+    ir = ir_of("What is the maximum tonnage across all flags?")
+    assert [(op, f.mql) for op, f in ir.aggregates] == [("$max", "Tonnage")] and not ir.limit
+
+
+def test_an_exclusion_phrase_negates_the_literal_of_its_clause():
+    ir = ir_of("List the names of ships, leaving out those with flag Panama.", [PANAMA])
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Flag", "$ne", "Panama")]
+
+
+def test_which_entities_show_the_entity_beside_what_ranks_them():
+    ir = ir_of("Which 2 ships have the highest tonnage?")
+    assert [f.mql for f in ir.outputs][:1] == ["Name"] and ir.limit == 2
+
+
+def test_which_entity_per_group_is_the_top_document_of_each_group():
+    pipeline = pipeline_of("For each flag, which ship has the highest tonnage?")
+    assert pipeline[:2] == [
+        {"$sort": {"Tonnage": -1}},
+        {"$group": {"_id": "$Flag", "first_Tonnage": {"$first": "$Tonnage"}, "Name": {"$first": "$Name"}}}]
+
+
+def test_in_the_range_of_is_a_between_and_or_after_a_year_is_a_second_bound():
+    ir = ir_of("Show names of ships whose tonnage is in the range of 100 and 200.")
+    assert [(f.op, f.value) for f in ir.filters] == [("$gte", 100), ("$lte", 200)]
+    ir = ir_of("Which ships were built before the year of 1900 or after the year of 2000?")
+    assert sorted((f.op, f.value) for f in ir.filters) == [("$gt", 2000), ("$lt", 1900)]
+
+
+def test_a_quoted_word_binds_to_the_text_field_named_a_little_later():
+    ir = ir_of("How many ships have the word 'Star' in their names?")
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Name", "$regex", "Star")]
+
+
+def test_plural_es_nouns_name_their_arrays_and_year_fields_absorb_year():
+    index = {"db": "s", "collections": {"school": {"count": 2, "sampled": 2}},
+             "lattice": [entry("school", "Type"), entry("school", "Founded", types={"int": 2}),
+                         entry("school", "Location"),
+                         entry("school", "school_bus", kind="array", types={"array": 2}),
+                         entry("school", "school_bus[].School_Year", types={"int": 2})],
+             "values": {"1890": [{"stored": 1890, "kind": "value", "collection": "school", "path": "Founded"}]}}
+    ir = rules.build_ir("Show the type of school and the number of buses for each type.", [], index)
+    assert ir.unwinds == ["school_bus"] and [f.mql for f in ir.group_by] == ["Type"]
+    ir = rules.build_ir("List the locations of schools in descending order of founded year.", [], index)
+    assert [f.mql for f in ir.outputs] == ["Location"] and [(k.mql, d) for k, d in ir.sort] == [("Founded", -1)]
+
+
+def test_an_array_required_to_have_elements_is_still_unwound_for_its_fields():
+    ir = ir_of("Show the ranks of captains of ships with at least one captain.")
+    assert ir.unwinds == ["captain"]
+    assert rules.render(ir)[:2] == [
+        {"$match": {"$expr": {"$gte": [{"$size": {"$ifNull": ["$captain", []]}}, 1]}}}, {"$unwind": "$captain"}]
+    assert ir_of("Show the names of ships without any captain.").unwinds == []
+
+
+def test_distinct_values_of_the_top_documents_rank_before_grouping():
+    assert pipeline_of("List the distinct flags of the ships with the top 3 tonnage.") == [
+        {"$sort": {"Tonnage": -1}}, {"$limit": 3}, {"$group": {"_id": "$Flag"}},
+        {"$project": {"_id": 0, "Flag": "$_id"}}]
+
+
+def test_a_grouping_phrase_naming_the_collection_groups_by_its_eponymous_field():
+    index = {"db": "w", "collections": {"grapes": {"count": 3, "sampled": 3}},
+             "lattice": [entry("grapes", "Grape"), entry("grapes", "Color"),
+                         entry("grapes", "wine", kind="array", types={"array": 3}), entry("grapes", "wine[].Name")]}
+    numbers = {"term": "numbers", "hard": True, "matches": [
+        {"stored": "Numbers", "kind": "value", "collection": "grapes", "path": "wine[].Name", "frequency": 1}]}
+    ir = rules.build_ir("What are the numbers of wines for different grapes?", [numbers], index)
+    assert ir.filters == [] and ir.count  # a count phrase, not the wine named "Numbers"
+    assert [f.mql for f in ir.group_by] == ["Grape"] and ir.unwinds == ["wine"]

@@ -7,9 +7,13 @@ IR, testable on its own:
 
     schema_of(index)            fields of every collection, with word forms
     mention_fields(q, schema)   spans of the question naming lattice paths
+    meaningful_mentions(...)    minus spans that cannot name a field (stopwords, a count's 'number')
     resolve_collection(...)     the collection, and the margin over the runner-up
     bind_witnesses(...)         equality filters on exact stored values/keys (and 'after <date>')
-    detect_comparisons(...)     more than / at least / under / between / before ...
+    detect_comparisons(...)     more than / at least / under / between / before ... / N or later
+    detect_average_comparisons  'salary more than the average' (a window average)
+    number_alternatives(...)    'aged 36 or 37' ($in); detect_disjunction: 'A or B' conditions ($or)
+    denied_elements(...)        'not steered by any captain with rank X' ($ne on the array path)
     detect_having(...)          'authors with more than 2 books': a count per value, then a condition
     detect_missing(...)         'no end date yet' / 'never gave an email': null vs absent, per the lattice
     detect_absence(...)         'without any allergies': an empty embedded array
@@ -17,15 +21,20 @@ IR, testable on its own:
     bind_bag_attributes(...)    a witnessed key of a `[{k, v}]` bag: flag, group key, aggregate or rank
     detect_flags(...)           boolean fields as predicates ('cancelled orders', 'not counting cancelled ones')
     detect_rounding(...)        'rounded to 2 decimals'
+    coordinated_aggregates      'the maximum, minimum and average capacity'
     detect_aggregation          count, sum, average, min, max, distinct; 'how many goals' sums;
                                 'average number of items' averages sizes
     detect_grouping             for each / per / by; 'most common X'; 'which X has the most <docs>';
                                 'per year' of a date; 'how many A and how many B'
     detect_order(...)           superlatives, "in descending order of", top N
+    shown_before_aggregates     'job title and average salary': the values an aggregate is per
+    aggregate_conditions(...)   'jobs whose average salary is above 8000' (HAVING on an aggregate)
+    top_per_group(...)          'for each season, which driver scored the most points' ($sort, $first)
     choose_outputs              the fields the question asks to see; a bare entity's id and name
     default_order(...)          groups by key, documents by identifier, when no order is asked
     plan_unwinds(...)           arrays on the way to referenced fields
     render(ir)                  the aggregation pipeline
+    unrepresented(q)            constructs the IR has no form for (lower confidence)
     confidence(ir)              in [0.15, 0.97] from grounding signals
 
 General English patterns only: no per-database or per-question rules.
@@ -33,6 +42,7 @@ General English patterns only: no per-database or per-question rules.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -43,7 +53,7 @@ from nlq.text import normalize
 
 # --- vocabulary: general English, no benchmark phrasings -----------------------------
 
-COUNT_PATTERNS = re.compile(r"\b(how many|number of|count of|count the|count|total number)\b")
+COUNT_PATTERNS = re.compile(r"\b(how many|numbers? of|count of|count the|count|total number)\b")
 AGG_WORDS = {
     "average": "$avg", "avg": "$avg", "mean": "$avg",
     "total": "$sum", "sum": "$sum", "combined": "$sum",
@@ -58,14 +68,17 @@ GROUP_PATTERNS = re.compile(r"\b(?:(?:for|in|of|by|on|at|to|with) (?:each|every)
 DESC_WORDS = {"descending", "decreasing", "highest", "largest", "most", "biggest", "greatest",
               "oldest", "latest", "newest", "longest", "top", "maximum"}
 ASC_WORDS = {"ascending", "increasing", "lowest", "smallest", "least", "fewest", "youngest",
-             "earliest", "shortest", "alphabetical", "alphabetically", "minimum"}
+             "earliest", "shortest", "alphabetical", "alphabetically", "minimum", "cheapest"}
 # Superlatives that name their own measure (an age, a date, a length).
 MEASURE_SUPERLATIVES = {
     "oldest": ("age", -1), "youngest": ("age", 1),
     "newest": ("year", -1), "latest": ("date", -1), "earliest": ("date", 1),
     "longest": ("length", -1), "shortest": ("length", 1),
     "highest": ("height", -1), "tallest": ("height", -1), "lowest": ("height", 1),  # when no measure is named
+    "cheapest": ("price", 1), "priciest": ("price", -1),
 }
+# 'the most expensive', 'the least expensive': a price, ranked
+PRICE_PHRASE = re.compile(r"\b(most|least) (?:expensive|costly)\b")
 COMPARATORS = [
     # (pattern, operator); N is a number captured as group "n"
     (r"(?:more|greater|higher|larger|bigger|older|longer|heavier|later) than", "$gt"),
@@ -79,11 +92,19 @@ COMPARATORS = [
 WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                 "eight": 8, "nine": 9, "ten": 10}
 NUMBER = r"(?P<n>-?\d+(?:\.\d+)?|" + "|".join(WORD_NUMBERS) + ")"
-BETWEEN = re.compile(r"\bbetween\s+" + NUMBER + r"\s+and\s+(?P<m>-?\d+(?:\.\d+)?)")
+BETWEEN = re.compile(r"\b(?:between|(?:with)?in the range (?:of|from|between))\s+" + NUMBER
+                     + r"\s+(?:and|to)\s+(?P<m>-?\d+(?:\.\d+)?)")
+# 'N or more', '2011 or later': the bound is included (not in 'before 1900 or after 2000')
+OR_MORE = frozenset({"more", "greater", "higher", "above", "later", "after", "over"})
+OR_LESS = frozenset({"less", "fewer", "lower", "below", "earlier", "before", "under"})
+# ... unless another number follows ('before 1900 or after the year of 2000' is two bounds)
+OR_BOUND = re.compile(NUMBER + r"\s+or\s+(" + "|".join(sorted(OR_MORE | OR_LESS)) + r")\b"
+                      r"(?!\s+(?:the\s+)?(?:year\s+(?:of\s+)?)?\d)")
 NEGATIONS = {"not", "no", "except", "excluding", "other", "without", "never", "don't", "doesn't", "didn't",
              "haven't", "hasn't", "none", "nobody", "non"}
 LIMIT_PATTERNS = re.compile(r"\b(?:top|first|last|highest|lowest|largest|smallest|best|worst)\s+(?P<n>\d+)\b"
-                            r"|\b(?P<m>\d+)\s+(?:highest|lowest|largest|smallest|most|least|best|worst|top)\b")
+                            r"|\b(?:top\s+)?(?P<m>\d+|" + "|".join(WORD_NUMBERS) + r")\s+"
+                            r"(?:highest|lowest|largest|smallest|most|least|best|worst|top)\b")
 ALL_FIELDS_PATTERNS = re.compile(r"\ball (?:the )?(?:information|info|details|data|attributes|fields|columns)\b")
 # Words that carry no schema meaning: general stopwords plus request verbs.
 STOPWORDS = TEXT_STOPWORDS | frozenset(
@@ -95,6 +116,7 @@ SYNONYMS = {
     "called": ("name",), "named": ("name",), "title": ("name", "title"),
     "cost": ("price", "cost"), "price": ("price", "cost"), "salary": ("salary", "pay", "wage"),
     "city": ("city", "town"), "town": ("city", "town"),
+    "number": ("id", "no", "num"),  # 'employee number' is its identifier
 }
 
 
@@ -117,6 +139,7 @@ class Field:
     nulls: int = 0              # documents where the field holds null
     missing: int = 0            # documents where the field is absent
     types: frozenset = frozenset()  # every BSON type the field holds
+    years: bool = False             # its stored numbers are calendar years (a `Founded` field)
 
     @property
     def mixed_numeric(self) -> bool:
@@ -146,6 +169,8 @@ class Filter:
     start: int = -1
     key_of: Field | None = None  # a dynamic-map key filter: the map's field
     size: bool = False           # compare the array's size, not its elements
+    average: bool = False        # compare with the field's average over all documents (value unused)
+    branch: int = 0              # 1 or 2: a side of the question's disjunction; 0: required
 
 
 @dataclass
@@ -168,13 +193,17 @@ class IR:
     bound_keys: dict = field(default_factory=dict)     # map path -> witnessed key addressed directly
     expand: list[str] = field(default_factory=list)    # map paths ranged over with $objectToArray
     unwinds: list[str] = field(default_factory=list)
+    inferred: list[str] = field(default_factory=list)  # unwound arrays the question never names
     grain: str | None = None         # the array whose elements the question counts/lists
     round: int | None = None         # decimal places aggregates are rounded to
     having: tuple = ()               # (operator, number) the per-group count must satisfy
+    conditions: list = field(default_factory=list)  # (aggregate index, operator, number) per group
+    presort: list = field(default_factory=list)  # (Field, dir) before grouping: each group's $first is its top
     anti_joins: list = field(default_factory=list)  # (collection, local, foreign): no document refers here
     grounded_share: float = 0.0
     witnesses_bound: int = 0
     unresolved: list[str] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)  # unresolved words that name data elsewhere in the database
     issues: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -191,10 +220,12 @@ class IR:
             "sort": [{"key": k.mql if isinstance(k, Field) else (f"$size:{k[1].mql}" if isinstance(k, tuple) else k),
                       "dir": d} for k, d in self.sort],
             "limit": self.limit, "round": self.round, "having": list(self.having),
+            "conditions": [list(c) for c in self.conditions],
+            "presort": [{"key": f.mql, "dir": d} for f, d in self.presort],
             "anti_joins": [list(j) for j in self.anti_joins],
             "outputs": [f.mql for f in self.outputs],
             "sizes": [f.mql for f in self.sizes],
-            "unresolved": self.unresolved, "issues": self.issues,
+            "unresolved": self.unresolved, "missed": self.missed, "inferred": self.inferred, "issues": self.issues,
         }
 
 
@@ -235,15 +266,27 @@ def _dominant_type(types: dict) -> str:
     return max(sorted(pool), key=lambda t: pool[t])
 
 
-_SCHEMAS: dict[int, tuple[dict, dict]] = {}  # id(index) -> (index, schema); the index is kept alive
+# id(index) -> (index, schema, vocabulary); the index is kept alive
+_SCHEMAS: dict[int, tuple[dict, dict, frozenset]] = {}
 
 
 def schema_of(index: dict) -> dict[str, list[Field]]:
     """Fields of each collection from the index's lattice (computed once per index)."""
+    return _cached(index)[1]
+
+
+def vocabulary_of(index: dict) -> frozenset[str]:
+    """Every word of the database's collection and field names."""
+    return _cached(index)[2]
+
+
+def _cached(index: dict) -> tuple[dict, dict, frozenset]:
+    """The schema and vocabulary of an index, built on first use."""
     cached = _SCHEMAS.get(id(index))
     if cached is not None and cached[0] is index:
-        return cached[1]
+        return cached
     schema: dict[str, list[Field]] = {c: [] for c in index.get("collections", {})}
+    year_paths = _year_paths(index.get("values", {}))
     for entry in index.get("lattice", []):
         path = entry["path"]
         mql, arrays = _lattice_to_mql(path)
@@ -259,8 +302,10 @@ def schema_of(index: dict) -> dict[str, list[Field]]:
         fields.append(Field(
             collection=entry["collection"], path=path, mql=mql, arrays=arrays,
             kind=entry.get("kind", "scalar"), type=_dominant_type(entry.get("types", {})),
-            words=tuple(split_name(names[-1])), context=context, present=entry.get("present", 0), maps=maps,
-            nulls=entry.get("null", 0), missing=entry.get("missing", 0), types=frozenset(entry.get("types", {}))))
+            words=_field_words(names[-1], entry["collection"]), context=context, present=entry.get("present", 0),
+            maps=maps,
+            nulls=entry.get("null", 0), missing=entry.get("missing", 0), types=frozenset(entry.get("types", {})),
+            years=path in year_paths))
         if entry.get("kind") == "dynamic_map":
             # the map's keys are data ('seasons' -> a season, 'results_by_driver' -> a driver);
             # a map directly inside another map has no name for its keys
@@ -271,16 +316,41 @@ def schema_of(index: dict) -> dict[str, list[Field]]:
                 present=entry.get("present", 0), maps=maps + (mql,)))
     if len(_SCHEMAS) > 64:
         _SCHEMAS.clear()
-    _SCHEMAS[id(index)] = (index, schema)
-    return schema
+    vocabulary = frozenset(w for c in schema for w in split_name(c)) | frozenset(
+        w for fields in schema.values() for f in fields for w in f.words)
+    _SCHEMAS[id(index)] = (index, schema, vocabulary)
+    return _SCHEMAS[id(index)]
+
+
+def _field_words(name: str, collection: str) -> tuple[str, ...]:
+    """Words of a field name; an identifier named by the collection's initial
+    ('aid' in aircraft, 'eid' in employee) is that entity's id."""
+    words = split_name(name)
+    head = split_name(collection)[-1:]
+    if len(words) == 1 and re.fullmatch(r"[a-z]{1,2}id", words[0]) and head and head[0].startswith(words[0][:-2]):
+        return (head[0], "id")
+    return tuple(words)
+
+
+def _year_paths(values: dict) -> set[str]:
+    """Lattice paths whose witnessed numbers are all calendar years."""
+    years: dict[str, bool] = {}
+    for locations in values.values():
+        for loc in locations:
+            stored = loc.get("stored")
+            if loc.get("kind") == "value" and isinstance(stored, (int, float)) and not isinstance(stored, bool):
+                path = loc.get("path")
+                years[path] = years.get(path, True) and float(stored).is_integer() and 1000 <= stored <= 2100
+    return {p for p, all_years in years.items() if all_years}
 
 
 # --- mentions -----------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=1 << 16)  # a pure function of two words, called per (field, word) pair
 def _word_match(q: str, f: str) -> float:
     """How well a question word names a field word (1 exact, <1 partial, 0 none)."""
-    if q == f or q == f + "s" and len(f) <= 3:  # 'ids' is left plural by the normalizer
-        return 1.0
+    if q == f or q == f + "s" and len(f) <= 3 or q == f + "e" and f.endswith("s"):
+        return 1.0  # 'ids' is left plural by the normalizer, 'buses' becomes 'buse'
     if len(f) >= 2 and len(q) >= 4 and q.startswith(f) and len(f) >= 3:
         return 0.8  # 'student' ~ 'stu'
     if len(q) >= 4 and len(f) >= 4 and (q.startswith(f[:4]) and f.startswith(q[:4])):
@@ -300,7 +370,8 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
     """Every (field, span) where consecutive question words name a field's leaf words.
 
     The score is the share of the field's words matched, with a bonus when the
-    enclosing names (collection, parent objects) also occur in the question.
+    enclosing names (collection, parent objects) also occur in the question,
+    and a little more when they occur next to it ('names of cities').
     """
     present = set(words)
     mentions = []
@@ -316,8 +387,11 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
                 if best is not None:
                     end, matched = best
                     share = matched / len(f.words)
-                    if share >= 0.5 or _only_weak_words_unmatched(f.words, words[start:end]):
-                        mentions.append(Mention(f, start, end, share + bonus, share))
+                    if share >= 0.5 or _only_implicit_words_unmatched(f.words, words[start:end], coll_words):
+                        if f.years and words[end:end + 1] == ["year"]:
+                            end += 1  # 'founded year' names a field of years
+                        near = 0.1 if context & set(words[max(0, start - 3):end + 3]) else 0.0
+                        mentions.append(Mention(f, start, end, share + bonus + near, share))
                 inverted = _inverted_match(words, start, f.words)
                 if inverted is not None:
                     mentions.append(Mention(f, start, inverted, 1.0 + bonus, 1.0))
@@ -328,8 +402,11 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
 WEAK_FIELD_WORDS = frozenset({"line", "code", "no", "num", "0", "1", "2", "3"})
 
 
-def _only_weak_words_unmatched(fwords: tuple[str, ...], span: list[str]) -> bool:
-    return fwords[0] in span and all(w in WEAK_FIELD_WORDS for w in fwords[1:])
+def _only_implicit_words_unmatched(fwords: tuple[str, ...], span: list[str], collection: set[str]) -> bool:
+    """The words a question leaves out of a field's name are weak ones or its
+    collection's own ('category' names product_category_code in products)."""
+    return any(w in span for w in fwords) and all(
+        w in span or w in WEAK_FIELD_WORDS or w in collection for w in fwords)
 
 
 def _inverted_match(words: list[str], start: int, fwords: tuple[str, ...]) -> int | None:
@@ -343,11 +420,20 @@ def _inverted_match(words: list[str], start: int, fwords: tuple[str, ...]) -> in
 
 
 def _abbreviates(fw: str, words: list[str], i: int) -> bool:
-    """'fname' abbreviates 'first name', 'dname' 'department name'."""
-    if i + 1 >= len(words) or len(fw) < 4:
+    """'fname' abbreviates 'first name', 'dname' 'department name', 'flno'
+    'flight number' (the head's first letters, then the tail or its short form)."""
+    if i + 1 >= len(words) or len(fw) < 4 or fw[0] != words[i][0]:
         return False
     head, tail = words[i], words[i + 1]
-    return fw[0] == head[0] and len(head) > 1 and fw[1:] == tail and len(tail) >= 3
+    if len(head) < 2:
+        return False
+    for short in (tail, *SYNONYMS.get(tail, ())):
+        prefix = fw[:len(fw) - len(short)]
+        # one letter before a word ('f'+'name'), two before a two-letter form ('fl'+'no')
+        if fw.endswith(short) and head.startswith(prefix) and (
+                len(prefix) == 1 and len(short) >= 3 or len(prefix) == 2 and len(short) >= 2):
+            return True
+    return False
 
 
 def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
@@ -362,7 +448,7 @@ def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
                 i += 1
                 total += 1
                 continue
-            if _abbreviates(fw, words, i):
+            if fw[:1] == words[i][:1] and _abbreviates(fw, words, i):  # (cheap test first: hot loop)
                 matched += 1.0
                 i += 2
                 total += 1
@@ -532,6 +618,21 @@ def _name_span(q: Question, collection: str) -> set[int]:
     return set()
 
 
+def meaningful_mentions(q: Question, mentions: list[Mention]) -> list[Mention]:
+    """Drop spans that cannot name a field: only stopwords ('all' of `All_Games`),
+    or the 'number' of a count phrase ('the number of flights') read as part of
+    a longer name (`PHONE_NUMBER`)."""
+    kept = []
+    for m in mentions:
+        words = q.raw[m.start:m.end]
+        if all(w in TEXT_STOPWORDS for w in words):
+            continue
+        if q.stems[m.start:m.end] == ["number"] and q.raw[m.end:m.end + 1] == ["of"] and m.share < 1.0:
+            continue
+        kept.append(m)
+    return kept
+
+
 def select_mentions(mentions: list[Mention], collection: str, entity_positions: set[int],
                     plural: set[int] = frozenset(), blocked: set[int] = frozenset()) -> list[Mention]:
     """Non-overlapping field mentions of one collection, best first.
@@ -541,7 +642,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     ('the device name' is a field; 'for devices' is the collection).
     """
     pool = [m for m in mentions if m.field.collection == collection and m.field.kind not in ("object", "dynamic_map")]
-    pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score, 1.25), -(m.end - m.start),
+    pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score, 1.35), -(m.end - m.start),
                              len(m.field.arrays),
                              -m.field.present, m.field.mql))
     taken: list[Mention] = []
@@ -614,7 +715,7 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
         if bare_number and not (any(m.field.mql == f.mql and (0 <= at - m.end <= 2 or m.start == end) for m in mentions)
                                 or _is_year(term) and f.numeric):
             continue  # a bare number binds only next to its field ('major 50', '1 credit'), unless it is a year
-        negated = any(q.raw[i] in NEGATIONS for i in range(max(0, at - 3), at))
+        negated = any(q.raw[i] in NEGATIONS for i in range(max(0, at - 3), at)) or _excluded(q, at)
         if match.get("kind") == "key":
             filters.append(Filter(f, "$exists", match["stored"], at, key_of=f))
         elif match.get("part") == "year" and f.type == "date":
@@ -696,6 +797,47 @@ def _bag_role(q: Question, at: int, ir: IR, limit_direction: int) -> tuple[str, 
 # A comparator right before a witnessed date ('joined after 7th September, 1987').
 DATE_COMPARATORS = {"after": "$gt", "before": "$lt", "since": "$gte", "until": "$lte", "later than": "$gt",
                     "earlier than": "$lt", "on or after": "$gte", "on or before": "$lte"}
+
+
+def denied_elements(filters: list[Filter]) -> list[Filter]:
+    """'not steered by any captain with Midshipman rank': an array denied
+    (detect_absence's empty array) and then a literal on its elements mean that
+    no element holds the literal — `$ne` on the array path, which MongoDB
+    applies to every element (documents without the array qualify too)."""
+    out = list(filters)
+    for empty in [f for f in filters if f.size and f.op == "$eq" and f.value == 0]:
+        literal = next((f for f in out if f.op == "$eq" and not f.size and f.start > empty.start
+                        and empty.field.mql in f.field.arrays), None)
+        if literal is not None:
+            out = [f for f in out if f is not empty and f is not literal]
+            out.append(Filter(literal.field, "$ne", literal.value, literal.start))
+    return out
+
+
+def number_alternatives(q: Question, filters: list[Filter], consumed: set[int]) -> list[Filter]:
+    """'aged 36 or 37', 'in department 70 or 90': numbers joined by 'or' to a
+    bound number are alternatives on its field (`$in`)."""
+    out = []
+    for f in filters:
+        values, j = [f.value], f.start + 1
+        while f.op == "$eq" and isinstance(f.value, (int, float)) and j + 1 < len(q.raw) \
+                and q.raw[j] == "or" and isinstance(_maybe_number(q.raw[j + 1]), (int, float)):
+            values.append(_number(q.raw[j + 1]))
+            consumed.update((j, j + 1))
+            j += 2
+        out.append(f if len(values) == 1 else Filter(f.field, "$in", values, f.start))
+    return out
+
+
+# Phrases that set values aside ('leaving out those who said "none"').
+EXCLUSION = re.compile(r"\b(?:leaving out|leave out|excluding|except(?: for)?|other than|apart from|not counting|"
+                       r"ignoring|besides)\b")
+
+
+def _excluded(q: Question, at: int) -> bool:
+    """An exclusion phrase opens the clause of the literal at word `at` (within 6 words)."""
+    start = q.spans[max(0, at - 6)][0]
+    return any(q.word_at(m.end()) <= at for m in EXCLUSION.finditer(q.text.lower(), start, q.spans[at][0]))
 
 
 def _is_year(term: str) -> bool:
@@ -790,10 +932,35 @@ def comparison_phrases(q: Question) -> list[tuple[int, str, object, int]]:
             at = q.word_at(m.start())
             if not any(a == at for a, *_ in found):
                 found.append((at, op, _number(m.group("n")), m.end()))
-    for m in re.finditer(NUMBER + r"\s+or\s+(more|greater|higher|above|less|fewer|lower|below)\b", lower):
-        op = "$gte" if m.group(2) in ("more", "greater", "higher", "above") else "$lte"
+    for m in OR_BOUND.finditer(lower):
+        op = "$gte" if m.group(2) in OR_MORE else "$lte"
         found.append((q.word_at(m.start()), op, _number(m.group("n")), m.end()))
     return sorted(found, key=lambda x: x[0])
+
+
+AVERAGE_COMPARISON = re.compile(r"\b(?:(?P<gt>more|greater|higher|larger|bigger|longer|older|above|over)"
+                                r"|(?P<lt>less|fewer|lower|smaller|shorter|younger|below|under))"
+                                r"(?:\s+than)?\s+(?:the\s+)?(?:average|mean)\b")
+
+
+def detect_average_comparisons(q: Question, mentions: list[Mention], consumed: set[int],
+                               used: set[int]) -> list[Filter]:
+    """'salary more than the average', 'smaller than the average enrollment':
+    the field named before the comparator (or right after 'average') is compared
+    with its own average over all documents."""
+    numeric = [m for m in mentions if m.field.numeric]
+    filters = []
+    for found in AVERAGE_COMPARISON.finditer(q.text.lower()):
+        at, end = q.word_at(found.start()), q.word_at(found.end())
+        after = next((m for m in numeric if end <= m.start <= end + 1), None)
+        before = [m for m in numeric if m.end <= at and at - m.end <= 6]
+        target = after or (max(before, key=lambda m: m.end) if before else None)
+        if target is None or at in consumed:
+            continue
+        filters.append(Filter(target.field, "$gt" if found.group("gt") else "$lt", None, at, average=True))
+        consumed.update(range(at, end))
+        used.update(m.start for m in mentions if m.field is target.field and abs(m.start - at) <= 8)
+    return filters
 
 
 def detect_having(q: Question, mentions: list[Mention], fields: list[Field], entities: set[int],
@@ -866,9 +1033,13 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     return None, _measure_field(fields, measure) if measure else None
 
 
-def _measure_field(fields: list[Field], measure: str) -> Field | None:
-    """The numeric field a measure word names ('year', 'age'), least nested first."""
-    named = [f for f in fields if f.numeric and measure in f.words]
+def _measure_field(fields: list[Field], measure: str, numeric: bool = True) -> Field | None:
+    """The field a measure word names ('price' also by 'cost'; 'year' also a field
+    whose stored values are calendar years, such as `Founded`), least nested first;
+    by default only numeric fields."""
+    words = set(SYNONYMS.get(measure, (measure,)))
+    named = [f for f in fields if (f.numeric or not numeric and f.type in ("date", "string"))
+             and (words & set(f.words) or measure == "year" and f.years)]
     return min(named, key=lambda f: (len(f.arrays), -f.present, f.mql)) if named else None
 
 
@@ -984,7 +1155,7 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
             if at in consumed:
                 continue
             before = [mm for mm in strings if mm.end <= at and at - mm.end <= 8]
-            after = [mm for mm in strings if mm.start > at and mm.start - at <= 3]
+            after = [mm for mm in strings if mm.start > at and mm.start - at <= 6]  # "have 'x' in their titles"
             mention = max(before, key=lambda mm: mm.end) if before else (
                 min(after, key=lambda mm: mm.start) if after else None)
             if mention is None:
@@ -1040,7 +1211,7 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
             array_paths=frozenset(a for f in fields for a in f.arrays))
     entities = entity_positions.get(collection, set())
     plural = {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
-    mentions = select_mentions(all_mentions, collection, entities, plural,
+    mentions = select_mentions(meaningful_mentions(q, all_mentions), collection, entities, plural,
                                _name_span(q, collection) | order_words(q))
     ir.mentions = mentions
     lower = question.lower()
@@ -1055,22 +1226,29 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     ir.filters = detect_comparisons(q, fields, mentions, consumed, used,
                                     witnessed_years(witnesses, collection, fields))
     ir.filters += detect_text_filters(q, mentions, consumed, used)
+    ir.filters += detect_average_comparisons(q, mentions, consumed, used)
     ir.filters += detect_missing(q, mentions, fields, consumed, used)
     ir.filters += detect_absence(q, fields, consumed)
     ir.anti_joins = detect_anti_join(q, index, collection, consumed)  # embedded arrays came first
+    consumed.update(i for c in COUNT_PATTERNS.finditer(lower)  # 'the numbers of wines' binds no literal
+                    if not c.group().startswith("count")  # ('HBA1C count' may name a field)
+                    for i in range(q.word_at(c.start()), q.word_at(c.end())))
     bound = bind_witnesses(q, witnesses, collection, fields, mentions, consumed, entities,
-                           _count_grain(q, fields, entities))
+                           _count_grain(q, fields, collection))
     for f in bound:
         used.update(m.start for m in mentions if m.field.mql == f.field.mql and abs(m.start - f.start) <= 4)
     used.update(m.start for m in mentions if m.start in consumed)  # a word read as a literal names no field
-    ir.filters += bound
+    ir.filters += number_alternatives(q, bound, consumed)
+    ir.filters = denied_elements(ir.filters)
+    detect_disjunction(q, ir.filters, consumed)
     ir.witnesses_bound = len(bound)
     bind_bag_attributes(q, ir, fields, limit_direction)
     ir.filters += detect_flags(q, mentions, consumed, used)
     ir.bound_keys = {f.field.mql: f.value for f in bound if f.key_of is not None}
     ir.distinct = any(w in DISTINCT_WORDS for w in q.raw)
     named = {i for m in mentions for i in range(m.start, m.end)}
-    ir.count = bool(ir.having) or any(q.word_at(c.start()) not in named for c in COUNT_PATTERNS.finditer(lower))
+    ir.count = bool(ir.having) or any(q.word_at(c.start()) not in named and not _names_quantity(q, c, mentions)
+                                      for c in COUNT_PATTERNS.finditer(lower))
     if ir.count:
         count_quantities(q, ir, mentions, entities, used)
         count_per_value(lower, ir)
@@ -1079,7 +1257,10 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     for m in GROUP_PATTERNS.finditer(lower):
         at = q.word_at(m.end())
         target = next((mm for mm in mentions if mm.start >= at and mm.start - at <= 2), None)
-        if target is None and not _is_order_phrase(lower, m.start()):
+        eponym = _eponymous_field(q, at, fields, collection)
+        if target is None and eponym is not None and eponym not in ir.group_by:
+            ir.group_by.append(eponym)  # 'for different grapes' in `grapes`: its `Grape`
+        elif target is None and not _is_order_phrase(lower, m.start()):
             _group_by_date_part(q, at, fields, mentions, ir, consumed)
         if target and target.start not in used and not _is_order_phrase(lower, m.start()):
             if target.field not in ir.group_by:
@@ -1092,6 +1273,7 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     common = re.search(r"\b(?:most|least) (?:common|frequent|popular|often)\b", lower)
     if common:
         at = q.word_at(common.end())
+        consumed.add(at - 2)  # its 'most' ranks the counts: no maximum of a field
         ordering = re.match(r"\s*(?:first|last|to)\b", lower[common.end():])  # 'most common first' orders
         after = [mm for mm in mentions if mm.start >= at - 1 and mm.start not in used]
         target = None if ordering and ir.group_by else (after[0] if after else mentions[0] if mentions else None)
@@ -1106,7 +1288,9 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
             ir.count = True
 
     # aggregates: "average price", "total and minimum enrollment"; superlatives sort
-    detect_aggregates(q, ir, mentions, fields, entities, consumed, used, bool(common))
+    ir.aggregates += coordinated_aggregates(q, mentions, consumed, used)
+    detect_aggregates(q, ir, mentions, fields, entities, consumed, used, bool(common),
+                      _per_document(q, lower, collection))
     top_group(q, ir, mentions, used)
 
     if ir.aggregates or ir.count:
@@ -1131,25 +1315,42 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
         for m in mentions:
             if m.start not in used and m.field not in ir.outputs and m.field not in ir.group_by:
                 ir.outputs.append(m.field)
-        if not ir.outputs and not (ir.count or ir.aggregates or ir.group_by):
-            ir.outputs = entity_outputs(index, collection, fields, q, entities)
-    ir.grain = _count_grain(q, fields, entities) if ir.count else None
-    if ir.count and ir.outputs and not (ir.group_by or ir.aggregates or ir.distinct):
+        unnamed = not any({"id", "name", "title"} & set(f.words) for f in ir.outputs)
+        if not (ir.count or ir.aggregates or ir.group_by) and (
+                not ir.outputs or unnamed and _asks_for_entity(q, collection)):
+            # a bare entity; 'which 5 drivers log the most hours': the entities, beside what ranks them
+            ir.outputs = entity_outputs(index, collection, fields, q, entities) + ir.outputs
+    ir.grain = _count_grain(q, fields, collection) if ir.count else None
+    if ir.count and ir.outputs and not (ir.group_by or ir.aggregates):
         inside = [k for k, _ in ir.sort if isinstance(k, Field)] + list(ir.outputs)
-        if ir.grain and "." not in ir.grain and not any(ir.grain in f.arrays for f in inside):
+        # the values named before the count ("nominees and the number of musicals");
+        # attributes after it ("how many patients have a reading") are conditions
+        at = q.word_at(COUNT_PATTERNS.search(lower).start())
+        before = {m.field.mql for m in mentions if m.end <= at}
+        if ir.distinct:
+            if before:  # "different denominations and the number of schools": a count per value
+                ir.group_by, ir.outputs, ir.distinct = [f for f in ir.outputs if f.mql in before], [], False
+        elif ir.grain and "." not in ir.grain and not any(ir.grain in f.arrays for f in inside):
             # "products and the number of complaints": one row per product, its array's size
             ir.sizes = [next(f for f in fields if f.mql == ir.grain)]
+            ir.filters.append(Filter(ir.sizes[0], "$gt", 0, size=True))
             ir.count, ir.grain = False, None
         else:
-            # "nominees and the number of musicals": count per value named before the count;
-            # attributes after it ("how many patients have a reading") are conditions
-            at = q.word_at(COUNT_PATTERNS.search(lower).start())
-            before = {m.field.mql for m in mentions if m.end <= at}
             ir.group_by = [f for f in ir.outputs if f.mql in before]
             ir.outputs = []
     elif (len(ir.outputs) == 1 and not (ir.count or ir.aggregates or ir.group_by or ir.sort or ir.filters)
           and re.search(r"\ball\b", lower) and _plural_attribute(q, mentions, ir.outputs[0], plural)):
         ir.distinct = True  # "show all majors": the set of majors
+    if ir.aggregates and not ir.group_by:
+        # 'the title and maximum price of each film', 'job title and average salary': the
+        # values named before an aggregate are what it is computed per
+        ir.group_by = shown_before_aggregates(ir, mentions)
+        ir.outputs = [f for f in ir.outputs if f not in ir.group_by]
+    if ir.group_by and ir.aggregates:
+        ir.conditions = aggregate_conditions(q, ir, mentions)
+    if _which_entity(q, collection) and ir.group_by and len(ir.aggregates) == 1 \
+            and ir.aggregates[0][0] in ("$max", "$min"):
+        top_per_group(ir, index, fields, q, entities)
     ir.sort = ir.sort or default_order(ir, identifier(index, collection, fields))
 
     # the unresolved content words lower confidence
@@ -1161,10 +1362,85 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     covered = [i for i in content if i in grounded or _intent_word(q.raw[i])]
     ir.grounded_share = len(covered) / len(content) if content else 1.0
     ir.unresolved = [q.raw[i] for i in content if i not in covered]
+    vocabulary = vocabulary_of(index)
+    ir.missed = [q.raw[i] for i in content if i not in covered
+                 and any(_word_match(q.stems[i], v) >= 0.85 for v in vocabulary)]
     ir.unwinds = plan_unwinds(ir)
+    ir.inferred = [a for a in ir.unwinds if not _names_array(q, a)]
     ir.expand = plan_expansions(ir)
+    ir.issues += unrepresented(q)
     validate(ir)
     return ir
+
+
+def aggregate_conditions(q: Question, ir: IR, mentions: list[Mention]) -> list[tuple[int, str, object]]:
+    """'jobs whose average salary is above 8000': a comparison right after an
+    aggregated field constrains the aggregate of each group (SQL's HAVING), not
+    the documents. Those filters move out of `ir.filters`."""
+    conditions = []
+    for f in list(ir.filters):
+        if f.op not in ("$gt", "$gte", "$lt", "$lte") or f.size or f.average or f.branch:
+            continue
+        for k, (op, aggregated) in enumerate(ir.aggregates):
+            named = any(m.field is aggregated and 0 <= f.start - m.end <= 1 and m.start > 0
+                        and AGG_WORDS.get(q.raw[m.start - 1]) == op for m in mentions)
+            if aggregated is not None and aggregated.mql == f.field.mql and named:
+                conditions.append((k, f.op, f.value))
+                ir.filters = [g for g in ir.filters if g is not f]
+                break
+    return conditions
+
+
+def shown_before_aggregates(ir: IR, mentions: list[Mention]) -> list[Field]:
+    """Outputs the question names before the first aggregated field."""
+    aggregated = {f.mql for _, f in ir.aggregates if f is not None}
+    first = min((m.start for m in mentions if m.field.mql in aggregated), default=-1)
+    before = {m.field.mql for m in mentions if m.end <= first}
+    return [f for f in ir.outputs if f.mql in before and f.mql not in aggregated]
+
+
+def _eponymous_field(q: Question, at: int, fields: list[Field], collection: str) -> Field | None:
+    """The top-level field named like the collection, when the word at `at` names both."""
+    head = tuple(split_name(collection)[-1:])
+    if not head or at >= len(q.stems) or _word_match(q.stems[at], head[0]) < 0.85:
+        return None
+    return next((f for f in fields if f.words == head and f.kind == "scalar" and not f.arrays), None)
+
+
+def _per_document(q: Question, lower: str, collection: str) -> bool:
+    """'of each film', 'for every school': a grouping phrase names the collection's own documents."""
+    head = split_name(collection)[-1:]
+    for m in GROUP_PATTERNS.finditer(lower):
+        at = q.word_at(m.end())
+        if at < len(q.stems) and any(_word_match(q.stems[at], w) >= 0.85 for w in head):
+            return True
+    return False
+
+
+def top_per_group(ir: IR, index: dict, fields: list[Field], q: Question, entities: set[int]) -> None:
+    """'for each season, which driver scored the most points': not the maximum
+    per group but the document holding it — sort by the measure, then keep each
+    group's first document (its entity, the measure and what else is shown)."""
+    op, measure = ir.aggregates[0]
+    ir.presort = [(measure, -1 if op == "$max" else 1)]
+    ir.aggregates = [("$first", measure)]
+    if not any({"id", "name", "title"} & set(f.words) for f in ir.outputs):
+        ir.outputs = entity_outputs(index, ir.collection, fields, q, entities) + ir.outputs
+
+
+def _which_entity(q: Question, collection: str) -> bool:
+    """'which driver', 'who': the question asks which document, wherever the phrase stands."""
+    head = split_name(collection)[-1:]
+    return "who" in q.raw or any(w == "which" and i + 1 < len(q.stems) and head
+                                 and _word_match(q.stems[i + 1], head[0]) >= 0.85 for i, w in enumerate(q.raw))
+
+
+def _asks_for_entity(q: Question, collection: str) -> bool:
+    """'Which 5 drivers ...', 'who ...': the question asks for the collection's documents."""
+    head = split_name(collection)[-1:]
+    words = [w for w in q.stems[:3] if _maybe_number(w) is None]
+    return bool(words) and (words[0] == "who" or words[0] == "which" and len(words) > 1 and bool(head)
+                            and _word_match(words[1], head[0]) >= 0.85)
 
 
 def _plural_attribute(q: Question, mentions: list[Mention], f: Field, plural: set[int]) -> bool:
@@ -1186,11 +1462,12 @@ def _intent_word(word: str) -> bool:
 
 
 def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list[Field], entities: set[int],
-                      consumed: set[int], used: set[int], common: bool) -> None:
+                      consumed: set[int], used: set[int], common: bool, per_document: bool = False) -> None:
     """Aggregate words and what they apply to: 'average price' aggregates,
     'the book with the highest price' sorts, 'the most chapters' ranks by an
     array's size, 'which genre has the most books' counts per value,
-    'average number of chapters' averages sizes, 'the highest total' ranks it."""
+    'average number of chapters' averages sizes, 'the highest total' ranks it;
+    per document ('the maximum price of each film') an extreme is an aggregate."""
     lower = q.text.lower()
     named = {i for m in mentions for i in range(m.start, m.end)}
     rank_aggregate = 0
@@ -1224,7 +1501,7 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             continue
         if op in ("$max", "$min") and array is not None:
             ir.sort = ir.sort or [(("size", array), -1 if op == "$max" else 1)]  # 'the most players'
-            ir.limit = ir.limit or 1
+            ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1
             consumed.add(i + 1)
             continue
         if target is None:
@@ -1238,10 +1515,12 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             ir.sort = [(target.field, -1)]
             used.update((subject.start, target.start))
             continue
-        if op in ("$max", "$min") and not ir.group_by and not also and _is_superlative(q, i, mentions, target, used):
+        if op in ("$max", "$min") and not ir.group_by and not also and not per_document \
+                and _is_superlative(q, i, mentions, target, used):
             if not ir.sort:
                 ir.sort = [(target.field, -1 if op == "$max" else 1)]
-                ir.limit = ir.limit or 1
+                ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1  # 'which 2 ships ...'
+
             used.add(target.start)
             continue
         for m in [target] + also:
@@ -1254,6 +1533,51 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
 
     if rank_aggregate and ir.aggregates and not ir.sort:
         ir.sort = [(ir.aggregates[0][1], rank_aggregate)]
+
+
+# Aggregate words that name a statistic (not a ranking such as 'most' or 'top').
+STATISTICS = frozenset(w for w, op in AGG_WORDS.items() if w not in ("most", "least", "fewest", "top"))
+
+
+def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[int],
+                           used: set[int]) -> list[tuple[str, Field]]:
+    """'the maximum, minimum and average capacity', 'total and minimum
+    enrollment': statistic words joined by 'and' or commas share the numeric
+    field named right after them (none of them ranks documents)."""
+    found = []
+    i = 0
+    while i < len(q.raw):
+        end = _statistics_run(q, i)
+        target = next((m for m in mentions if end < m.start <= end + 4 and m.field.numeric
+                       and m.start not in used), None) if end > i else None
+        if target is None:
+            i = max(i + 1, end)
+            continue
+        for k in range(i, end + 1):
+            op = AGG_WORDS.get(q.raw[k])
+            if q.raw[k] in STATISTICS and (op, target.field) not in found:
+                found.append((op, target.field))
+        consumed.update(range(i, end + 1))
+        used.add(target.start)
+        i = end + 1
+    return found
+
+
+def _statistics_run(q: Question, i: int) -> int:
+    """The last word of a run of statistic words starting at `i` ('maximum,
+    minimum and average'), or `i` when no other statistic is joined to it."""
+    if q.raw[i] not in STATISTICS:
+        return i
+    j = i
+    while j + 1 < len(q.raw):
+        gap = q.text[q.spans[j][1]:q.spans[j + 1][0]]
+        if q.raw[j + 1] == "and" and j + 2 < len(q.raw) and q.raw[j + 2] in STATISTICS:
+            j += 2
+        elif "," in gap and q.raw[j + 1] in STATISTICS:
+            j += 1
+        else:
+            break
+    return j
 
 
 def _accumulating_subject(q: Question, i: int, mentions: list[Mention], entities: set[int],
@@ -1317,9 +1641,14 @@ def _coordinated(q: Question, first: Mention, mentions: list[Mention], used: set
 
 def _is_superlative(q: Question, i: int, mentions: list[Mention], target: Mention, used: set[int]) -> bool:
     """'the ship with the highest tonnage' sorts; 'the highest tonnage' aggregates."""
-    others = [m for m in mentions if m.field.mql != target.field.mql and m.start not in used]
+    # 'the maximum enrollment across all schools': what follows 'all' is the domain, not a column
+    others = [m for m in mentions if m.field.mql != target.field.mql and m.start not in used
+              and q.raw[m.start - 1:m.start] != ["all"]]
     return bool(others) or any(q.raw[j] in ("with", "whose", "has", "have", "having", "that", "who")
                                for j in range(max(0, i - 3), i))
+
+
+ORDER_BY_COUNT = re.compile(r"\w+\s+(?:of|by) (?:the )?(?:count\b|number of\b|number\b)")
 
 
 def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[Field],
@@ -1339,7 +1668,8 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                 if len(mentions) > 1:
                     used.add(target.start)
                 return [(target.field, direction)]
-        if re.search(r"\b(?:of|by) (?:the )?(?:count|number)\b", window[:40]):
+        by_count = ORDER_BY_COUNT.match(lower, m.start())
+        if by_count and not _names_quantity(q, by_count, mentions):  # not 'order of number of officers'
             return [("count", direction)]
         target = next((mm for mm in mentions if mm.start > at), None)
         shown = [mm for mm in mentions if mm.start not in used and mm.field.type == "string"]
@@ -1353,13 +1683,27 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
             return [(target.field, direction)]
         if "alphabetic" in lower and mentions:
             return [(mentions[0].field, 1)]
+    price = PRICE_PHRASE.search(lower)
+    if price:
+        f = _measure_field(fields, "price")
+        if f is not None:
+            return [(f, -1 if price.group(1) == "most" else 1)]
     for i, word in enumerate(q.raw):
         measure = MEASURE_SUPERLATIVES.get(word)
         if measure:
-            named = [f for f in fields if (f.numeric or f.type in ("date", "string")) and measure[0] in f.words]
-            if named:
-                f = min(named, key=lambda f: (len(f.arrays), -f.present, f.mql))
+            # 'the latest open year', 'the longest working history': the field named right after
+            adjacent = next((m for m in mentions if m.start == i + 1 and (m.field.numeric or m.field.type == "date")
+                             and m.start not in used), None)
+            if adjacent is not None:
+                used.add(adjacent.start)
+                return [(adjacent.field, measure[1])]
+            f = _measure_field(fields, measure[0], False)
+            if f is not None:
                 return [(f, measure[1])]
+            if measure[0] == "age":  # no age stored: the oldest was founded or born first
+                f = _measure_field(fields, "year") or _measure_field(fields, "date", False)
+                if f is not None:
+                    return [(f, -measure[1])]
     return []
 
 
@@ -1404,6 +1748,16 @@ def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set
             summed += 1
     if summed and summed == len(counts) and not COUNT_PATTERNS.search(re.sub(r"\bhow many\b", "", q.text.lower())):
         ir.count = False
+
+
+def _names_quantity(q: Question, count: re.Match, mentions: list[Mention]) -> bool:
+    """'the number of police officers' where `Police_officers` is a stored number:
+    the phrase names that field, it counts nothing."""
+    if not count.group().endswith("of"):
+        return False
+    at = q.word_at(count.end())
+    return any(m.start == at and m.share == 1.0 and m.field.numeric and "id" not in m.field.words
+               for m in mentions)
 
 
 def count_per_value(lower: str, ir: IR) -> None:
@@ -1539,13 +1893,20 @@ def _grain_of(mentions, fields, entities, q) -> tuple[str, ...]:
     return max(grains, key=len) if grains else ()
 
 
-def _count_grain(q: Question, fields: list[Field], entities: set[int]) -> str | None:
-    """'how many captains': the array whose elements are counted, if the counted noun is one."""
+def _count_grain(q: Question, fields: list[Field], collection: str) -> str | None:
+    """'how many captains': the array whose elements are counted, if the counted
+    noun is one and not the collection itself ('the number of companies' in
+    `company` counts documents, whatever array shares the word)."""
     m = COUNT_PATTERNS.search(q.text.lower())
     if not m:
         return None
+    own = split_name(collection)
     at = q.word_at(m.end())
     for i in range(at, min(at + 4, len(q.stems))):
+        if q.raw[i] in TEXT_STOPWORDS:
+            continue
+        if any(_word_match(q.stems[i], w) >= 0.85 for w in own[-1:]):
+            return None
         for f in fields:
             if f.kind == "array" and f.words and _word_match(q.stems[i], f.words[-1]) >= 0.85:
                 return f.mql
@@ -1574,10 +1935,18 @@ def plan_unwinds(ir: IR) -> list[str]:
         for a in parents + [ir.grain]:
             if a not in needed:
                 needed.append(a)
-    # an array the question asserts empty, or whose size is output, stays whole
-    whole = {f.field.mql for f in ir.filters if f.size} | {f.mql for f in ir.sizes}
+    # an array the question asserts empty, or whose size is output, stays whole; one
+    # only required to have some elements ('at least one committee') is unwound as needed
+    whole = {f.field.mql for f in ir.filters if f.size and f.op == "$eq" and f.value == 0} | {
+        f.mql for f in ir.sizes}
     needed = [a for a in needed if not any(a == w or a.startswith(w + ".") for w in whole)]
     return sorted(needed, key=lambda a: (a.count("."), a))
+
+
+def _names_array(q: Question, path: str) -> bool:
+    """A question word names the array at `path` ('captains' for `captain`)."""
+    words = split_name(path.rsplit(".", 1)[-1])
+    return bool(words) and any(_word_match(w, words[-1]) >= 0.85 for w in q.stems)
 
 
 def plan_expansions(ir: IR) -> list[str]:
@@ -1608,6 +1977,29 @@ def _prefixes(path: str) -> list[str]:
 AMBIGUOUS = "the collection is ambiguous"
 
 
+def detect_disjunction(q: Question, filters: list[Filter], consumed: set[int]) -> None:
+    """'from Hartford or younger than 40', 'before 2000 or after 2010': an 'or'
+    between two conditions makes the nearest condition on each side an
+    alternative (`$or`). Alternative values of one field are already an `$in`."""
+    for i, word in enumerate(q.raw):
+        if word != "or" or i in consumed:
+            continue
+        left = max((f.start for f in filters if f.start < i), default=None)
+        right = min((f.start for f in filters if f.start > i), default=None)
+        if left is None or right is None:
+            continue
+        for f in filters:
+            f.branch = 1 if f.start == left else 2 if f.start == right else f.branch
+        consumed.add(i)
+        return
+
+
+def unrepresented(q: Question) -> list[str]:
+    """Constructs the IR has no form for, so that the reading is partial: a
+    conjunction over the elements of one array ('both Boeing and Airbus certificates')."""
+    return ["a conjunction over one array is not represented"] if "both" in q.raw else []
+
+
 def validate(ir: IR) -> None:
     """Record what the IR cannot answer as issues (they lower confidence)."""
     if not (ir.outputs or ir.count or ir.aggregates or ir.group_by):
@@ -1616,9 +2008,10 @@ def validate(ir: IR) -> None:
         ir.issues.append("ordering by a count without a grouping")
     if ir.collection_margin < 0.15:
         ir.issues.append(AMBIGUOUS)
-    low = {f.field.mql: f.value for f in ir.filters if f.op in ("$gt", "$gte") and not f.size}
-    for f in ir.filters:
-        if f.op in ("$lt", "$lte") and not f.size and f.field.mql in low and f.value <= low[f.field.mql]:
+    required = [f for f in ir.filters if not (f.size or f.average or f.branch)]
+    low = {f.field.mql: f.value for f in required if f.op in ("$gt", "$gte")}
+    for f in required:
+        if f.op in ("$lt", "$lte") and f.field.mql in low and f.value <= low[f.field.mql]:
             ir.issues.append(f"contradictory range on {f.field.mql}")
 
 
@@ -1674,12 +2067,23 @@ def _out_name(f: Field, taken: set[str]) -> str:
 
 
 def _filter_doc(filters: list[Filter], ir: IR) -> dict:
+    """The $match document of some filters; the two sides of a disjunction form an `$or`."""
+    doc = _conditions([f for f in filters if not f.branch], ir)
+    sides = [_conditions([f for f in filters if f.branch == b], ir) for b in (1, 2)]
+    if all(sides):
+        doc["$or"] = sides
+    return doc
+
+
+def _conditions(filters: list[Filter], ir: IR) -> dict:
     doc: dict = {}
     exprs = []
     for f in filters:
         path = physical(f.field.mql, ir, key=f.field.kind == "key")
         if f.size:
             exprs.append({f.op: [{"$size": {"$ifNull": ["$" + path, []]}}, f.value]})
+        elif f.average:
+            exprs.append({f.op: ["$" + path, "$" + AVERAGE_FIELD]})
         elif f.op == "$exists" and f.key_of is None:
             doc.setdefault(path, {})["$exists"] = f.value
         elif f.op == "$exists":
@@ -1717,26 +2121,39 @@ def _is_late(f: Filter, ir: IR) -> bool:
 def render(ir: IR) -> list[dict]:
     """The aggregation pipeline of an IR."""
     pipeline: list[dict] = []
-    early = [f for f in ir.filters if not _is_late(f, ir)]
-    late = [f for f in ir.filters if _is_late(f, ir)]
+    late_branch = any(f.branch and _is_late(f, ir) for f in ir.filters)  # an $or stays whole
+    is_late = [_is_late(f, ir) or bool(f.branch and late_branch) for f in ir.filters]
+    early = [f for f, later in zip(ir.filters, is_late) if not later]
+    late = [f for f, later in zip(ir.filters, is_late) if later]
+    average = next((f for f in early if f.average), None)
+    if average is not None:  # the average over every document, before any other condition
+        pipeline.append(_average_window(average, ir))
     if early:
         pipeline.append({"$match": _filter_doc(early, ir)})
     for other, local, foreign in ir.anti_joins:
         alias = "_" + re.sub(r"[^0-9A-Za-z]+", "_", other)
         pipeline.append({"$lookup": {"from": other, "localField": local, "foreignField": foreign, "as": alias}})
         pipeline.append({"$match": {alias: {"$size": 0}}})
+    documents_first = _ranks_documents(ir, late)
+    if documents_first:  # 'the cities of the county with the most officers': pick the county, then unwind
+        pipeline += _ranking(ir)
     for kind, path in _traversal(ir):
         if kind == "unwind":
             pipeline.append({"$unwind": "$" + physical(path, ir)})
         else:
             pipeline.append({"$addFields": {_alias(path): {"$objectToArray": "$" + physical(path, ir)}}})
             pipeline.append({"$unwind": "$" + _alias(path)})
+    average = next((f for f in late if f.average), None)
+    if average is not None:
+        pipeline.append(_average_window(average, ir))
     if late:
         pipeline.append({"$match": _filter_doc(late, ir)})
 
     taken: set[str] = set()
     keys = ir.group_by or (ir.outputs if ir.distinct else [])
     if ir.group_by or ir.aggregates or (ir.distinct and keys):
+        if ir.presort:
+            pipeline.append({"$sort": {physical(f.mql, ir): d for f, d in ir.presort}})
         group: dict = {"_id": (_ref(keys[0], ir) if len(keys) == 1
                                else {_key_name(k): _ref(k, ir) for k in keys} if keys else None)}
         agg_names = []
@@ -1744,7 +2161,7 @@ def render(ir: IR) -> list[dict]:
             name = f"{op[1:]}_{_key_name(f)}"
             group[name] = {op: _measure(f, ir)}
             agg_names.append(name)
-        if ir.count and ir.group_by or ir.aggregates:
+        if (ir.count and ir.group_by or ir.aggregates) and not ir.presort:
             # an aggregate's support rides along: one surplus column at most
             group["count"] = {"$sum": 1}
         extra = [f for f in ir.outputs if f not in keys and not any(f is a for _, a in ir.aggregates)]
@@ -1754,10 +2171,13 @@ def render(ir: IR) -> list[dict]:
         pipeline.append({"$group": group})
         if ir.having and "count" in group:
             pipeline.append({"$match": {"count": {ir.having[0]: ir.having[1]}}})
+        for k, op, value in ir.conditions:
+            pipeline.append({"$match": {agg_names[k]: {op: value}}})
         if ir.count and not ir.group_by:
             pipeline.append({"$count": "count"})  # how many distinct values / groups
             return pipeline
-        _sort_and_limit(pipeline, _render_sort(ir, agg_names, keys), ir.limit)
+        if not documents_first:
+            _sort_and_limit(pipeline, _render_sort(ir, agg_names, keys), ir.limit)
         project: dict = {"_id": 0}
         if len(keys) == 1:
             project[_out_name(keys[0], taken)] = "$_id"
@@ -1776,11 +2196,8 @@ def render(ir: IR) -> list[dict]:
     if ir.count:
         pipeline.append({"$count": "count"})
         return pipeline
-    sort = _render_sort(ir, [], [])
-    if any(isinstance(k, tuple) for k, _ in ir.sort):
-        size_of = next(k[1] for k, _ in ir.sort if isinstance(k, tuple))
-        pipeline.append({"$addFields": {"_size": {"$size": {"$ifNull": [_ref(size_of, ir), []]}}}})
-    _sort_and_limit(pipeline, sort, ir.limit)
+    if not documents_first:
+        pipeline += _ranking(ir)
     project = {"_id": 0}
     for f in ir.outputs:
         project[_out_name(f, taken)] = _ref(f, ir)
@@ -1790,6 +2207,36 @@ def render(ir: IR) -> list[dict]:
         taken.add("count")
     pipeline.append({"$project": project})
     return pipeline
+
+
+AVERAGE_FIELD = "_average"
+
+
+def _average_window(f: Filter, ir: IR) -> dict:
+    """The field's average over all documents (or elements), set on each."""
+    return {"$setWindowFields": {"output": {AVERAGE_FIELD: {"$avg": _ref(f.field, ir)}}}}
+
+
+def _ranks_documents(ir: IR, late: list[Filter]) -> bool:
+    """The limit picks whole documents by document-level keys, before any array is
+    unwound or distinct values are taken ('the distinct ranges of the top 3 mountains')."""
+    keys = [k[1] if isinstance(k, tuple) else k for k, _ in ir.sort]
+    if not (ir.limit and keys) or late or ir.group_by or ir.aggregates or ir.count:
+        return False
+    top_level = all(isinstance(k, Field) and not k.maps and (not k.arrays or k.arrays == (k.mql,)) for k in keys)
+    if ir.distinct:
+        return top_level and not any(k in ir.outputs for k in keys)
+    return top_level and bool(ir.unwinds)
+
+
+def _ranking(ir: IR) -> list[dict]:
+    """The $sort and $limit of documents (after the size they rank by, if any)."""
+    stages: list[dict] = []
+    if any(isinstance(k, tuple) for k, _ in ir.sort):
+        size_of = next(k[1] for k, _ in ir.sort if isinstance(k, tuple))
+        stages.append({"$addFields": {"_size": {"$size": {"$ifNull": [_ref(size_of, ir), []]}}}})
+    _sort_and_limit(stages, _render_sort(ir, [], []), ir.limit)
+    return stages
 
 
 def _sort_and_limit(pipeline: list[dict], sort: dict, limit: int | None) -> None:
@@ -1831,11 +2278,17 @@ def confidence(ir: IR) -> float:
     score += 0.10 * max(0.0, min(1.0, ir.collection_margin))
     score += 0.35 * ir.grounded_share
     score += min(0.10, 0.05 * ir.witnesses_bound)
-    score -= min(0.20, 0.05 * len(ir.unresolved)) if ir.unresolved else -0.05  # every content word placed
+    # an unplaced word that names data elsewhere is a missed reference; one that names
+    # nothing in the database is mostly the verb of the relation ('produced', 'opened'):
+    # a question has one such word for free, more of them mean a looser reading
+    misses, others = len(ir.missed), len(ir.unresolved) - len(ir.missed)
+    score -= min(0.25, 0.10 * misses + 0.03 * max(0, others - 1)) if misses or others > 1 else -0.05
     for issue in ir.issues:
-        # an ambiguous collection matters little when every content word found its place
-        score -= 0.04 if issue == AMBIGUOUS and not ir.unresolved else 0.12
+        # an ambiguous collection matters less (not little: such readings still fail
+        # half the time) when every content word found its place
+        score -= 0.08 if issue == AMBIGUOUS and not ir.unresolved else 0.12
     score -= 0.03 * min(2, len(ir.unwinds))  # each array level is a grain the question may not mean
+    score -= 0.06 * min(2, len(ir.inferred))  # all the more when the question never names the array
     if not ir.mentions:
         score -= 0.05  # nothing in the question named a field: the reading rests on defaults
     if len(ir.outputs) > 3:
