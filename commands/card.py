@@ -16,9 +16,11 @@ Example:
 @click.argument("index", default="-", type=click.Path(allow_dash=True))
 @click.option("--db", "dbs", multiple=True, metavar="DB",
               help="Card of this database only (repeatable; default: every index document).")
-@click.option("--max-entries", type=int, default=path_card.DEFAULT_MAX_ENTRIES, show_default=True,
+@click.option("--max-entries", type=click.IntRange(min=0), default=path_card.DEFAULT_MAX_ENTRIES, show_default=True,
               help="Most path lines per card; the deepest, least present paths are cut first.")
-@click.option("--no-collapse", is_flag=True, help="Concrete map keys instead of <*> (ablation).")
+@click.option("--no-collapse", is_flag=True,
+              help="Concrete map keys instead of <*> (ablation): the ones the index kept, parents always "
+                   "included; a note counts those not kept.")
 @click.option("--top-level", is_flag=True, help="Top-level fields only (ablation).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: the card itself; json: one {db, card, paths, cut} line per database.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import errors_as_click, io_options, open_backend_from, with_progress
+from commands.options import errors_as_click, io_options, with_progress
 from nlq import generate, io, methods
 from nlq import index as grounding
 
@@ -22,10 +22,7 @@ Example:
               help="Grounding index (JSONL from `nlq index`), one document per database.")
 @click.option("--min-confidence", type=click.FloatRange(0, 1), default=None,
               help="Abstain (typed `abstained` failure) below this confidence.")
-@click.option("--data", type=click.Path(file_okay=False), envvar="NLQ_DATA",
-              help="Optional embedded database folder, for methods that probe data.")
-@click.option("--uri", envvar="NLQ_URI", help="Optional MongoDB URI, for methods that probe data.")
-def cli(input, output, strict, progress, method, index_path, min_confidence, data, uri):
+def cli(input, output, strict, progress, method, index_path, min_confidence):
     """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
@@ -34,7 +31,6 @@ def cli(input, output, strict, progress, method, index_path, min_confidence, dat
     """
     with errors_as_click():
         indexes = grounding.load(index_path)
-        backend = open_backend_from(data, uri) if (data or uri) else None
-        context = generate.Context(indexes, backend, min_confidence=min_confidence)
+        context = generate.Context(indexes, min_confidence=min_confidence)
         records = with_progress(io.read_records(input, strict=strict, stage="generate"), progress, "generate")
         io.write_records(generate.run(records, method, context), output)

@@ -17,12 +17,13 @@ Example:
 @backend_options
 @click.argument("dbs", nargs=-1, metavar="[DB]...")
 @click.option("--db", "db_options", multiple=True, metavar="DB",
-              help="Database to index (repeatable; default: every database of the backend).")
-@click.option("--sample", type=int, default=grounding.DEFAULT_SAMPLE, show_default=True,
+              help="Database to index (repeatable; named twice, indexed once; default: every database "
+                   "of the backend).")
+@click.option("--sample", type=click.IntRange(min=1), default=grounding.DEFAULT_SAMPLE, show_default=True,
               help="Documents sampled per collection.")
 @click.option("--seed", type=int, default=grounding.DEFAULT_SEED, show_default=True,
               help="Sampling seed (same seed, same index).")
-@click.option("--max-depth", type=int, default=grounding.DEFAULT_MAX_DEPTH, show_default=True,
+@click.option("--max-depth", type=click.IntRange(min=1), default=grounding.DEFAULT_MAX_DEPTH, show_default=True,
               help="Deepest path walked (fields, array elements and map keys each count one).")
 @click.option("-o", "--output", default="-", type=click.Path(allow_dash=True), show_default=True,
               help="Where to write the index JSONL ('-' = stdout).")
@@ -34,6 +35,7 @@ def cli(data, uri, timeout, max_rows, dbs, db_options, sample, seed, max_depth, 
     fields, data-witnessed join edges and the value index. See README.
     """
     backend = open_backend_from(data, uri)
+    named = list(dict.fromkeys(list(dbs) + list(db_options)))  # each database once, first mention's order
     with errors_as_click():
-        io.write_records(grounding.build(backend, list(dbs) + list(db_options), sample=sample,
+        io.write_records(grounding.build(backend, named, sample=sample,
                                          seed=seed, max_depth=max_depth), output)

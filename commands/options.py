@@ -11,14 +11,18 @@ from nlq.errors import NlqError
 
 
 def backend_options(fn):
-    """`--data DIR` / `--uri URI` (env NLQ_URI), plus `--timeout` and `--max-rows`."""
+    """`--data DIR` (env NLQ_DATA) / `--uri URI` (env NLQ_URI), plus `--timeout` and `--max-rows`.
+
+    Exactly one of --data and --uri; a flag given on the command line overrides
+    the other option's environment variable (see `backend_choice`)."""
     @click.option("--data", "data", type=click.Path(file_okay=False), envvar="NLQ_DATA",
-                  help="Folder of JSON/JSONL databases served by the embedded engine.")
+                  help="Folder of JSON/JSONL databases served by the embedded engine (env NLQ_DATA).")
     @click.option("--uri", envvar="NLQ_URI",
-                  help="MongoDB connection string (read-only use), or file:DIR for --data DIR.")
-    @click.option("--timeout", type=float, default=20.0, show_default=True,
+                  help="MongoDB connection string (read-only use), or file:DIR for --data DIR (env NLQ_URI). "
+                       "A flag overrides the other option's environment variable.")
+    @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=20.0, show_default=True,
                   help="Per-query time limit in seconds.")
-    @click.option("--max-rows", type=int, default=100_000, show_default=True,
+    @click.option("--max-rows", type=click.IntRange(min=1), default=100_000, show_default=True,
                   help="Row cap on every query result.")
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -41,10 +45,39 @@ def io_options(fn):
     return wrapper
 
 
+_EXPLICIT = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.PROMPT)
+
+
+def backend_choice(data, uri):
+    """`(data, uri)` with exactly one set, or a click.UsageError (exit 2).
+
+    A flag given on the command line overrides the other option's environment
+    default (`--uri` wins over NLQ_DATA, `--data` over NLQ_URI); two flags
+    (`--data X --uri Y`, also `--uri file:Y`), two environment variables and
+    none at all are usage errors."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and data and uri:
+        data_explicit = ctx.get_parameter_source("data") in _EXPLICIT
+        uri_explicit = ctx.get_parameter_source("uri") in _EXPLICIT
+        if data_explicit and not uri_explicit:
+            uri = None
+        elif uri_explicit and not data_explicit:
+            data = None
+        elif not data_explicit:
+            raise click.UsageError("NLQ_DATA and NLQ_URI are both set: pick one with --data DIR or --uri URI")
+    if data and uri:
+        raise click.UsageError("give either --data or --uri, not both")
+    if not data and not uri:
+        raise click.UsageError("no database: give --data DIR (embedded) or --uri mongodb://... "
+                               "(or set NLQ_DATA / NLQ_URI)")
+    return data, uri
+
+
 def open_backend_from(data, uri):
-    """The backend for the options, as a click error when it cannot be opened."""
+    """The backend for the options (usage errors exit 2, a backend that cannot be opened exits 1)."""
     from nlq.backends import open_backend
 
+    data, uri = backend_choice(data, uri)
     with errors_as_click():
         return open_backend(data=data, uri=uri)
 

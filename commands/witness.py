@@ -18,7 +18,7 @@ Example:
 @io_options
 @click.option("--index", "index_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Index JSONL from `nlq index` (may hold several databases).")
-@click.option("--hard-max", type=int, default=witnesses.DEFAULT_HARD_MAX, show_default=True,
+@click.option("--hard-max", type=click.IntRange(min=0), default=witnesses.DEFAULT_HARD_MAX, show_default=True,
               help="A witness is hard (enforced by the gate) when it has at most this many locations.")
 def cli(input, output, strict, progress, index_path, hard_max):
     """Add `witnesses` to each task record (TASKS file or '-' for stdin).

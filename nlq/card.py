@@ -27,9 +27,11 @@ present (smallest share of sampled documents, then the last in tree order);
 a parent is never cut before its children. The card ends with a visible note ``[... N of M paths cut ...]``.
 
 Ablations (SAG Table V): ``collapse=False`` renders the concrete key paths the
-index kept (at most 32 per collapsed entry, see nlq.index) instead of ``<*>``
-lines, typed, without presence markers (the index aggregates those per
-collapsed path); ``top_level=True`` keeps only the top-level fields, a dynamic
+index kept (at most 32 per collapsed entry, closed under parents: a kept path's
+parent is always kept, see nlq.index) instead of ``<*>`` lines, typed, without
+presence markers (the index aggregates those per collapsed path). When the
+index did not keep every concrete path, the card says so in a visible note
+``[N concrete paths not kept by the index: ...]``; ``top_level=True`` keeps only the top-level fields, a dynamic
 map shown as a plain ``object``.
 """
 
@@ -41,6 +43,7 @@ from typing import Iterable, Iterator
 import orjson
 
 from nlq.errors import InputError
+from nlq.index import MAX_CONCRETE
 
 DEFAULT_MAX_ENTRIES = 400
 CARD_EXAMPLE_KEYS = 5
@@ -75,6 +78,7 @@ def build(index: dict, *, max_entries: int = DEFAULT_MAX_ENTRIES, collapse: bool
             raise InputError(f"not an index document: no {key!r} (build one with `nlq index`)")
     collections = index["collections"]
     lines_by_coll: dict[str, list[tuple]] = {coll: [] for coll in collections}
+    not_kept = 0
     for entry in index["lattice"]:
         if top_level and path_depth(entry["path"]) != 1:
             continue
@@ -82,6 +86,7 @@ def build(index: dict, *, max_entries: int = DEFAULT_MAX_ENTRIES, collapse: bool
         sampled = collections.get(entry["collection"], {}).get("sampled") or 0
         share = entry["present"] / sampled if sampled else 0.0
         if not collapse and "<*>" in entry["path"]:
+            not_kept += entry.get("concrete_dropped", 0)
             for concrete in entry.get("concrete", []):
                 lines_by_coll[entry["collection"]].append(
                     (concrete, share, f"  {concrete}: {_types(entry, collapse=False)}"))
@@ -108,6 +113,10 @@ def build(index: dict, *, max_entries: int = DEFAULT_MAX_ENTRIES, collapse: bool
         out.extend(text for _, _, text in shown)
         if not lines:
             out.append("  (no documents sampled)")
+    if not_kept:
+        out.append("")
+        out.append(f"[{not_kept} concrete paths not kept by the index: at most {MAX_CONCRETE} per collapsed "
+                   f"path, parents before children]")
     if cut:
         out.append("")
         out.append(f"[{len(cut)} of {total} paths cut to fit --max-entries {max_entries}: "

@@ -34,8 +34,16 @@ path is ambiguous; MQL cannot address dotted names either.)
 - ``array_len``: ``{min, max, mean}`` over the arrays at the path, else null.
 - ``example_keys``: the 8 most frequent keys of a map; ``distinct_keys``: how
   many distinct keys were seen.
-- ``concrete``: up to 32 concrete paths (most frequent first) that the entry
-  collapses, so the card can render the no-collapse ablation.
+- ``concrete``: up to ``MAX_CONCRETE`` = 32 concrete paths that the entry
+  collapses, so the card can render the no-collapse ablation. The kept paths
+  are closed under parents: a concrete path is kept only when its parent
+  concrete path (``m.2021`` of ``m.2021.TG``, ``m.2021.TG`` of
+  ``m.2021.TG[]``) was kept by the entry above, so a subtree is never
+  orphaned; among those, siblings take turns (the most frequent child of
+  every kept parent, then every second one, ...), most frequent first, ties
+  in sorted order; the kept list is in that order.
+  ``concrete_dropped`` (only when positive): how many distinct concrete paths
+  of the entry were not kept (the card prints the total).
 
 ``prefixes`` ({collection: [dotted paths]}) are the valid MQL field paths and
 their prefixes, without array markers (``values_by_year.<*>.readings.value``).
@@ -244,6 +252,10 @@ class _Walker:
         self.entries: list[dict] = []
         self.scalars: dict[str, Counter] = {}
         self.keys: dict[str, Counter] = {}
+        # concrete path -> its parent concrete path (None below a map's own path),
+        # and the concrete paths kept so far (parents are decided before children)
+        self.concrete_parent: dict[str, str | None] = {}
+        self.concrete_kept: set[str] = set()
 
     def visit_root(self, docs: list[dict]) -> None:
         items = [(i, doc, None) for i, doc in enumerate(docs) if type(doc) is dict]
@@ -296,7 +308,7 @@ class _Walker:
         }
         concrete = Counter(c for _, _, c in items if c is not None)
         if concrete:
-            entry["concrete"] = _most_frequent(concrete, MAX_CONCRETE)
+            self._keep_concrete(entry, concrete)
         self.entries.append(entry)
 
         if depth >= self.max_depth:
@@ -308,7 +320,7 @@ class _Walker:
                 base = path if c is None else c
                 for key, value in obj.items():
                     key_counts[key] += 1
-                    children.append((d, value, f"{base}.{key}"))
+                    children.append((d, value, self._concrete(c, f"{base}.{key}")))
             entry["example_keys"] = _most_frequent(key_counts, EXAMPLE_KEYS)
             entry["distinct_keys"] = len(key_counts)
             self.keys[path] = key_counts
@@ -318,7 +330,7 @@ class _Walker:
         if arrays:
             elements = []
             for d, arr, c in arrays:
-                elem_concrete = None if c is None else c + "[]"
+                elem_concrete = None if c is None else self._concrete(c, c + "[]")
                 elements.extend((d, v, elem_concrete) for v in arr)
             if elements:
                 self._visit(path + "[]", elements, depth + 1)
@@ -327,9 +339,32 @@ class _Walker:
         grouped: dict[str, list] = defaultdict(list)
         for d, obj, c in objects:
             for key, value in obj.items():
-                grouped[key].append((d, value, None if c is None else f"{c}.{key}"))
+                grouped[key].append((d, value, None if c is None else self._concrete(c, f"{c}.{key}")))
         for key in sorted(grouped, key=_field_order):
             self._visit(_child(path, key), grouped[key], depth + 1)
+
+    def _concrete(self, parent: str | None, path: str) -> str:
+        """Record the parent of a concrete path (None: a key right under a map's own path)."""
+        self.concrete_parent.setdefault(path, parent)
+        return path
+
+    def _keep_concrete(self, entry: dict, concrete: Counter) -> None:
+        """The entry's `concrete` list: closed under parents, siblings taken in turns, bounded."""
+        siblings: dict[str | None, list[tuple[int, str]]] = defaultdict(list)
+        for c, n in concrete.items():
+            parent = self.concrete_parent.get(c)
+            if parent is None or parent in self.concrete_kept:
+                siblings[parent].append((-n, c))
+        ranked = []
+        for group in siblings.values():
+            group.sort()
+            ranked.extend((rank, neg, c) for rank, (neg, c) in enumerate(group))
+        ranked.sort()
+        kept = [c for _, _, c in ranked[:MAX_CONCRETE]]
+        self.concrete_kept.update(kept)
+        entry["concrete"] = kept
+        if len(concrete) > len(kept):
+            entry["concrete_dropped"] = len(concrete) - len(kept)
 
     def _is_map(self, objects: list[tuple]) -> bool:
         key_sets = [obj.keys() for _, obj, _ in objects]

@@ -68,6 +68,27 @@ def test_no_collapse_renders_the_concrete_keys(index):
     ]
 
 
+def test_no_collapse_says_when_the_index_did_not_keep_every_concrete_path():
+    from nlq.index import MAX_CONCRETE
+
+    docs = [{"m": {str(1950 + y): {"A1": y, "B2": y} for y in range(i, i + 10)}} for i in range(31)]
+    lines = path_card.render(index_documents("w", {"c": docs}), collapse=False).splitlines()
+    paths = [line.split(":")[0].strip() for line in lines[5:-2]]
+    assert lines[3:5] == ["", "c:"] and paths[0] == "m"
+    for path in paths[1:]:  # no orphan: every concrete path's parent is listed too
+        assert path.rsplit(".", 1)[0] in paths, path
+    years = [p for p in paths if p.count(".") == 1]
+    assert len(years) == MAX_CONCRETE and len(paths) == 1 + 2 * MAX_CONCRETE
+    # 40 years (8 not kept) and 80 year.code paths (48 not kept)
+    assert lines[-2:] == ["", f"[56 concrete paths not kept by the index: at most {MAX_CONCRETE} per collapsed "
+                              "path, parents before children]"]
+    assert "not kept" not in path_card.render(index_documents("w", {"c": docs}))
+
+
+def test_no_collapse_has_no_note_when_every_concrete_path_was_kept(index):
+    assert "not kept" not in path_card.render(index, collapse=False)
+
+
 def test_top_level_keeps_top_fields_only(index):
     assert path_card.render(index, top_level=True).splitlines()[8:] == [
         "labs:",

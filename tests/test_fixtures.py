@@ -239,18 +239,72 @@ def test_sparse_paths_are_really_sparse(db):
         assert any(key in h and h[key] not in HOLES for h in holders), f"{coll}.{path} is never set"
 
 
-@pytest.mark.parametrize("db", DBS)
-def test_polymorphic_paths_vary(db):
-    """A polymorphic path is a discriminator (several values), a variant field (present in
-    some holders only) or a field of several BSON types."""
+def _shape(value):
+    """A value's structure: its BSON type, an object's field names, an array's element shapes."""
     from nlq.mql.values import bson_type
 
+    t = bson_type(value)
+    if t == "object":
+        return t, tuple(sorted(value))
+    if t == "array":
+        return t, tuple(sorted({repr(_shape(e)) for e in value}))
+    return t
+
+
+def _variant(path: str, holders: list[dict], key: str) -> str | None:
+    """How a listed polymorphic path really varies, or None when it does not."""
+    from nlq.mql.values import bson_type
+
+    values = [h[key] for h in holders if key in h]
+    if not values:
+        return None
+    if len(values) < len(holders):
+        return "missing in some holders, present in others"
+    flat = [e for v in values for e in (v if path.endswith("[]") else [v])]
+    if len({bson_type(v) for v in flat}) > 1:
+        return "several BSON types"
+    if len({repr(_shape(v)) for v in flat}) > 1:
+        return "several shapes"
+    # a discriminator: some field is always there with one value and never with another
+    groups: dict[str, list[set]] = defaultdict(list)
+    for h in holders:
+        if isinstance(h[key], str):
+            groups[h[key]].append(set(h))
+    always = {v: set.intersection(*g) for v, g in groups.items()}
+    ever = {v: set.union(*g) for v, g in groups.items()}
+    if any(always[a] - ever[b] for a in groups for b in groups):
+        return "a discriminator of its holders' shape"
+    return None
+
+
+# Listed as polymorphic but not a variant by the test below: `format` ("standard" /
+# "sprint") changes which sessions a weekend holds, not the shape of any document
+# or element. Kept visible here (and asserted still weak) until the manifest or the
+# world changes.
+WEAK_POLYMORPHIC = {("racing", "weekends", "format")}
+
+
+@pytest.mark.parametrize("db", DBS)
+def test_polymorphic_paths_vary(db):
+    """A polymorphic path is a real variant: present in some holders only, of several
+    BSON types, of several shapes, or a discriminator (a value that decides which
+    fields its holder has)."""
     for coll, path, holders, key in _listed_paths(db, "polymorphic"):
-        values = [h[key] for h in holders if key in h]
-        flat = [e for v in values for e in (v if path.endswith("[]") else [v])]
-        types = {bson_type(v) for v in flat}
-        distinct = {v for v in flat if isinstance(v, str)}
-        assert len(types) > 1 or len(values) < len(holders) or len(distinct) > 1, f"{coll}.{path}"
+        variant = _variant(path, holders, key)
+        if (db, coll, path) in WEAK_POLYMORPHIC:
+            assert variant is None, f"{db}.{coll}.{path} varies ({variant}): drop it from WEAK_POLYMORPHIC"
+        else:
+            assert variant is not None, f"{coll}.{path} is listed as polymorphic but never varies"
+
+
+def test_variant_rejects_a_plain_string_field():
+    holders = [{"name": "a", "x": 1}, {"name": "b", "x": 2}]
+    assert _variant("name", holders, "name") is None
+    assert _variant("name", holders + [{"x": 3}], "name") == "missing in some holders, present in others"
+    assert _variant("x", holders + [{"name": "c", "x": "3"}], "x") == "several BSON types"
+    assert _variant("t[]", [{"t": [{"a": 1}, {"b": 1}]}], "t") == "several shapes"
+    assert _variant("kind", [{"kind": "a", "x": 1}, {"kind": "b", "y": 1}], "kind") == \
+        "a discriminator of its holders' shape"
 
 
 @pytest.mark.parametrize("db", DBS)

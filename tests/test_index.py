@@ -308,6 +308,57 @@ def test_maps_of_maps_and_maps_inside_arrays():
         "values_by_year.2019.B12.n", "values_by_year.2019.HBA1C.n"]
 
 
+def parent_path(path: str) -> str:
+    """`a.b` -> `a`, `a[]` -> `a` (test keys hold no dots)."""
+    return path[:-2] if path.endswith("[]") else path.rsplit(".", 1)[0]
+
+
+def assert_concrete_closed(index: dict) -> None:
+    """Every kept concrete path's parent is kept by the entry above (when that one is concrete too)."""
+    entries = {(e["collection"], e["path"]): e for e in index["lattice"]}
+    for (coll, path), e in entries.items():
+        if "concrete" not in e:
+            continue
+        assert len(e["concrete"]) <= grounding.MAX_CONCRETE
+        above = entries[(coll, parent_path(path))]
+        for c in e["concrete"]:
+            if "concrete" in above:
+                assert parent_path(c) in above["concrete"], (path, c)
+
+
+def test_concrete_paths_are_closed_under_parents_bounded_and_counted():
+    # 40 years x 3 codes x {n, r[]}: more concrete paths than the bound at every level
+    docs = [{"m": {str(1950 + y): {code: {"n": y, "r": [y]} for code in ("A1", "B2", "C3")}
+                   for y in range(i, i + 10)}} for i in range(0, 31)]
+    index = grounding.index_documents("w", {"c": docs})
+    assert_concrete_closed(index)
+    years = entry(index, "c", "m.<*>")
+    codes = entry(index, "c", "m.<*>.<*>")
+    assert len(years["concrete"]) == grounding.MAX_CONCRETE and years["concrete_dropped"] == 40 - 32
+    assert codes["concrete_dropped"] == 40 * 3 - 32
+    # siblings take turns: every kept year with children shows one code before any year shows two
+    kept_years = {parent_path(c) for c in codes["concrete"]}
+    assert len(kept_years) == grounding.MAX_CONCRETE
+    for leaf in ("m.<*>.<*>.n", "m.<*>.<*>.r", "m.<*>.<*>.r[]"):
+        e = entry(index, "c", leaf)
+        assert len(e["concrete"]) == 32 and e["concrete_dropped"] == 40 * 3 - 32
+    assert grounding.index_documents("w", {"c": docs}) == index
+
+
+def test_concrete_paths_within_the_bound_are_all_kept():
+    docs = [{"values_by_year": {"2019": {"HBA1C": {"n": 1}}, "2020": {"B12": {"n": 2}}}}]
+    index = grounding.index_documents("w", {"c": docs})
+    assert_concrete_closed(index)
+    assert all("concrete_dropped" not in e for e in index["lattice"])
+    assert entry(index, "c", "values_by_year.<*>.<*>.n")["concrete"] == [
+        "values_by_year.2019.HBA1C.n", "values_by_year.2020.B12.n"]
+
+
+@pytest.mark.parametrize("db", ["clinic", "racing", "club"])
+def test_fixture_concrete_paths_are_closed(db):
+    assert_concrete_closed(next(grounding.build(EmbeddedBackend(need(WORLDS / db).parent), [db])))
+
+
 def test_example_keys_most_frequent_first_and_bounded():
     docs = [{"m": {str(1900 + j): j for j in range(i, i + 3)}} for i in range(20)]
     m = entry(grounding.index_documents("w", {"c": docs}), "c", "m")
@@ -475,7 +526,17 @@ def test_cli_index_errors(tmp_path, runner):
     assert result.exit_code == 1
     assert result.stderr.splitlines()[0] == f"nlq: no database 'nope' under {tmp_path} (found: w)"
     result = runner.invoke(cli, ["index", "--data", str(tmp_path), "--sample", "0"])
-    assert result.exit_code == 1 and result.stderr == "nlq: --sample must be at least 1\n"
+    assert result.exit_code == 2 and "Invalid value for '--sample': 0 is not in the range x>=1" in result.stderr
+    with pytest.raises(InputError, match="--sample must be at least 1"):  # library callers
+        next(grounding.build(EmbeddedBackend(tmp_path), sample=0))
+
+
+def test_cli_index_writes_a_database_named_twice_once(tmp_path, runner):
+    write_world(tmp_path, "w", {"c": [{"a": 1}]})
+    write_world(tmp_path, "v", {"d": [{"x": "a"}]})
+    result = runner.invoke(cli, ["index", "--data", str(tmp_path), "w", "v", "--db", "w", "--db", "v", "--db", "w"])
+    assert result.exit_code == 0, result.stderr
+    assert [orjson.loads(line)["db"] for line in result.stdout.splitlines()] == ["w", "v"]
 
 
 def test_cli_index_help_has_an_example(runner):

@@ -103,15 +103,18 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 def open_backend(data: str | None = None, uri: str | None = None):
-    """The backend for `--data DIR` or `--uri URI` (`file:DIR` is the embedded one)."""
-    if uri and uri.startswith("file:"):
-        data, uri = uri[len("file:"):], None
+    """The backend for `--data DIR` or `--uri URI` (`file:DIR` is the embedded one).
+
+    Library-level check of the choice (the CLI rejects misuse first, as a usage
+    error): exactly one of `data` and `uri`, `file:` included."""
     if data and uri:
         raise InputError("give either --data or --uri, not both")
+    if uri and uri.startswith("file:"):
+        data, uri = uri[len("file:"):], None
     if data:
         return EmbeddedBackend(data)
     if uri:
         from nlq.backends.mongo import MongoBackend
 
         return MongoBackend(uri)
-    raise InputError("no database: give --data DIR (embedded) or --uri mongodb://... (or set NLQ_URI)")
+    raise InputError("no database: give --data DIR (embedded) or --uri mongodb://... (or set NLQ_DATA / NLQ_URI)")
