@@ -277,24 +277,13 @@ def _variant(path: str, holders: list[dict], key: str) -> str | None:
     return None
 
 
-# Listed as polymorphic but not a variant by the test below: `format` ("standard" /
-# "sprint") changes which sessions a weekend holds, not the shape of any document
-# or element. Kept visible here (and asserted still weak) until the manifest or the
-# world changes.
-WEAK_POLYMORPHIC = {("racing", "weekends", "format")}
-
-
 @pytest.mark.parametrize("db", DBS)
 def test_polymorphic_paths_vary(db):
     """A polymorphic path is a real variant: present in some holders only, of several
     BSON types, of several shapes, or a discriminator (a value that decides which
     fields its holder has)."""
     for coll, path, holders, key in _listed_paths(db, "polymorphic"):
-        variant = _variant(path, holders, key)
-        if (db, coll, path) in WEAK_POLYMORPHIC:
-            assert variant is None, f"{db}.{coll}.{path} varies ({variant}): drop it from WEAK_POLYMORPHIC"
-        else:
-            assert variant is not None, f"{coll}.{path} is listed as polymorphic but never varies"
+        assert _variant(path, holders, key) is not None, f"{coll}.{path} is listed as polymorphic but never varies"
 
 
 def test_variant_rejects_a_plain_string_field():
