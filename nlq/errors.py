@@ -94,6 +94,22 @@ class BackendError(NlqError):
     type = "backend_error"
 
 
+class MissingQuestionError(InputError):
+    """A task record without question text (absent, blank or not a string)."""
+
+    type = "missing_question"
+
+
+class UnknownDatabaseError(InputError):
+    """A record names a database the backend (or the grounding index) does not hold.
+
+    Caused by the record, not by the environment: it becomes the record's typed
+    failure, whereas a BackendError (the database cannot be reached) stops the run.
+    """
+
+    type = "unknown_db"
+
+
 class AbstainedError(NlqError):
     """A generation method declined to answer (confidence below the threshold)."""
 
@@ -103,3 +119,10 @@ class AbstainedError(NlqError):
 def failure(stage: str, type_: str, message: str) -> dict:
     """The typed failure object of SPEC §1: `{"stage", "type", "message"}`."""
     return {"stage": stage, "type": type_, "message": message}
+
+
+def json_type(value) -> str:
+    """The JSON kind of a value, for messages about a field of the wrong type: 'an array'..."""
+    names = {list: "an array", dict: "an object", bool: "a boolean", int: "a number", float: "a number",
+             str: "a string", type(None): "null"}
+    return names.get(type(value), type(value).__name__)

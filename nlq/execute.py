@@ -4,8 +4,11 @@
 
 `run_tasks(records, backend)` adds `execution = {rows_count, ms, error}` to each
 task record (plus `rows` when asked). A record that cannot be executed (no
-gold, no db, parse error, unknown/forbidden operator, timeout...) gets
-`execution.error`, a typed failure object, and flows on: no record is lost.
+gold, no db, a database the backend does not hold, parse error,
+unknown/forbidden operator, timeout, an unexpected engine error typed
+`internal_error`...) gets `execution.error`, a typed failure object, and
+flows on: no record is lost. A BackendError (the database cannot be reached
+or read) is no fault of the record: it stops the run.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Iterable, Iterator
 
 from nlq import io
 from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from nlq.errors import InputError, NlqError, failure
+from nlq.errors import BackendError, InputError, NlqError, UnknownDatabaseError, failure, json_type
 from nlq.mql import serialize
 from nlq.mql.parse import parse_query
 
@@ -61,9 +64,9 @@ def run_tasks(records: Iterable[dict], backend, *, db: str | None = None, rows: 
     `db` overrides the records' own `db`. With `rows=True` the result rows are
     embedded as `execution.rows`.
     """
-    from nlq.score import gold_source
+    from nlq.score import gold_source, unknown_database
 
-    opened: set[str] = set()
+    databases: dict[str, str | None] = {}  # db -> None (usable) or why it is unknown
     for record in records:
         execution: dict = {"rows_count": None, "ms": None, "error": None}
         if io.has_failure(record):
@@ -75,12 +78,15 @@ def run_tasks(records: Iterable[dict], backend, *, db: str | None = None, rows: 
             if source is None:
                 raise InputError("the record has no gold or gold_mql to execute")
             target = db or record.get("db")
-            if not isinstance(target, str) or not target:
+            if target is None or target == "":
                 raise InputError("the record names no database: give it a db field or pass --db")
+            if not isinstance(target, str):
+                raise InputError(f"the record's db must be a string, not {json_type(target)}")
             query = parse_query(source)
-            if target not in opened:
-                backend.collections(target)  # load/validate the database outside the timed part
-                opened.add(target)
+            if target not in databases:  # load/validate the database outside the timed part
+                databases[target] = unknown_database(backend, target)
+            if databases[target] is not None:
+                raise UnknownDatabaseError(databases[target])
             started = time.perf_counter()
             result = backend.aggregate(target, query.collection, query.pipeline, timeout=timeout,
                                        max_rows=max_rows)
@@ -88,6 +94,8 @@ def run_tasks(records: Iterable[dict], backend, *, db: str | None = None, rows: 
             execution["rows_count"] = len(result)
             if rows:
                 execution["rows"] = result
+        except BackendError:
+            raise
         except NlqError as exc:
             execution["error"] = exc.to_failure(STAGE)
         except Exception as exc:  # noqa: BLE001 - an engine bug must not lose the record

@@ -5,6 +5,14 @@
 A method never sees evaluation metadata: it receives `task_view(record)`,
 which drops `gold`, `gold_mql` and `labels`, and the prediction records the
 channels it observed in `disclosure`.
+
+Every record yields one record. One that cannot be handled gets
+`prediction: null` and a typed `failure` (stage `generate`):
+`missing_question` (no question text), `input_error` (a `db` that is not a
+string, `witnesses` that are not a list of objects), `unknown_db` (no
+grounding index for the record's db), the method's own NlqError types
+(`abstained`...), and `internal_error` for any other exception a method
+raises (a bug: named in the message, and the stream goes on).
 """
 
 from __future__ import annotations
@@ -12,9 +20,12 @@ from __future__ import annotations
 import time
 from typing import Iterable, Iterator
 
-from nlq import methods
-from nlq.errors import NlqError
+from nlq import io, methods
+from nlq.errors import InputError, NlqError, UnknownDatabaseError, failure
 from nlq.io import has_failure
+from nlq.witness import database_of, question_of
+
+STAGE = "generate"
 
 # Fields of a task record that carry the answer or evaluation metadata.
 HIDDEN_FIELDS = frozenset({"gold", "gold_mql", "labels", "score", "execution"})
@@ -40,8 +51,19 @@ class Context:
         if db is None and len(self.indexes) == 1:
             return next(iter(self.indexes.values()))
         known = ", ".join(sorted(self.indexes)) or "none"
-        raise NlqError(f"no grounding index for database {db!r} (indexes loaded: {known})",
-                       hint="build one with `nlq index --data DIR --db DB`")
+        raise UnknownDatabaseError(f"no grounding index for database {db!r} (indexes loaded: {known})",
+                                   hint="build one with `nlq index --data DIR --db DB`")
+
+
+def check_task(record: dict) -> None:
+    """Raise a typed InputError when a task record's fields have the wrong JSON types."""
+    question_of(record)
+    database_of(record)
+    witnesses = record.get("witnesses")
+    listed = isinstance(witnesses, list) and all(isinstance(w, dict) for w in witnesses)
+    if witnesses is not None and not listed:
+        raise InputError("the record's witnesses must be a list of objects (from `nlq witness`), "
+                         f"not {io.dumps(witnesses).decode()[:80]}")
 
 
 def run(records: Iterable[dict], method: str, context: Context) -> Iterator[dict]:
@@ -53,9 +75,16 @@ def run(records: Iterable[dict], method: str, context: Context) -> Iterator[dict
             continue
         start = time.perf_counter()
         try:
+            check_task(record)
             prediction = impl.generate(task_view(record), context)
+            if not isinstance(prediction, dict):
+                raise TypeError(f"method {impl.name} returned {type(prediction).__name__}, not an object")
         except NlqError as exc:
-            yield {**record, "prediction": None, "failure": exc.to_failure("generate")}
+            yield {**record, "prediction": None, "failure": exc.to_failure(STAGE)}
+            continue
+        except Exception as exc:  # noqa: BLE001 - a method's bug must not lose the record
+            yield {**record, "prediction": None,
+                   "failure": failure(STAGE, "internal_error", f"{type(exc).__name__}: {exc}")}
             continue
         prediction.setdefault("method", impl.name)
         prediction["disclosure"] = sorted(impl.channels)

@@ -18,8 +18,16 @@ defect, see :mod:`nlq.score`) and `unscored` (a record without `score`, e.g.
 a malformed line); both stay in the denominator with EXC = 0.
 
 Slices (`by`): any dotted field of the records (`db`, `labels.schema_flex`,
-`prediction.method`); each value gets its record count, EXC and EXF1 per
-run; an absent field is the value `(missing)`.
+`prediction.method`); each value gets, per run, the same summary as a whole
+run: its record count `n`, EXC, EXF1 and the outcome decomposition (bucket
+counts and fractions of the slice, near-miss subtypes included); an absent
+field is the value `(missing)`. In the text formats a slice table has one
+row per value (one per value and run when there are several runs).
+
+Nothing to report is said, not silently rendered as zeros: a run with no
+record (n = 0) or with records that carry no `score` gets a warning (see
+:func:`run_warnings`; `run` passes them to `warn`, stderr by default), and when
+no run holds a single scored record the report is an InputError.
 
 Paired test (`ref`): each other run against the reference run on the records
 they share by `id` (ids that occur exactly once in both; the report says how
@@ -35,7 +43,9 @@ fractions), `latex` (booktabs tabulars, escaped, paper-ready).
 from __future__ import annotations
 
 import io as _io
+import sys
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 import numpy as np
@@ -189,11 +199,36 @@ def field_value(record: dict, path: str) -> str:
     return io.dumps(value).decode()
 
 
+def _scored(record: dict) -> bool:
+    return isinstance(record.get("score"), dict)
+
+
+def run_warnings(runs: list[Run]) -> list[str]:
+    """What a reader must know before trusting the numbers: empty or (partly) unscored runs."""
+    out = []
+    for run in runs:
+        n = len(run.records)
+        unscored = sum(not _scored(r) for r in run.records)
+        if n == 0:
+            out.append(f"run {run.name} is empty (n = 0): its numbers are not defined")
+        elif unscored == n:
+            out.append(f"run {run.name} has no scored record ({n} record{'s' if n != 1 else ''} without "
+                       "`score`): score it with `nlq score` first")
+        elif unscored:
+            out.append(f"run {run.name}: {unscored} of {n} records have no `score` "
+                       "(counted as unscored, EXC = 0)")
+    return out
+
+
 def build(runs: list[Run], *, by: list[str] = (), ref: str | None = None, bootstrap: int = 1000,
           seed: int = 0) -> dict:
     """The report of several runs: per-run numbers, slices and paired tests (the `json` format)."""
     if not runs:
         raise InputError("no runs to report")
+    if not any(_scored(r) for run in runs for r in run.records):
+        which = "the run holds no" if len(runs) == 1 else f"none of the {len(runs)} runs holds a"
+        raise InputError(f"nothing to report: {which} scored record",
+                         hint="report reads the output of `nlq score` (records with a `score` field)")
     reference = None
     if ref is not None:
         reference = next((r for r in runs if r.name == ref), None)
@@ -213,8 +248,7 @@ def build(runs: list[Run], *, by: list[str] = (), ref: str | None = None, bootst
             per_run = []
             for run in runs:
                 records = [r for r in run.records if field_value(r, path) == label]
-                s = summarize(records)
-                per_run.append({"name": run.name, "n": s["n"], "exc": s["exc"], "exf1": s["exf1"]})
+                per_run.append({"name": run.name, **summarize(records)})
             values.append({"value": label, "runs": per_run})
         slices.append({"by": path, "values": values})
     extra = [b for b in EXTRA_BUCKETS if any(r["counts"][b] for r in report_runs)]
@@ -256,20 +290,22 @@ def _run_table(report: dict) -> tuple[list[str], list[list[str]]]:
 
 
 def _slice_table(report: dict, entry: dict) -> tuple[list[str], list[list[str]]]:
-    names = [r["name"] for r in report["runs"]]
-    several = len(names) > 1
-    header = [entry["by"]]
-    for name in names:
-        prefix = f"{name} " if several else ""
-        header += [f"{prefix}n", f"{prefix}EXC", f"{prefix}EXF1"]
+    """One row per slice value (per value and run when there are several runs)."""
+    several = len(report["runs"]) > 1
+    shown = report["buckets"][1:]
+    header = [entry["by"]] + (["Run"] if several else []) + ["n", "EXC", "EXF1"] + [_HEADERS[b] for b in shown]
     rows = []
     for value in entry["values"]:
-        row = [value["value"]]
         for cell in value["runs"]:
-            row += [str(cell["n"]), _pct(cell["exc"]) if cell["n"] else "-",
-                    _pct(cell["exf1"]) if cell["n"] else "-"]
-        rows.append(row)
+            numbers = [cell["exc"], cell["exf1"]] + [cell["fractions"][b] for b in shown]
+            row = [value["value"]] + ([cell["name"]] if several else []) + [str(cell["n"])]
+            rows.append(row + [_pct(x) if cell["n"] else "-" for x in numbers])
     return header, rows
+
+
+def _labels(header: list[str]) -> int:
+    """How many leading columns hold labels (left-aligned) rather than numbers."""
+    return 2 if header[1:2] == ["Run"] else 1
 
 
 def _tables(report: dict):
@@ -290,7 +326,7 @@ def render_table(report: dict) -> str:
     for title, (header, rows) in _tables(report):
         table = Table(title=Text(title), box=box.SIMPLE_HEAD, title_justify="left")
         for i, name in enumerate(header):
-            table.add_column(Text(name), justify="left" if i == 0 else "right", no_wrap=True)
+            table.add_column(Text(name), justify="left" if i < _labels(header) else "right", no_wrap=True)
         for row in rows:  # Text: a run named "[red]x" is not rich markup
             table.add_row(*map(Text, row))
         console.print(table)
@@ -306,7 +342,7 @@ def render_markdown(report: dict) -> str:
     for title, (header, rows) in _tables(report):
         lines = [f"### {_md_cell(title)}", "",
                  "| " + " | ".join(_md_cell(h) for h in header) + " |",
-                 "|" + "|".join([":---"] + ["---:"] * (len(header) - 1)) + "|"]
+                 "|" + "|".join([":---"] * _labels(header) + ["---:"] * (len(header) - _labels(header))) + "|"]
         lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
@@ -332,7 +368,8 @@ def render_latex(report: dict) -> str:
     for index, (title, (header, rows)) in enumerate(_tables(report)):
         head = [latex_escape(h) for h in header]
         head = [r"EXF\textsubscript{1}" if h == "EXF1" else h for h in head]
-        lines = [r"% " + latex_escape(title), r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}",
+        labels = _labels(header)
+        lines = [r"% " + latex_escape(title), r"\begin{tabular}{" + "l" * labels + "r" * (len(header) - labels) + "}",
                  r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
         for i, row in enumerate(rows):
             cells = [latex_escape(c) for c in row]
@@ -356,15 +393,26 @@ def render(report: dict, fmt: str = "table") -> str:
     return renderers[fmt](report)
 
 
+def _stderr(line: str) -> None:
+    print(f"nlq: warning: {line}", file=sys.stderr)
+
+
 def run(paths: list[str], *, names: list[str] = (), by: list[str] = (), ref: str | None = None,
-        fmt: str = "table", bootstrap: int = 1000, seed: int = 0) -> str:
-    """Load the scored files, build the report and render it (the whole `nlq report`)."""
+        fmt: str = "table", bootstrap: int = 1000, seed: int = 0,
+        warn: Callable[[str], None] | None = None) -> str:
+    """Load the scored files, build the report and render it (the whole `nlq report`).
+
+    Each line of :func:`run_warnings` goes to `warn` (default: stderr, as `nlq: warning: ...`).
+    """
     runs = load_runs(paths, names)
     if ref is not None and ref in paths:  # --ref may name the file instead of the run
         ref = runs[list(paths).index(ref)].name
-    return render(build(runs, by=by, ref=ref, bootstrap=bootstrap, seed=seed), fmt)
+    built = build(runs, by=by, ref=ref, bootstrap=bootstrap, seed=seed)
+    for line in run_warnings(runs):
+        (warn or _stderr)(line)
+    return render(built, fmt)
 
 
 __all__ = ["Run", "load_run", "load_runs", "run_name", "bucket", "summarize", "bootstrap_interval",
-           "mcnemar", "field_value", "build", "render", "render_table", "render_markdown",
+           "mcnemar", "field_value", "run_warnings", "build", "render", "render_table", "render_markdown",
            "render_latex", "latex_escape", "run", "FORMATS", "BUCKETS", "EXTRA_BUCKETS"]

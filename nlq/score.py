@@ -18,19 +18,33 @@ Outcome, exactly one per record (metric rules: :mod:`nlq.normexec`):
 - `no_submission`: the prediction is absent, null, carries a typed
   `failure` (the method abstained, ran out of budget, the model failed), or
   holds no query. A typed solver failure is not a submission (paper §IV-A3).
-- `invalid`: the prediction does not parse, or uses a forbidden operator
-  (SPEC §7); a forbidden query is never executed.
+  `error` is that failure (the prediction's, else the record's own
+  `failure`) when there is one. A record that failed at an earlier stage
+  (a malformed input line included) and has no gold is `no_submission`
+  too, with `error` = its failure: it stays in the denominator as a
+  failure of the run, not as a benchmark defect.
+- `invalid`: the prediction does not parse, is neither an object nor a
+  query string, or uses a forbidden operator (SPEC §7); a forbidden query
+  is never executed.
 - `exec_error`: the prediction failed while running (incl. timeout, row or
   byte cap, an unknown operator, which MongoDB reports when it runs the
-  query, and an operator the embedded engine does not implement).
+  query, an operator the embedded engine does not implement, and an
+  unexpected engine error, typed `internal_error`).
 - `correct`, `empty`, `wrong_rows` (with `near_miss`): the executed
   prediction compared with the gold result.
-- `gold_error`: the record cannot be judged because its gold is absent,
-  unparseable, forbidden or fails to run, or it names no `db`. This is a
-  benchmark defect, not a system outcome: it scores 0, stays in the
-  denominator, carries `error.stage == "gold"`, and is listed by
-  `--self-check`. A valid benchmark has none, so the six system outcomes
-  sum to one.
+- `gold_error`: a task record that did not fail before scoring cannot be
+  judged because its gold is absent, unparseable, forbidden or fails to run,
+  or it names no `db` or a database the backend does not hold
+  (`unknown_db`). This is a benchmark defect, not a system outcome: it
+  scores 0, stays in the denominator, carries `error.stage == "gold"`, and
+  is listed by `--self-check`. A valid benchmark has none, so the six
+  system outcomes sum to one. An unexpected internal error of the evaluator
+  itself on a record also lands here (`error.stage == "score"`, type
+  `internal_error`): the record cannot be judged, and the stream goes on.
+
+Environment errors are not outcomes: a BackendError (the database cannot be
+reached or read: server down, unreadable data files) stops the run with that
+error instead of being charged to the gold or the prediction.
 
 Gold results are cached per (db, gold query) for the whole run.
 
@@ -66,7 +80,8 @@ from typing import Callable, Iterable, Iterator
 from nlq import io
 from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import (BackendError, ExecutionError, ForbiddenOperatorError, InputError, NlqError,
-                        UnknownOperatorError, UnsupportedOperatorError, failure)
+                        UnknownDatabaseError, UnknownOperatorError, UnsupportedOperatorError, failure,
+                        json_type)
 from nlq.mql import analyze
 from nlq.mql.parse import parse_query
 from nlq.mql.values import ObjectId
@@ -77,8 +92,10 @@ OUTCOMES = ("correct", NO_SUBMISSION, INVALID, EXEC_ERROR, "empty", "wrong_rows"
 
 # Errors of a submitted prediction that make it `exec_error` (what a server
 # reports when it runs the query); every other NlqError (parse error, bad
-# Extended JSON, forbidden operator) is `invalid`.
-_EXEC_ERRORS = (ExecutionError, UnknownOperatorError, UnsupportedOperatorError, BackendError)
+# Extended JSON, forbidden operator) is `invalid`, except BackendError, which
+# is the environment's and escapes.
+_EXEC_ERRORS = (ExecutionError, UnknownOperatorError, UnsupportedOperatorError)
+INTERNAL_ERROR = "internal_error"
 
 MAX_PROBE_BETA = 16
 ACCEPT_PROBES = ("leftover_id", "two_helpers")
@@ -104,6 +121,19 @@ class Scorer:
                  max_rows: int = DEFAULT_MAX_ROWS):
         self.backend, self.beta, self.timeout, self.max_rows = backend, beta, timeout, max_rows
         self._gold: dict = {}
+        self._databases: dict = {}  # db -> None (usable) or why it is unknown
+
+    # -- databases -------------------------------------------------------------------
+    def check_database(self, db: str) -> None:
+        """Raise UnknownDatabaseError when the backend holds no database `db`.
+
+        A BackendError while listing or loading a database the backend does
+        hold (server down, unreadable files) escapes: it is no fault of the record.
+        """
+        if db not in self._databases:
+            self._databases[db] = unknown_database(self.backend, db)
+        if self._databases[db] is not None:
+            raise UnknownDatabaseError(self._databases[db])
 
     # -- gold ------------------------------------------------------------------------
     def gold(self, record: dict) -> GoldResult:
@@ -111,12 +141,19 @@ class Scorer:
         db = record.get("db")
         if source is None:
             return GoldResult(error=failure("gold", InputError.type, "the record has no gold or gold_mql"))
-        if not isinstance(db, str) or not db:
+        if db is None or db == "":
             return GoldResult(error=failure("gold", InputError.type, "the record has no db"))
+        if not isinstance(db, str):
+            return GoldResult(error=failure("gold", InputError.type,
+                                            f"the record's db must be a string, not {json_type(db)}"))
         try:
             query = parse_query(source)
+        except BackendError:
+            raise
         except NlqError as exc_:
             return GoldResult(error=exc_.to_failure("gold"))
+        except Exception as exc_:  # noqa: BLE001 - a parser bug must not lose the record
+            return GoldResult(error=_internal("gold", exc_))
         key = (db, io.dumps(query.to_json()))
         cached = self._gold.get(key)
         if cached is None:
@@ -128,10 +165,16 @@ class Scorer:
         try:
             ordered = analyze.order_sensitive(query)
             self._check_allowed(query)
+            self.check_database(db)
             rows = self.execute(db, query)
+            prepared = prepare(rows)
+        except BackendError:
+            raise
         except NlqError as exc_:
             return GoldResult(query=query, error=exc_.to_failure("gold"))
-        return GoldResult(query, rows, prepare(rows), ordered)
+        except Exception as exc_:  # noqa: BLE001 - an engine bug must not lose the record
+            return GoldResult(query=query, error=_internal("gold", exc_))
+        return GoldResult(query, rows, prepared, ordered)
 
     # -- execution -------------------------------------------------------------------
     def _check_allowed(self, query) -> None:
@@ -147,27 +190,45 @@ class Scorer:
     # -- one record ------------------------------------------------------------------
     def score(self, record: dict, submission=None) -> dict:
         """The `score` object of a record; `submission` overrides its prediction."""
+        earlier = record.get("failure")
+        if earlier and gold_source(record) is None:
+            return _score(NO_SUBMISSION, error=_as_failure(earlier, "input"))
         gold = self.gold(record)
         if gold.error is not None:
             return _score(GOLD_ERROR, error=gold.error, order_sensitive=gold.ordered)
         base = {"order_sensitive": gold.ordered, "gold_rows": len(gold.rows)}
+        prediction = record.get("prediction")
         if submission is None:
-            submission = submitted_query(record.get("prediction"))
-        if submission is None:
-            return _score(NO_SUBMISSION, **base)
+            if prediction is not None and not isinstance(prediction, (dict, str)):
+                return _score(INVALID, error=failure("prediction", InputError.type,
+                                                     "a prediction must be an object, a query string or null, "
+                                                     f"not {json_type(prediction)}"), **base)
+            submission = submitted_query(prediction)
+            if submission is None:
+                if isinstance(prediction, dict) and prediction.get("failure"):
+                    return _score(NO_SUBMISSION, error=_as_failure(prediction["failure"], "prediction"), **base)
+                return _score(NO_SUBMISSION, error=_as_failure(earlier, "input") if earlier else None, **base)
         try:
             query = parse_query(submission)
             self._check_allowed(query)
+        except BackendError:
+            raise
         except NlqError as exc_:
             return _score(INVALID, error=exc_.to_failure("prediction"), **base)
+        except Exception as exc_:  # noqa: BLE001 - a parser bug must not lose the record
+            return _score(INVALID, error=_internal("prediction", exc_), **base)
         started = time.perf_counter()
         try:
             rows = self.execute(record["db"], query)
+        except BackendError:
+            raise
         except _EXEC_ERRORS as exc_:
             ms = _ms(started)
             return _score(EXEC_ERROR, error=exc_.to_failure("prediction"), ms=ms, **base)
         except NlqError as exc_:
             return _score(INVALID, error=exc_.to_failure("prediction"), **base)
+        except Exception as exc_:  # noqa: BLE001 - an engine bug must not lose the record
+            return _score(EXEC_ERROR, error=_internal("prediction", exc_), ms=_ms(started), **base)
         ms = _ms(started)
         verdict = compare(rows, gold.prepared, ordered=gold.ordered, beta=self.beta)
         return {"exc": verdict.exc, "exf1": verdict.exf1, "outcome": verdict.outcome,
@@ -231,6 +292,39 @@ def separated(probes: dict, beta: int) -> bool:
     return accepted and rejected
 
 
+def unknown_database(backend, db: str) -> str | None:
+    """Why `db` is unknown when the backend holds no such database, None when it does.
+
+    Raises the BackendError of a backend that cannot be reached, or that lists
+    `db` but cannot read it.
+    """
+    if db in backend.databases():  # listing first: an unreachable server fails once, here
+        backend.collections(db)
+        return None
+    try:
+        backend.collections(db)  # a database that is not listed may still be readable
+    except BackendError as exc_:
+        return str(exc_)
+    return None
+
+
+def _internal(stage: str, exc_: Exception) -> dict:
+    """The typed failure of an unexpected exception (a bug), naming it."""
+    return failure(stage, INTERNAL_ERROR, f"{type(exc_).__name__}: {exc_}")
+
+
+def _as_failure(value, stage: str) -> dict:
+    """An earlier failure as a typed failure object, completing a partial one (`stage` by default)."""
+    given = value if isinstance(value, dict) else {}
+
+    def text(key: str, default: str) -> str:
+        found = given.get(key)
+        return found if isinstance(found, str) and found else default
+
+    return failure(text("stage", stage), text("type", InputError.type),
+                   text("message", f"failed before scoring: {io.dumps(value).decode()[:200]}"))
+
+
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
@@ -276,21 +370,35 @@ def run(records: Iterable[dict], backend, *, beta: int = DEFAULT_BETA, timeout: 
     empties: list[str] = []
     sweep: list[tuple[str, dict]] = []
     total = 0
+    skipped: list[str] = []
     for record in records:
         total += 1
-        if check:
-            submission = gold_source(record)
-            score = scorer.score(record, submission if submission is not None else "")
-        else:
-            score = scorer.score(record)
+        try:
+            if check:
+                submission = gold_source(record)
+                score = scorer.score(record, submission if submission is not None else "")
+            else:
+                score = scorer.score(record)
+        except BackendError:
+            raise
+        except Exception as exc_:  # noqa: BLE001 - the evaluator's own bug must not lose the record
+            score = _score(GOLD_ERROR, error=_internal("score", exc_))
         if self_check:
             defect = _defect(score)
-            if defect:
+            if score["outcome"] == NO_SUBMISSION:
+                skipped.append(f"skipped {_name(record, total)}: failed before scoring: {defect}")
+            elif defect:
                 defects.append(f"defect {_name(record, total)}: {defect}")
             elif score["gold_rows"] == 0:
                 empties.append(f"empty {_name(record, total)}: the gold returns no rows")
         if beta_sweep:
-            probes = scorer.probes(record)
+            try:
+                probes = scorer.probes(record)
+            except BackendError:
+                raise
+            except Exception as exc_:  # noqa: BLE001 - a probe's bug must not lose the record
+                probes = None
+                score["probes_error"] = _internal("score", exc_)
             if probes is not None:
                 score["probes"] = probes
                 sweep.append((_name(record, total), probes))
@@ -298,10 +406,14 @@ def run(records: Iterable[dict], backend, *, beta: int = DEFAULT_BETA, timeout: 
     if summary is None:
         return
     if self_check:
-        summary(f"self-check: {total - len(defects)} of {total} golds earn EXC = 1 against themselves; "
+        golds = total - len(skipped)
+        line = (f"self-check: {golds - len(defects)} of {golds} golds earn EXC = 1 against themselves; "
                 f"{len(defects)} defect{'s' if len(defects) != 1 else ''}; {len(empties)} empty "
                 f"gold{'s' if len(empties) != 1 else ''} (EXC = 1, but any empty prediction would be too)")
-        for line in defects + empties:
+        if skipped:
+            line += f"; {len(skipped)} record{'s' if len(skipped) != 1 else ''} failed before scoring"
+        summary(line)
+        for line in defects + empties + skipped:
             summary(line)
     if beta_sweep:
         summary(io.dumps({"beta_sweep": sweep_summary(sweep, beta, total)}).decode())
@@ -339,4 +451,5 @@ def sweep_summary(sweep: list[tuple[str, dict]], beta: int, total: int) -> dict:
 
 
 __all__ = ["run", "Scorer", "GoldResult", "OUTCOMES", "PROBES", "ACCEPT_PROBES", "REJECT_PROBES",
-           "MAX_PROBE_BETA", "gold_source", "submitted_query", "separated", "sweep_summary"]
+           "MAX_PROBE_BETA", "gold_source", "submitted_query", "unknown_database", "separated",
+           "sweep_summary"]

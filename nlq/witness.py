@@ -36,7 +36,7 @@ import re
 from typing import Iterable, Iterator
 
 from nlq import io
-from nlq.errors import InputError, failure
+from nlq.errors import InputError, MissingQuestionError, NlqError, UnknownDatabaseError, failure, json_type
 from nlq.text import STOPWORDS, normalize, singular, tokens
 
 DEFAULT_HARD_MAX = 3
@@ -145,27 +145,55 @@ def _ngrams(text: str, add) -> None:
 
 
 def run(records: Iterable[dict], indexes: dict[str, dict], *, hard_max: int = DEFAULT_HARD_MAX) -> Iterator[dict]:
-    """Add `witnesses` to every task record (failures pass through unchanged)."""
+    """Add `witnesses` to every task record (failures pass through unchanged).
+
+    A record that cannot be handled gets a typed `failure` and flows on:
+    `missing_question` (no question text), `input_error` (a `db` that is not
+    a string), `unknown_db` (no index document for its db), `internal_error`
+    (an unexpected exception, named in the message).
+    """
     if hard_max < 0:
         raise InputError("--hard-max must be at least 0")
     for record in records:
         if io.has_failure(record):
             yield record
             continue
-        question = record.get("question")
-        if not isinstance(question, str) or not question.strip():
-            record["failure"] = failure(STAGE, "missing_question", "the record has no question text")
-            yield record
-            continue
-        index = indexes.get(record.get("db"))
-        if index is None:
-            known = ", ".join(sorted(indexes))
-            record["failure"] = failure(STAGE, "unknown_db",
-                                        f"no index document for db {record.get('db')!r} (index has: {known})")
-            yield record
-            continue
-        record["witnesses"] = find(question, index, hard_max=hard_max)
+        try:
+            record["witnesses"] = find(question_of(record), index_of(record, indexes),
+                                       hard_max=hard_max)
+        except NlqError as exc:
+            record["failure"] = exc.to_failure(STAGE)
+        except Exception as exc:  # noqa: BLE001 - a bug must not lose the record
+            record["failure"] = failure(STAGE, "internal_error", f"{type(exc).__name__}: {exc}")
         yield record
 
 
-__all__ = ["find", "run", "DEFAULT_HARD_MAX"]
+def question_of(record: dict) -> str:
+    """The record's question text (MissingQuestionError when absent, empty or not a string)."""
+    question = record.get("question")
+    if question is not None and not isinstance(question, str):
+        raise MissingQuestionError(f"the record's question must be a string, not {json_type(question)}")
+    if not question or not question.strip():
+        raise MissingQuestionError("the record has no question text")
+    return question
+
+
+def database_of(record: dict) -> str | None:
+    """The record's `db` (None when absent); InputError when it is not a string."""
+    db = record.get("db")
+    if db is not None and not isinstance(db, str):
+        raise InputError(f"the record's db must be a string, not {json_type(db)}")
+    return db
+
+
+def index_of(record: dict, indexes: dict[str, dict]) -> dict:
+    """The index document of the record's db (UnknownDatabaseError when there is none)."""
+    db = database_of(record)
+    index = indexes.get(db)
+    if index is None:
+        known = ", ".join(sorted(indexes)) or "none"
+        raise UnknownDatabaseError(f"no index document for db {db!r} (index has: {known})")
+    return index
+
+
+__all__ = ["find", "run", "question_of", "database_of", "index_of", "DEFAULT_HARD_MAX"]

@@ -88,7 +88,7 @@ def test_tasks_every_record_flows_on_with_execution(runner, data):
     assert execution[0]["error"] is None and execution[0]["ms"] >= 0
     assert execution[1]["rows"] == [{"_id": "a"}]
     assert [e["error"]["type"] if e["error"] else None for e in execution] == [
-        None, None, "unknown_operator", "input_error", "input_error", "input_error", "backend_error"]
+        None, None, "unknown_operator", "input_error", "input_error", "input_error", "unknown_db"]
     assert all(e["error"] is None or e["error"]["stage"] == "exec" for e in execution)
     assert out[2]["gold_mql"].startswith("db.orders") and out[4]["line"] == 5
     assert "rows" not in execution[2]

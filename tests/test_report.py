@@ -106,9 +106,14 @@ def test_slices_by_dotted_fields_with_counts(runs):
     built = _report(runs, by=["db", "labels.schema_flex", "prediction.method", "labels.absent"])
     by_db = {v["value"]: v["runs"] for v in built["slices"][0]["values"]}
     assert list(by_db) == ["clinic", "club", "racing"]
-    assert by_db["clinic"][0] == {"name": "baseline", "n": 4, "exc": 0.5,
-                                  "exf1": pytest.approx((1 + 1 + 1) / 4)}
+    # clinic rows of baseline: correct, empty, correct, order_only (exf1 1.0)
+    clinic = by_db["clinic"][0]
+    assert (clinic["name"], clinic["n"], clinic["exc"]) == ("baseline", 4, 0.5)
+    assert clinic["exf1"] == pytest.approx((1 + 1 + 1) / 4)
+    assert {b: c for b, c in clinic["counts"].items() if c} == {"correct": 2, "empty": 1, "order_only": 1}
+    assert clinic["fractions"]["empty"] == 0.25 and sum(clinic["fractions"].values()) == pytest.approx(1)
     assert by_db["clinic"][1]["exc"] == 0.75
+    assert by_db["clinic"][1]["counts"]["order_only"] == 1
     flex = {v["value"]: v["runs"][1]["n"] for v in built["slices"][1]["values"]}
     assert flex == {"dynamic_key": 5, "missing_vs_present": 1, "nested_array": 2, "polymorphic": 2}
     methods = {v["value"]: [r["n"] for r in v["runs"]] for v in built["slices"][2]["values"]}
@@ -207,3 +212,44 @@ def test_cli_errors_are_one_line(runner, runs):
     assert result.stderr == "nlq: --ref nope: no such run (runs: baseline)\n"
     result = runner.invoke(cli, ["report", "--format", "html", runs[0]])
     assert result.exit_code == 2
+
+
+def test_slices_carry_the_decomposition_in_every_text_format(runs):
+    built = _report(runs, by=["db"], bootstrap=0)
+    markdown = report.render(built, "markdown").split("### By db")[1].splitlines()
+    assert markdown[2] == ("| db | Run | n | EXC | EXF1 | NoSub | Invalid | Exec | Empty | Order | Subset "
+                           "| Superset | Value |")
+    assert markdown[4] == "| clinic | baseline | 4 | 50.0 | 75.0 | 0.0 | 0.0 | 0.0 | 25.0 | 25.0 | 0.0 | 0.0 | 0.0 |"
+    single = report.build(report.load_runs(runs[:1]), by=["db"], bootstrap=0)
+    lines = report.render(single, "markdown").split("### By db")[1].splitlines()
+    assert lines[4] == "| clinic | 4 | 50.0 | 75.0 | 0.0 | 0.0 | 0.0 | 25.0 | 25.0 | 0.0 | 0.0 | 0.0 |"
+    assert "clinic & baseline & 4 & 50.0 & 75.0 & 0.0 & 0.0 & 0.0 & 25.0 & 25.0" in report.render(built, "latex")
+    assert "Empty" in report.render(built, "table").split("By db")[1]
+
+
+def test_warnings_for_empty_and_unscored_runs(tmp_path):
+    scored = {"id": "a", "score": _score("correct")}
+    runs = [report.Run("empty", []), report.Run("raw", [{"id": "a"}]),
+            report.Run("part", [scored, {"id": "b"}]), report.Run("ok", [scored])]
+    assert report.run_warnings(runs) == [
+        "run empty is empty (n = 0): its numbers are not defined",
+        "run raw has no scored record (1 record without `score`): score it with `nlq score` first",
+        "run part: 1 of 2 records have no `score` (counted as unscored, EXC = 0)"]
+    with pytest.raises(InputError, match="nothing to report: none of the 2 runs holds a scored record"):
+        report.build(runs[:2])
+
+
+def test_cli_warns_on_a_partly_scored_run_and_fails_on_nothing(runner, tmp_path):
+    part = tmp_path / "part.jsonl"
+    io.write_records([{"id": "a", "score": _score("correct")}, {"id": "b"}], str(part))
+    result = runner.invoke(cli, ["report", str(part), "--bootstrap", "0"])
+    assert result.exit_code == 0
+    assert result.stderr == "nlq: warning: run part: 1 of 2 records have no `score` (counted as unscored, EXC = 0)\n"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    for args, text in ((["report", str(empty)], b""), (["report"], b'{"id": "a"}\n')):
+        result = runner.invoke(cli, args, input=text)
+        assert result.exit_code == 1 and result.stdout == ""
+        assert result.stderr.splitlines() == [
+            "nlq: nothing to report: the run holds no scored record",
+            "hint: report reads the output of `nlq score` (records with a `score` field)"]

@@ -77,3 +77,124 @@ def test_score_types_every_bad_gold(runner, index_file):
     assert by_id["clinic/ok"]["score"]["outcome"] == "no_submission"
     for bad in ("fb", "uk", "js", "nodb"):
         assert by_id[bad]["score"]["outcome"] == "gold_error", bad
+
+
+# The reviewer's triggers: each bad record is followed by a good one that must still be written.
+BAD_THEN_GOOD = [
+    {"id": "list-db", "db": ["clinic"], "question": "How many patients?", "gold_mql": GOOD["gold_mql"]},
+    {**GOOD, "id": "after-list-db"},
+    {**GOOD, "id": "oops", "witnesses": "oops"},
+    {**GOOD, "id": "after-oops"},
+    {**GOOD, "id": "num-question", "question": ["How", "many"]},
+    {**GOOD, "id": "after-num-question"},
+    {**GOOD, "id": "bad-prediction", "prediction": 7},
+    {**GOOD, "id": "after-bad-prediction"},
+]
+# command -> the field every good record gains, and the failure type of each bad record
+EXPECTED = {
+    "witness": ("witnesses", {"list-db": "input_error", "num-question": "missing_question"}),
+    "generate": ("prediction", {"list-db": "input_error", "oops": "input_error",
+                                "num-question": "missing_question"}),
+    "score": ("score", {}),
+    "exec": ("execution", {}),
+}
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_wrong_field_types_are_typed_and_the_next_record_is_written(runner, index_file, name):
+    stdin = b"".join(orjson.dumps(r) + b"\n" for r in BAD_THEN_GOOD)
+    result = runner.invoke(cli, commands(index_file)[name], input=stdin)
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.stderr
+    out = [orjson.loads(line) for line in result.stdout.splitlines()]
+    assert [r["id"] for r in out] == [r["id"] for r in BAD_THEN_GOOD]
+    field, failures = EXPECTED[name]
+    for record in out:
+        if record["id"] in failures:
+            assert record["failure"]["type"] == failures[record["id"]], record
+            assert record["failure"]["stage"] == name
+            if record["id"] == "list-db":
+                assert record["failure"]["message"] == "the record's db must be a string, not an array"
+        else:
+            assert record.get("failure") is None and record[field] is not None, record
+
+
+def test_score_types_wrong_field_types():
+    from nlq import score
+    from nlq.backends import EmbeddedBackend
+
+    out = {r["id"]: r["score"] for r in score.run([dict(r) for r in BAD_THEN_GOOD], EmbeddedBackend(WORLDS))}
+    assert (out["list-db"]["outcome"], out["list-db"]["error"]["type"]) == ("gold_error", "input_error")
+    assert (out["bad-prediction"]["outcome"], out["bad-prediction"]["error"]["type"]) == ("invalid", "input_error")
+    assert {s["outcome"] for k, s in out.items() if k.startswith("after")} == {"no_submission"}
+
+
+def test_exec_types_a_non_string_db():
+    from nlq.backends import EmbeddedBackend
+    from nlq.execute import run_tasks
+
+    out = list(run_tasks([dict(r) for r in BAD_THEN_GOOD[:2]], EmbeddedBackend(WORLDS)))
+    assert out[0]["execution"]["error"] == {"stage": "exec", "type": "input_error",
+                                            "message": "the record's db must be a string, not an array"}
+    assert out[1]["execution"]["error"] is None and out[1]["execution"]["rows_count"] == 1
+
+
+def test_witness_bug_is_an_internal_error_and_the_stream_goes_on(index_file, monkeypatch):
+    from nlq import index, witness
+
+    real = witness.find
+
+    def find(question, ix, **opts):
+        if "boom" in question:
+            raise KeyError("boom")
+        return real(question, ix, **opts)
+
+    monkeypatch.setattr(witness, "find", find)
+    records = [{**GOOD, "id": "x", "question": "boom?"}, dict(GOOD)]
+    out = list(witness.run(records, index.load(str(index_file))))
+    assert out[0]["failure"] == {"stage": "witness", "type": "internal_error", "message": "KeyError: 'boom'"}
+    assert "witnesses" in out[1] and "failure" not in out[1]
+
+
+def test_method_bug_is_an_internal_error_and_the_stream_goes_on(index_file, monkeypatch):
+    from nlq import generate, index, methods
+
+    impl = methods.get("rules")
+    real = impl.generate
+
+    def method(task, context):
+        assert "gold_mql" not in task  # the frame still hides the gold
+        if "boom" in task["question"]:
+            raise ZeroDivisionError("division by zero")
+        return real(task, context)
+
+    monkeypatch.setattr(impl, "generate", method)
+    records = [{**GOOD, "id": "x", "question": "boom?"}, dict(GOOD)]
+    out = list(generate.run(records, "rules", generate.Context(index.load(str(index_file)))))
+    assert out[0]["prediction"] is None
+    assert out[0]["failure"] == {"stage": "generate", "type": "internal_error",
+                                 "message": "ZeroDivisionError: division by zero"}
+    assert out[1]["prediction"]["collection"] == "patients" and "failure" not in out[1]
+
+
+@pytest.mark.parametrize("record, kind", [
+    ({"id": "q", "db": "clinic"}, "missing_question"),
+    ({"id": "q", "db": "clinic", "question": 7}, "missing_question"),
+    ({"id": "q", "db": "atlantis", "question": "How many patients?"}, "unknown_db"),
+])
+def test_generate_failures_use_the_witness_names(index_file, record, kind):
+    from nlq import generate, index
+
+    [out] = generate.run([record], "rules", generate.Context(index.load(str(index_file))))
+    assert (out["failure"]["stage"], out["failure"]["type"]) == ("generate", kind)
+
+
+def test_keyboard_interrupt_is_not_swallowed(index_file, monkeypatch):
+    from nlq import index, witness
+
+    def find(question, ix, **opts):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(witness, "find", find)
+    with pytest.raises(KeyboardInterrupt):
+        list(witness.run([dict(GOOD)], index.load(str(index_file))))

@@ -11,6 +11,7 @@ import pytest
 from commands import cli
 from nlq import importers, io, score
 from nlq.backends import EmbeddedBackend
+from nlq.errors import BackendError
 
 from tests.conftest import FIXTURES
 
@@ -82,7 +83,10 @@ def test_correct_mongosh_prediction_and_bare_string(backend):
                                         {"mql": "db.items.find()", "failure": {"type": "abstained"}}])
 def test_no_submission(backend, prediction):
     s = _score(backend, prediction)
-    assert (s["exc"], s["exf1"], s["outcome"], s["pred_rows"], s["error"]) == (0, 0.0, "no_submission", None, None)
+    assert (s["exc"], s["exf1"], s["outcome"], s["pred_rows"]) == (0, 0.0, "no_submission", None)
+    failed = isinstance(prediction, dict) and "failure" in prediction
+    assert s["error"] == ({"stage": "prediction", "type": "abstained", "message": s["error"]["message"]}
+                          if failed else None)
     assert s["gold_rows"] == 4
     assert len(backend.calls) == 1  # the gold only
 
@@ -199,7 +203,8 @@ def test_numeric_types_across_gold_and_prediction(backend):
     ({"db": "shop", "gold": {"collection": "items", "pipeline": [{"$merge": "x"}]}}, "forbidden_operator"),
     ({"db": "shop"}, "input_error"),
     ({"gold": NAMES}, "input_error"),
-    ({"db": "nope", "gold": NAMES}, "backend_error"),
+    ({"db": "nope", "gold": NAMES}, "unknown_db"),
+    ({"db": ["shop"], "gold": NAMES}, "input_error"),
 ])
 def test_gold_error_is_a_typed_defect_in_the_denominator(backend, record, kind):
     s = next(score.run([{**record, "prediction": NAMES}], backend))["score"]
@@ -278,8 +283,9 @@ def test_cli_scores_stdin(runner, data):
     assert result.stderr == ""
     out = _lines(result.stdout)
     assert [(r.get("id"), r["score"]["outcome"]) for r in out] == [("a", "correct"), ("b", "no_submission"),
-                                                                  (None, "gold_error")]
+                                                                  (None, "no_submission")]
     assert out[2]["line"] == 3 and out[2]["failure"]["type"] == "malformed_input"
+    assert out[2]["score"]["error"] == out[2]["failure"]  # a failed line is no benchmark defect
 
 
 def test_cli_self_check_summary_on_stderr(runner, data, tmp_path):
@@ -347,3 +353,85 @@ def test_self_check_fixture_golds():
         assert out, path
         assert [(r.get("id"), r["score"]["error"]) for r in out if r["score"]["exc"] != 1] == [], path
         assert [line for line in lines[1:] if line.startswith("defect")] == [], path
+
+
+# --- environment errors escape; record errors stay typed ---------------------------
+
+class DownBackend(EmbeddedBackend):
+    """A backend whose database cannot be reached once a query is sent."""
+
+    def aggregate(self, db, collection, pipeline, **opts):
+        raise BackendError("cannot use MongoDB at mongodb://127.0.0.1:1: Connection refused",
+                           hint="is MongoDB running at mongodb://127.0.0.1:1?")
+
+
+class CrashingBackend(CountingBackend):
+    """The embedded backend, with an engine bug on pipelines that hold a $round."""
+
+    def aggregate(self, db, collection, pipeline, **opts):
+        if "$round" in io.dumps(pipeline).decode():
+            raise ArithmeticError("engine bug")
+        return super().aggregate(db, collection, pipeline, **opts)
+
+
+@pytest.mark.parametrize("opts", [{}, {"self_check": True}])
+def test_an_unreachable_database_stops_the_run(data, opts):
+    records = [{"id": "a", "db": "shop", "gold": NAMES, "prediction": NAMES}]
+    with pytest.raises(BackendError, match="Connection refused"):
+        list(score.run(records, DownBackend(data), **opts))
+
+
+def test_an_unreadable_database_stops_the_run(tmp_path):
+    (tmp_path / "shop.json").write_bytes(b"[1, 2]")  # listed, but not {collection: [documents]}
+    with pytest.raises(BackendError, match="expected"):
+        list(score.run([{"id": "a", "db": "shop", "gold": NAMES}], EmbeddedBackend(tmp_path)))
+
+
+def test_cli_unreachable_database_is_one_line_and_exit_1(runner, data, monkeypatch):
+    monkeypatch.setattr(EmbeddedBackend, "aggregate", DownBackend.aggregate)
+    task = io.dumps({"id": "a", "db": "shop", "gold": NAMES, "prediction": NAMES}) + b"\n"
+    for args in (["score", "--data", str(data)], ["score", "--data", str(data), "--self-check"],
+                 ["exec", "--data", str(data), "--tasks", "-"]):
+        result = runner.invoke(cli, args, input=task)
+        assert result.exit_code == 1, args
+        assert result.stderr.splitlines() == ["nlq: cannot use MongoDB at mongodb://127.0.0.1:1: Connection refused",
+                                              "hint: is MongoDB running at mongodb://127.0.0.1:1?"]
+        assert "defect" not in result.stderr and result.stdout == ""
+
+
+def test_an_engine_bug_is_typed_and_the_stream_goes_on(data):
+    rounded = {"collection": "items", "pipeline": [{"$project": {"_id": 0, "p": {"$round": ["$price", 0]}}}]}
+    records = [{"id": "pred", "db": "shop", "gold": NAMES, "prediction": rounded},
+               {"id": "gold", "db": "shop", "gold": rounded, "prediction": NAMES},
+               {"id": "next", "db": "shop", "gold": NAMES, "prediction": NAMES}]
+    out = [r["score"] for r in score.run(records, CrashingBackend(data))]
+    assert [(s["outcome"], s["error"] and (s["error"]["stage"], s["error"]["type"])) for s in out] == [
+        ("exec_error", ("prediction", "internal_error")), ("gold_error", ("gold", "internal_error")),
+        ("correct", None)]
+    assert out[0]["error"]["message"] == "ArithmeticError: engine bug"
+
+
+@pytest.mark.parametrize("prediction", [[NAMES], 7, True])
+def test_a_prediction_of_the_wrong_json_type_is_invalid(backend, prediction):
+    s = _score(backend, prediction)
+    assert (s["outcome"], s["error"]["type"]) == ("invalid", "input_error")
+    assert "must be an object, a query string or null" in s["error"]["message"]
+
+
+def test_failed_records_without_gold_are_no_submission_not_defects(backend):
+    failed = {"stage": "generate", "type": "abstained", "message": "confidence 0.20 is below 0.50"}
+    records = [{"line": 2, "failure": {"stage": "score", "type": "malformed_input", "message": "line 2: bad"}},
+               {"id": "g", "db": "shop", "failure": failed, "prediction": None},
+               {"id": "h", "db": "shop", "gold": NAMES, "failure": failed, "prediction": None},
+               {"id": "ok", "db": "shop", "gold": NAMES}]
+    lines = []
+    out = [r["score"] for r in score.run(records, backend, self_check=True, summary=lines.append)]
+    assert [s["outcome"] for s in out] == ["no_submission", "no_submission", "correct", "correct"]
+    assert out[0]["error"]["type"] == "malformed_input" and out[1]["error"] == failed
+    assert lines[0].startswith("self-check: 2 of 2 golds earn EXC = 1 against themselves; 0 defects;")
+    assert lines[0].endswith("; 2 records failed before scoring")
+    assert lines[1:] == ["skipped record 1: failed before scoring: malformed_input: line 2: bad",
+                         "skipped g: failed before scoring: abstained: confidence 0.20 is below 0.50"]
+    plain = [r["score"] for r in score.run(records, backend)]
+    assert [s["outcome"] for s in plain] == ["no_submission", "no_submission", "no_submission", "no_submission"]
+    assert plain[2]["error"] == failed and plain[3]["error"] is None
