@@ -44,6 +44,14 @@ class Context:
         self.indexes = indexes or {}
         self.backend = backend
         self.options = options
+        self._memo: dict = {}
+
+    def memo(self, key, build):
+        """What `build()` returns, computed once per run for `key` (a method's
+        preparation of an index, say): the cache lives as long as the context."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return self._memo[key]
 
     def index_for(self, db: str | None) -> dict:
         if db in self.indexes:

@@ -843,3 +843,14 @@ def test_a_grouping_phrase_naming_the_collection_groups_by_its_eponymous_field()
     ir = rules.build_ir("What are the numbers of wines for different grapes?", [numbers], index)
     assert ir.filters == [] and ir.count  # a count phrase, not the wine named "Numbers"
     assert [f.mql for f in ir.group_by] == ["Grape"] and ir.unwinds == ["wine"]
+
+
+def test_grounding_is_prepared_once_per_database_per_run(monkeypatch):
+    calls = []
+    real = rules.prepare
+    monkeypatch.setattr(rules, "prepare", lambda index: calls.append(index["db"]) or real(index))
+    context = generate.Context({"fleet": INDEX, "labs": LABS})
+    records = [{"id": str(i), "db": db, "question": "How many are there?"}
+               for i, db in enumerate(["fleet", "labs", "fleet", "labs", "fleet"])]
+    assert len(list(generate.run(records, "rules", context))) == 5
+    assert calls == ["fleet", "labs"]

@@ -266,25 +266,22 @@ def _dominant_type(types: dict) -> str:
     return max(sorted(pool), key=lambda t: pool[t])
 
 
-# id(index) -> (index, schema, vocabulary); the index is kept alive
-_SCHEMAS: dict[int, tuple[dict, dict, frozenset]] = {}
+@dataclass(frozen=True)
+class Grounding:
+    """What `rules` derives once from an index: the fields of every collection and
+    the words of all collection and field names."""
+
+    schema: dict
+    vocabulary: frozenset
 
 
 def schema_of(index: dict) -> dict[str, list[Field]]:
-    """Fields of each collection from the index's lattice (computed once per index)."""
-    return _cached(index)[1]
+    """Fields of each collection from the index's lattice."""
+    return prepare(index).schema
 
 
-def vocabulary_of(index: dict) -> frozenset[str]:
-    """Every word of the database's collection and field names."""
-    return _cached(index)[2]
-
-
-def _cached(index: dict) -> tuple[dict, dict, frozenset]:
-    """The schema and vocabulary of an index, built on first use."""
-    cached = _SCHEMAS.get(id(index))
-    if cached is not None and cached[0] is index:
-        return cached
+def prepare(index: dict) -> Grounding:
+    """The Grounding of an index (the method keeps one per database for a run)."""
     schema: dict[str, list[Field]] = {c: [] for c in index.get("collections", {})}
     year_paths = _year_paths(index.get("values", {}))
     for entry in index.get("lattice", []):
@@ -314,12 +311,9 @@ def _cached(index: dict) -> tuple[dict, dict, frozenset]:
                 collection=entry["collection"], path=path + ".<*>", mql=mql + ".<*>", arrays=arrays,
                 kind="key", type="string", words=key_words, context=context,
                 present=entry.get("present", 0), maps=maps + (mql,)))
-    if len(_SCHEMAS) > 64:
-        _SCHEMAS.clear()
     vocabulary = frozenset(w for c in schema for w in split_name(c)) | frozenset(
         w for fields in schema.values() for f in fields for w in f.words)
-    _SCHEMAS[id(index)] = (index, schema, vocabulary)
-    return _SCHEMAS[id(index)]
+    return Grounding(schema, vocabulary)
 
 
 def _field_words(name: str, collection: str) -> tuple[str, ...]:
@@ -472,7 +466,8 @@ class RulesMethod:
         if not isinstance(question, str) or not question.strip():
             raise NlqError("the task has no question")
         index = context.index_for(task.get("db"))
-        ir = build_ir(question, task.get("witnesses") or [], index)
+        grounding = context.memo(("rules", task.get("db")), lambda: prepare(index))
+        ir = build_ir(question, task.get("witnesses") or [], index, grounding)
         pipeline = render(ir)
         conf = confidence(ir)
         minimum = context.options.get("min_confidence")
@@ -1200,10 +1195,11 @@ def detect_rounding(q: Question, consumed: set[int]) -> int | None:
     return 1 if m.group("n") in ("a", "an") else _number(m.group("n"))
 
 
-def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
+def build_ir(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None) -> IR:
     """The intermediate representation of one question over one database's index."""
     q = Question.of(question)
-    schema = schema_of(index)
+    grounding = grounding or prepare(index)
+    schema = grounding.schema
     all_mentions = mention_fields(q.stems, schema)
     collection, margin, entity_positions = resolve_collection(q, schema, all_mentions, witnesses)
     fields = schema.get(collection, [])
@@ -1362,9 +1358,8 @@ def build_ir(question: str, witnesses: list[dict], index: dict) -> IR:
     covered = [i for i in content if i in grounded or _intent_word(q.raw[i])]
     ir.grounded_share = len(covered) / len(content) if content else 1.0
     ir.unresolved = [q.raw[i] for i in content if i not in covered]
-    vocabulary = vocabulary_of(index)
     ir.missed = [q.raw[i] for i in content if i not in covered
-                 and any(_word_match(q.stems[i], v) >= 0.85 for v in vocabulary)]
+                 and any(_word_match(q.stems[i], v) >= 0.85 for v in grounding.vocabulary)]
     ir.unwinds = plan_unwinds(ir)
     ir.inferred = [a for a in ir.unwinds if not _names_array(q, a)]
     ir.expand = plan_expansions(ir)
