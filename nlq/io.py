@@ -13,15 +13,21 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import json
 import math
+import re
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Iterable, Iterator
 
 import orjson
+from bson.code import Code
+from bson.datetime_ms import DatetimeMS
+from bson.dbref import DBRef
 
 from nlq.errors import InputError, failure
+from nlq.mql.numeric import INT64_MAX, INT64_MIN
 from nlq.mql.values import (MISSING, Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp,
                             date_to_millis, iso_date_string, millis_to_date, parse_iso_date, regex_options)
 
@@ -78,11 +84,26 @@ _WRAPPERS = {
     "$maxKey": lambda v, d: MaxKey(),
     "$undefined": lambda v, d: None,
     "$symbol": lambda v, d: str(v),
+    "$code": lambda v, d: Code(_string(v, "$code"), _scope(d.get("$scope"))),
 }
 # Keys allowed beside the wrapper key in legacy forms.
 # The legacy `{"$regex", "$options"}` form is deliberately not read as a value:
 # inside a query it is the `$regex` operator, and must stay one.
-_COMPANIONS = {"$binary": {"$type"}}
+_COMPANIONS = {"$binary": {"$type"}, "$code": {"$scope"}}
+
+
+def _string(v, what: str) -> str:
+    if type(v) is not str:
+        raise InputError(f"invalid Extended JSON {what}: expected a string, got {v!r}")
+    return v
+
+
+def _scope(v):
+    if v is None:
+        return None
+    if type(v) is not dict:
+        raise InputError(f"invalid Extended JSON $scope: expected an object, got {v!r}")
+    return from_extjson(v)
 
 
 def from_extjson(value):
@@ -143,20 +164,62 @@ def to_extjson(value):
                             "subType": f"{getattr(value, 'subtype', 0):02x}"}}
     if isinstance(value, Timestamp):
         return {"$timestamp": {"t": value.time, "i": value.inc}}
+    if isinstance(value, Code):
+        if value.scope is None:
+            return {"$code": str(value)}
+        return {"$code": str(value), "$scope": to_extjson(value.scope)}
+    if isinstance(value, DBRef):  # a DBRef is a plain document on the server (read back as one)
+        return to_extjson(dict(value.as_doc()))
+    if isinstance(value, str):  # other str subclasses
+        return str(value)
     if isinstance(value, MinKey):
         return {"$minKey": 1}
     if isinstance(value, MaxKey):
         return {"$maxKey": 1}
     if isinstance(value, int):
         return int(value)
+    if isinstance(value, DatetimeMS):  # pymongo's date beyond Python's years 1-9999
+        return {"$date": {"$numberLong": str(int(value))}}
+    if isinstance(value, dict):  # SON and other mappings pymongo may return
+        return {k: to_extjson(v) for k, v in value.items() if v is not MISSING}
+    if isinstance(value, (list, tuple)):
+        return [None if v is MISSING else to_extjson(v) for v in value]
     if value is MISSING:
         return None
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
+# orjson reads an integer beyond 64 bits as a double (99999999999999999999999 -> 1e+23) and
+# one in 2^63..2^64 as an int no BSON type holds; a text with a run of 19+ digits is read
+# again by the json module, whose integer hook rejects both.
+_LONG_DIGITS = re.compile(rb"\d{19}")
+_LONG_DIGITS_STR = re.compile(r"\d{19}")
+
+
+def _checked_int(text: str) -> int:
+    value = int(text)
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise InputError(f"the integer {text} is outside the 64-bit range of a BSON long "
+                         f"(write it as {{\"$numberDecimal\": \"{text}\"}} or as a double)")
+    return value
+
+
+def _check_integers(text: str | bytes) -> None:
+    found = (_LONG_DIGITS if isinstance(text, (bytes, bytearray, memoryview)) else _LONG_DIGITS_STR).search(text)
+    if found:
+        try:
+            json.loads(text, parse_int=_checked_int)
+        except json.JSONDecodeError:  # orjson accepted the text: nothing more to check
+            pass
+
+
 def loads(text: str | bytes):
-    """Parse one JSON text with Extended JSON wrappers into BSON values."""
-    return from_extjson(orjson.loads(text))
+    """Parse one JSON text with Extended JSON wrappers into BSON values.
+
+    InputError for an integer outside the 64-bit range (MongoDB has no such number)."""
+    value = orjson.loads(text)
+    _check_integers(text)
+    return from_extjson(value)
 
 
 def dumps(value, *, sort_keys: bool = False, indent: bool = False) -> bytes:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nlq.errors import UnknownOperatorError
-from nlq.mql.analyze import (check_operators, forbidden, operators, order_sensitive, unknown_operators,
+from nlq.errors import ExecutionError, ForbiddenOperatorError, UnknownOperatorError
+from nlq.mql.analyze import (check_forbidden, check_operators, forbidden, operators, order_sensitive, unknown_operators,
                              variables)
 from nlq.mql.parse import parse_query
 from nlq.mql.query import Query
@@ -143,6 +143,22 @@ def test_accumulators_are_valid_window_functions():
     q = Query("c", [{"$setWindowFields": {"output": {"a": {"$avg": "$x"}, "b": {"$shift": {"output": "$x", "by": 1}}}}}])
     assert unknown_operators(q) == []
     check_operators(q)
+
+
+def test_check_forbidden_names_every_operator_in_one_message():
+    check_forbidden([{"$match": {"a": 1}}])
+    with pytest.raises(ForbiddenOperatorError) as info:
+        check_forbidden(Query("c", [{"$sample": {"size": 1}}, {"$addFields": {"t": "$$NOW"}}, {"$out": "x"}]))
+    assert str(info.value) == ("$sample, $$NOW, $out are forbidden (SPEC §7: read-only, deterministic queries); "
+                               "never executed")
+
+
+def test_check_forbidden_on_a_pipeline_too_deep_to_walk():
+    deep = {"a": 1}
+    for _ in range(5000):
+        deep = {"$and": [deep]}
+    with pytest.raises(ExecutionError, match="nested too deeply"):
+        check_forbidden([{"$match": deep}])
 
 
 def test_accepts_dicts_and_bare_pipelines():

@@ -63,7 +63,7 @@ def test_forbidden_pipelines_are_never_sent():
             calls.append("aggregate")
             return iter([])
     backend = MongoBackend("mongodb://h/", client_factory=lambda uri: Spy())
-    with pytest.raises(ForbiddenOperatorError):
+    with pytest.raises(ForbiddenOperatorError, match=r"^\$out is forbidden \(SPEC §7"):
         backend.aggregate("db", "c", [{"$match": {}}, {"$out": "x"}])
     assert "aggregate" not in calls
 
@@ -124,13 +124,28 @@ def test_bad_uri_is_a_backend_error():
         raise InvalidURI("Invalid URI scheme")
     with pytest.raises(BackendError, match="Invalid URI scheme") as info:
         MongoBackend("nosql://x", client_factory=refuse)
-    assert info.value.hint == "is MongoDB running at nosql://x?"
+    assert info.value.hint.startswith("check the URI")
+
+
+def test_unreachable_server_hint_names_the_host():
+    def refuse(uri):
+        from pymongo.errors import ServerSelectionTimeoutError
+
+        raise ServerSelectionTimeoutError("127.0.0.1:1: Connection refused")
+    with pytest.raises(BackendError, match="Connection refused") as info:
+        MongoBackend("mongodb://u:pw@127.0.0.1:1", client_factory=refuse)
+    assert info.value.hint == "is MongoDB running at mongodb://u:***@127.0.0.1:1?"
 
 
 def test_redact():
     assert redact("mongodb+srv://user:p%40ss@cluster0.example.net/db") == \
         "mongodb+srv://user:***@cluster0.example.net/db"
     assert redact("mongodb://localhost:27017") == "mongodb://localhost:27017"
+    # a password with an unescaped '@' is hidden up to the last '@' before the hosts
+    assert redact("mongodb://u:sec@ret@host/db?w=1") == "mongodb://u:***@host/db?w=1"
+    assert redact("mongodb://u:a/b@h1:27017,h2") == "mongodb://u:***@h1:27017,h2"
+    assert redact("mongodb://user@host") == "mongodb://user@host"
+    assert redact("not a uri") == "not a uri"
 
 
 def test_open_backend_chooses_by_option(tmp_path):

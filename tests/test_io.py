@@ -98,6 +98,59 @@ def test_read_records_keeps_bad_lines_in_place():
     assert "expected a JSON object" in out[2]["failure"]["message"]
 
 
+@pytest.mark.parametrize("text", ["99999999999999999999999", "9223372036854775808", "-9223372036854775809",
+                                  "18446744073709551615"])
+def test_integers_beyond_64_bits_are_malformed_input(text):
+    data = b'{"a": 1}\n{"n": ' + text.encode() + b'}\n{"a": 2}\n'
+    out = list(io.read_records(stdio.BytesIO(data)))
+    assert [r.get("a") for r in out] == [1, None, 2]
+    assert out[1]["line"] == 2 and out[1]["failure"]["type"] == "malformed_input"
+    assert out[1]["failure"]["message"].startswith(f"line 2: malformed JSON: the integer {text} is outside the 64-bit")
+    with pytest.raises(InputError, match="line 2: .*64-bit"):
+        list(io.read_records(stdio.BytesIO(data), strict=True))
+
+
+def test_integers_at_the_64_bit_limits_and_digits_in_strings_are_read():
+    doc = io.loads(b'{"max": 9223372036854775807, "min": -9223372036854775808, "s": "123456789012345678901234"}')
+    assert doc == {"max": 2**63 - 1, "min": -2**63, "s": "123456789012345678901234"}
+    assert bson_type(doc["max"]) == "long"
+
+
+def test_dbref_and_code_from_pymongo_are_written_as_extended_json():
+    from bson.code import Code
+    from bson.dbref import DBRef
+
+    oid = ObjectId("5d505646cf6d4fe581014ab2")
+    doc = {"r": DBRef("patients", oid), "d": DBRef("patients", 7, "clinic", extra=1),
+           "c": Code("function() { return 1; }"), "s": Code("f(x)", {"x": Int64(3)})}
+    text = io.dumps(doc)
+    assert io.loads(text) == {
+        # a DBRef is a plain document on the server: it reads back as one
+        "r": {"$ref": "patients", "$id": oid}, "d": {"$ref": "patients", "$id": 7, "$db": "clinic", "extra": 1},
+        "c": Code("function() { return 1; }"), "s": Code("f(x)", {"x": 3})}
+    back = io.loads(text)
+    assert (bson_type(back["c"]), bson_type(back["s"])) == ("javascript", "javascriptWithScope")
+    assert back["s"].scope == {"x": 3} and io.dumps(back) == text
+    assert text.startswith(b'{"r":{"$ref":"patients","$id":{"$oid":"5d505646cf6d4fe581014ab2"}},'
+                           b'"d":{"$ref":"patients","$id":7,"$db":"clinic","extra":1},"c":{"$code":')
+
+
+def test_son_and_far_dates_from_pymongo_are_written():
+    from bson.datetime_ms import DatetimeMS
+    from bson.son import SON
+
+    assert io.dumps({"s": SON([("b", 1), ("a", [SON([("x", 2)])])]), "d": DatetimeMS(-10**15)}) == \
+        b'{"s":{"b":1,"a":[{"x":2}]},"d":{"$date":{"$numberLong":"-1000000000000000"}}}'
+
+
+def test_code_sorts_after_regex_and_before_maxkey():
+    from bson.code import Code
+
+    values = [MaxKey(), Code("b", {}), Code("a"), Regex("x"), "s"]
+    from nlq.mql.values import sort_key
+    assert sorted(values, key=sort_key) == ["s", Regex("x"), Code("a"), Code("b", {}), MaxKey()]
+
+
 def test_strict_reading_raises_with_the_line_number():
     with pytest.raises(InputError, match="line 2"):
         list(io.read_records(stdio.BytesIO(b'{"a": 1}\n{oops\n'), strict=True))
@@ -126,8 +179,13 @@ scalars = st.one_of(
     st.binary(max_size=8).map(lambda b: Binary(b, 0)),
 )
 keys = st.text(alphabet="abcdefgh_", min_size=1, max_size=6)
-values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=4)), max_leaves=20)
+
+
+def _containers(inner):
+    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=4))
+
+
+values = st.recursive(scalars, _containers, max_leaves=20)
 
 
 def same(a, b) -> bool:

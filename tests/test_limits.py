@@ -33,6 +33,47 @@ def test_runaway_pipelines_stop_near_the_time_limit(name):
     assert elapsed < 0.5, f"{name} took {elapsed:.3f} s"
 
 
+# One document, one expression that runs for seconds: the deadline is checked inside expression loops.
+_BIG = {"$range": [0, 40000]}
+EXPRESSION_RUNAWAY = {
+    "reduce_concat": {"$size": {"$reduce": {"input": _BIG, "initialValue": [],
+                                            "in": {"$concatArrays": ["$$value", [1, 2, 3]]}}}},
+    "map_of_filter": {"$map": {"input": _BIG, "as": "i",
+                               "in": {"$size": {"$filter": {"input": _BIG, "cond": {"$gt": ["$$this", "$$i"]}}}}}},
+    "reduce_set_union": {"$size": {"$reduce": {"input": _BIG, "initialValue": [],
+                                               "in": {"$setUnion": ["$$value", ["$$this"]]}}}},
+    "map_of_sort_array": {"$map": {"input": {"$range": [0, 2000]},
+                                   "in": {"$first": {"$sortArray": {"input": _BIG, "sortBy": -1}}}}},
+    "map_of_in": {"$map": {"input": {"$range": [0, 5000]}, "in": {"$in": [-1, _BIG]}}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPRESSION_RUNAWAY))
+def test_expression_loops_stop_near_the_time_limit(name):
+    started = time.monotonic()
+    with pytest.raises(QueryTimeout):
+        aggregate(DOCS, [{"$limit": 1}, {"$project": {"x": EXPRESSION_RUNAWAY[name]}}], timeout=0.2)
+    elapsed = time.monotonic() - started
+    # an upper bound that proves the check exists (without it these run for many seconds)
+    assert elapsed < 0.5, f"{name} took {elapsed:.3f} s"
+
+
+def test_expression_deadline_is_only_set_while_a_query_runs():
+    from nlq.mql.expressions import _DEADLINE, evaluate
+
+    aggregate(DOCS, [{"$limit": 1}, {"$project": {"x": {"$size": {"$map": {"input": _BIG, "in": 1}}}}}],
+              timeout=5)
+    assert _DEADLINE.get() is None
+    assert evaluate({"$size": {"$map": {"input": _BIG, "in": 1}}}, {}) == 40000
+
+
+def test_concat_arrays_refuses_an_array_too_large_for_memory():
+    doubling = {"$reduce": {"input": {"$range": [0, 40]}, "initialValue": [0],
+                            "in": {"$concatArrays": ["$$value", "$$value"]}}}
+    with pytest.raises(ExecutionError, match="too much memory"):
+        aggregate(DOCS, [{"$limit": 1}, {"$project": {"x": {"$size": doubling}}}], timeout=30)
+
+
 def test_row_cap():
     assert len(aggregate(DOCS, [], max_rows=1000)) == 1000
     with pytest.raises(ResultTooLarge, match="1000 rows"):

@@ -331,6 +331,9 @@ def test_forbidden_and_unsupported_query_operators():
         compile_filter({"$text": {"$search": "x"}})
     with pytest.raises(UnsupportedOperatorError):
         compile_filter({"loc": {"$near": [0, 0]}})
+    # $sampleRate keeps documents at random: a known operator the engine does not run
+    with pytest.raises(UnsupportedOperatorError, match=r"\$sampleRate"):
+        compile_filter({"$sampleRate": 0.5})
 
 
 def test_mixing_operators_and_fields_is_an_error():

@@ -14,11 +14,10 @@ seed over the same data always gives the same documents.
 from __future__ import annotations
 
 import random
-import re
 from typing import Callable
 
 from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from nlq.errors import BackendError, ExecutionError, ForbiddenOperatorError, QueryTimeout
+from nlq.errors import BackendError, ExecutionError, QueryTimeout
 
 # pymongo reports these when the server cannot be reached (any pymongo version).
 _CONNECTION_ERRORS = ("ServerSelectionTimeoutError", "ConnectionFailure", "AutoReconnect", "NetworkTimeout",
@@ -31,9 +30,26 @@ def _pymongo_client(uri: str):
     return pymongo.MongoClient(uri, tz_aware=True, serverSelectionTimeoutMS=5000, appname="nlq")
 
 
+# pymongo raises these for a URI it cannot read (a syntax or option error, not a server down).
+_URI_ERRORS = ("InvalidURI", "ConfigurationError")
+
+
 def redact(uri: str) -> str:
-    """The URI with any password hidden: `mongodb://user:***@host`."""
-    return re.sub(r"(//[^:/@]+):[^@/]*@", r"\1:***@", uri)
+    """The URI with any password hidden: `mongodb://user:***@host`.
+
+    The user information ends at the last '@' before the options (a password may hold
+    '@', '/' or ':' when it was not percent-encoded)."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return uri
+    head, question, options = rest.partition("?")
+    at = head.rfind("@")
+    if at < 0:
+        return uri
+    user, colon, _ = head[:at].partition(":")
+    if not colon:
+        return uri
+    return f"{scheme}://{user}:***@{head[at + 1:]}{question}{options}"
 
 
 class MongoBackend:
@@ -51,7 +67,12 @@ class MongoBackend:
         shown = redact(self.uri)
         # pymongo appends a long topology description after the reason; keep the reason.
         reason = str(exc).split(" (configured timeouts")[0].split(", Timeout:")[0][:300]
-        return BackendError(f"cannot use MongoDB at {shown}: {reason}", hint=f"is MongoDB running at {shown}?")
+        if any(cls.__name__ in _URI_ERRORS for cls in type(exc).__mro__):
+            hint = "check the URI: mongodb://[user:password@]host[:port][/?options] (percent-encode '@' and ':' " \
+                   "in a password)"
+        else:
+            hint = f"is MongoDB running at {shown}?"
+        return BackendError(f"cannot use MongoDB at {shown}: {reason}", hint=hint)
 
     def _translate(self, exc: Exception) -> Exception:
         """A pymongo exception as the NlqError it means."""
@@ -106,12 +127,7 @@ class MongoBackend:
         from nlq.mql import analyze
         from nlq.mql.engine import capped_rows
 
-        try:
-            found = analyze.forbidden(pipeline)
-        except RecursionError:
-            raise ExecutionError("the pipeline is nested too deeply") from None
-        if found:
-            raise ForbiddenOperatorError(f"{', '.join(found)}: forbidden (SPEC §7), not sent to the server")
+        analyze.check_forbidden(pipeline)  # never sent to the server
         coll = self._client[db][collection]
         # One row beyond the cap is enough to know the cap is exceeded.
         capped = list(pipeline) + [{"$limit": max_rows + 1}]

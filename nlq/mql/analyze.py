@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from nlq.errors import UnknownOperatorError
+from nlq.errors import ExecutionError, ForbiddenOperatorError, UnknownOperatorError
 from nlq.mql import registry
 from nlq.mql.query import Query
 from nlq.mql.registry import ACCUMULATOR, EXPRESSION, PROJECTION, QUERY, STAGE, VARIABLE, WINDOW
@@ -384,6 +384,23 @@ def forbidden(query) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def check_forbidden(query) -> None:
+    """Raise ForbiddenOperatorError naming every SPEC §7 operator the query uses (one message for
+    the engine, the MongoDB backend and scoring); ExecutionError for a query nested too deeply
+    to walk.
+
+        $sample, $$NOW, $out are forbidden (SPEC §7: read-only, deterministic queries); never executed
+    """
+    try:
+        names = forbidden(query)
+    except RecursionError:
+        raise ExecutionError("the query is nested too deeply to be checked") from None
+    if names:
+        verb = "is" if len(names) == 1 else "are"
+        raise ForbiddenOperatorError(f"{', '.join(names)} {verb} forbidden (SPEC §7: read-only, deterministic "
+                                     f"queries); never executed")
+
+
 def _forbidden_variables(value) -> Iterator[str]:
     t = type(value)
     if t is str:
@@ -450,5 +467,5 @@ def check_operators(query) -> None:
         raise UnknownOperatorError(problems[0])
 
 
-__all__ = ["Visitor", "visit", "operators", "variables", "forbidden", "order_sensitive",
+__all__ = ["Visitor", "visit", "operators", "variables", "forbidden", "check_forbidden", "order_sensitive",
            "unknown_operators", "check_operators"]

@@ -11,7 +11,8 @@ materializes what it drops, and input documents are never copied unless a
 stage modifies them (it then builds a new dict; the input stays untouched).
 
 Limits (SPEC §7): a deadline checked once per document in every loop
-(`StageContext.check`), a row cap and a byte cap on the result, and a bound
+(`StageContext.check`) and every few elements in loops inside expressions
+(`expressions.check_deadline`), a row cap and a byte cap on the result, and a bound
 on document nesting depth — each a typed error, never a hang or a traceback.
 """
 
@@ -23,10 +24,10 @@ from collections import ChainMap
 from typing import Callable, Iterable, Iterator
 
 from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from nlq.errors import ExecutionError, ForbiddenOperatorError, QueryTimeout, ResultTooLarge
+from nlq.errors import ExecutionError, QueryTimeout, ResultTooLarge
 from nlq.mql import analyze, registry
 from nlq.mql.registry import STAGE
-from nlq.mql.expressions import bindings
+from nlq.mql.expressions import bindings, deadline
 from nlq.mql.values import MISSING
 
 Stream = Iterable[dict]
@@ -160,14 +161,11 @@ def aggregate(docs: Stream, pipeline, *, catalog: Callable[[str], list] = lambda
     if froze:
         gc.freeze()
     try:
-        found = analyze.forbidden(pipeline)
-        if found:
-            raise ForbiddenOperatorError(
-                f"{', '.join(found)} {'is' if len(found) == 1 else 'are'} forbidden (SPEC §7: read-only, "
-                f"deterministic queries)")
+        analyze.check_forbidden(pipeline)
         run = compile_pipeline(pipeline, ctx)
         ctx.start()
-        return capped_rows(run(docs), max_rows=max_rows, max_bytes=max_bytes, check=ctx.check)
+        with deadline(ctx.check):  # loops inside expressions check it too
+            return capped_rows(run(docs), max_rows=max_rows, max_bytes=max_bytes, check=ctx.check)
     except RecursionError:
         raise ExecutionError(f"a document or expression is nested too deeply for the engine (MongoDB "
                              f"allows at most {MAX_NESTING} levels)") from None

@@ -16,7 +16,9 @@ imported at the bottom of this file so that registration happens once.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator
 
 from nlq.errors import ExecutionError, ForbiddenOperatorError
 from nlq.mql import registry
@@ -24,6 +26,37 @@ from nlq.mql.registry import EXPRESSION
 from nlq.mql.values import MISSING
 
 Compiled = Callable[[dict], Any]
+
+# The deadline of the running query for loops inside expressions, which have no stage
+# context: `engine.aggregate` installs its clock check with `deadline(check)`, and every
+# loop over an array of unbounded size calls `check_deadline()` every CHECK_EVERY elements
+# (or once per call when one call is a single linear pass, e.g. `$concatArrays`).
+_DEADLINE: ContextVar[Callable[[], None] | None] = ContextVar("nlq_expression_deadline", default=None)
+CHECK_EVERY = 1024     # elements of a cheap per-element loop between two checks
+CHECK_EVERY_EVAL = 64  # iterations between two checks in loops that evaluate an expression
+
+
+def check_deadline() -> None:
+    """Raise QueryTimeout when the running query is past its time limit (no-op outside a query)."""
+    check = _DEADLINE.get()
+    if check is not None:
+        check()
+
+
+def check_deadline_for(array) -> None:
+    """`check_deadline()` before one linear pass over an array long enough to matter."""
+    if len(array) >= CHECK_EVERY:
+        check_deadline()
+
+
+@contextmanager
+def deadline(check: Callable[[], None]) -> Iterator[None]:
+    """Within the block, `check_deadline()` calls `check` (which raises QueryTimeout past the limit)."""
+    token = _DEADLINE.set(check)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
 
 # System variables an expression may read (`$$NOW`/`$$CLUSTER_TIME` are forbidden).
 _SYSTEM_VARS = {"ROOT", "CURRENT", "REMOVE", "DESCEND", "PRUNE", "KEEP"}

@@ -33,9 +33,11 @@ Leaf = Callable[[object], bool]
 
 # Query operators that may stand at the top level of a filter (the others apply to a field).
 _TOP_LEVEL = frozenset(("$and", "$or", "$nor", "$expr", "$comment"))
-# Query operators the engine does not evaluate (geo, text search, schema validation).
+# Query operators the engine does not evaluate (geo, text search, schema validation, and
+# `$sampleRate`, which keeps documents at random like `$rand`).
 _UNSUPPORTED = frozenset("$text $geoIntersects $geoWithin $near $nearSphere $jsonSchema $box $center "
-                         "$centerSphere $geometry $maxDistance $minDistance $polygon $uniqueDocs".split())
+                         "$centerSphere $geometry $maxDistance $minDistance $polygon $uniqueDocs "
+                         "$sampleRate".split())
 
 
 class Site:

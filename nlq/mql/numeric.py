@@ -167,6 +167,10 @@ class Summation:
             if abs(x) < abs(y):
                 x, y = y, x
             hi = x + y
+            if not math.isfinite(hi):  # the double sum overflowed: it is ±infinity from now on
+                self.special += hi
+                self.partials = []
+                return
             lo = y - (hi - x)
             if lo:
                 partials[i] = lo
@@ -212,16 +216,19 @@ class Summation:
 
 
 def int_value(op: str, what: str, value) -> int:
-    """An integral numeric argument as an int (integral doubles/decimals allowed), else an error."""
+    """An integral numeric argument as an int (integral doubles/decimals allowed) within the 32-bit
+    range, else an error (MongoDB: "must be representable as a 32-bit integral value")."""
     k = kind(value)
     if k is None:
         raise ExecutionError(f"{op}'s {what} must be a numeric value, but is {bson_type(value)}")
     if k <= LONG:
-        return int(value)
-    v = as_decimal(value) if k == DECIMAL else value
-    if (k == DOUBLE and not math.isfinite(v)) or (k == DECIMAL and not v.is_finite()) or v != int(v):
+        n = int(value)
+    else:
+        v = as_decimal(value) if k == DECIMAL else value
+        n = int(v) if (math.isfinite(v) if k == DOUBLE else v.is_finite()) and v == int(v) else None
+    if n is None or not INT32_MIN <= n <= INT32_MAX:
         raise ExecutionError(f"{op}'s {what} must be representable as a 32-bit integral value, but is {value}")
-    return int(v)
+    return n
 
 
 class Variance:
@@ -300,7 +307,7 @@ def positive_n(op: str, value) -> int:
     if not is_number(value):
         raise ExecutionError(f"{op}: value for 'n' must be of integral type, but found {value!r}")
     f = to_float(value)
-    if f != f or f != int(f):
+    if f != f or f in (math.inf, -math.inf) or f != int(f):
         raise ExecutionError(f"{op}: value for 'n' must be of integral type, but found {value!r}")
     if f < 1:
         raise ExecutionError(f"{op}: 'n' must be greater than 0, found {value!r}")

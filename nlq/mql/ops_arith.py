@@ -243,7 +243,8 @@ def _mod(a, b):
         r = abs(int(a)) % abs(int(b))
         return integer_result(-r if a < 0 else r, k)
     if k == DOUBLE:
-        return math.fmod(float(a), float(b))
+        x, y = float(a), float(b)
+        return math.nan if math.isinf(x) or math.isnan(y) else math.fmod(x, y)
     return make_decimal(numeric.DECIMAL_CONTEXT.remainder(as_decimal(a), as_decimal(b)))
 
 
@@ -353,7 +354,7 @@ def _pow(args):
         kb, ke = kind(base), kind(exp)
         if kb == DECIMAL or ke == DECIMAL:
             db, de = as_decimal(base), as_decimal(exp)
-            if db.is_zero() and de < 0:
+            if db.is_zero() and not de.is_nan() and de < 0:
                 raise ExecutionError("$pow cannot take a base of 0 and a negative exponent")
             try:
                 return make_decimal(_D.power(db, de))
@@ -419,6 +420,11 @@ def _round_to(v, place: int, rounding):
         return v
     d = v.to_decimal() if k == DECIMAL else Decimal(v)
     if not d.is_finite():
+        return v
+    sign, digits, exponent = d.as_tuple()
+    if exponent >= -place and (k != DECIMAL or len(digits) + exponent + place > 34):
+        # Nothing below the rounding place: the value is unchanged (a decimal is padded with
+        # zeros to `place` digits while its 34-digit precision allows, like Decimal128.quantize).
         return v
     q = d.quantize(Decimal(1).scaleb(-place), rounding=rounding, context=_EXACT)
     if k <= LONG:

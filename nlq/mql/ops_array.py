@@ -8,7 +8,9 @@ error for any other non-array; `$size` and `$in` raise even for null.
 from __future__ import annotations
 
 from nlq.errors import ExecutionError
-from nlq.mql.expressions import check_variable_name, compile_args, compile_expression, compile_named, unary_operator
+from nlq.mql.expressions import (CHECK_EVERY, CHECK_EVERY_EVAL, check_deadline, check_deadline_for,
+                                  check_variable_name, compile_args, compile_expression, compile_named,
+                                  unary_operator)
 from nlq.mql.numeric import int_value, positive_n
 from nlq.mql.registry import EXPRESSION, implements
 from nlq.mql.values import MISSING, bson_type, expression_equal, is_nullish, is_number, is_truthy, sort_key
@@ -76,6 +78,7 @@ def _in(args):
         item, array = item_fn(vars), array_fn(vars)
         if type(array) is not list:
             raise ExecutionError(f"$in requires an array as a second argument, found: {bson_type(array)}", code=40081)
+        check_deadline_for(array)
         for v in array:
             if expression_equal(item, v):  # a missing item equals nothing, not even null
                 return True
@@ -99,6 +102,7 @@ def _index_of_array(args):
             start = _index_bound(fns[2](vars), "starting")
         if len(fns) > 3:
             end = min(end, _index_bound(fns[3](vars), "ending"))
+        check_deadline_for(array)
         for i in range(start, end):
             if expression_equal(search, array[i]):
                 return i
@@ -155,6 +159,10 @@ def _concat_arrays(args):
             if type(v) is not list:
                 raise ExecutionError(f"$concatArrays only supports arrays, not {bson_type(v)}", code=28664)
             out.extend(v)
+            if len(out) > RANGE_MAX_ELEMENTS:
+                raise ExecutionError(f"$concatArrays would build an array of more than {RANGE_MAX_ELEMENTS} "
+                                     f"elements: it would use too much memory")
+        check_deadline_for(out)
         return out
     return evaluate
 
@@ -179,6 +187,8 @@ def _range(args):
         if count > RANGE_MAX_ELEMENTS:
             raise ExecutionError(f"$range would use too much memory ({count * 16} bytes) and cannot spill to disk. "
                                  f"Memory limit: {64 << 20} bytes")
+        if count >= CHECK_EVERY:
+            check_deadline()
         return list(range(start, end, step))
     return evaluate
 
@@ -225,6 +235,8 @@ def _zip(args):
         if not arrays:
             return []
         length = max(map(len, arrays)) if longest else min(map(len, arrays))
+        if length * len(arrays) >= CHECK_EVERY:
+            check_deadline()
         return [[a[i] if i < len(a) else defaults[j] for j, a in enumerate(arrays)] for i in range(length)]
     return evaluate
 
@@ -240,6 +252,7 @@ def _object_to_array(obj):
 def _array_to_object(array):
     if type(array) is not list:
         raise ExecutionError(f"$arrayToObject requires an array input, found: {bson_type(array)}")
+    check_deadline_for(array)
     out = {}
     shape = None
     for item in array:
@@ -300,7 +313,9 @@ def _filter(args):
                     raise ExecutionError(f"$filter: limit must be greater than 0: {limit}")
         scope = dict(vars)
         out = []
-        for item in array:
+        for i, item in enumerate(array):
+            if i % CHECK_EVERY_EVAL == CHECK_EVERY_EVAL - 1:
+                check_deadline()
             scope[name] = item
             if is_truthy(cond_fn(scope)):
                 out.append(item)
@@ -324,7 +339,9 @@ def _map(args):
             raise ExecutionError(f"input to $map must be an array not {bson_type(array)}", code=16883)
         scope = dict(vars)
         out = []
-        for item in array:
+        for i, item in enumerate(array):
+            if i % CHECK_EVERY_EVAL == CHECK_EVERY_EVAL - 1:
+                check_deadline()
             scope[name] = item
             v = in_fn(scope)
             out.append(None if v is MISSING else v)
@@ -345,7 +362,9 @@ def _reduce(args):
             raise ExecutionError(f"$reduce requires that 'input' be an array, found: {bson_type(array)}", code=40080)
         value = initial_fn(vars)
         scope = dict(vars)
-        for item in array:
+        for i, item in enumerate(array):
+            if i % CHECK_EVERY_EVAL == CHECK_EVERY_EVAL - 1:
+                check_deadline()
             scope["value"] = value
             scope["this"] = item
             value = in_fn(scope)
@@ -381,6 +400,7 @@ def _sort_array(args):
         if type(array) is not list:
             raise ExecutionError(f"The input argument to $sortArray must be an array, but was of type: "
                                  f"{bson_type(array)}")
+        check_deadline_for(array)
         return order(array)
     return evaluate
 
@@ -397,6 +417,7 @@ def _n_array(op: str, select):
                 return None
             if type(array) is not list:
                 raise ExecutionError(f"{op}: input must be an array, found {bson_type(array)}")
+            check_deadline_for(array)
             return select(array, n)
         return evaluate
     return compile_

@@ -66,7 +66,11 @@ def _zone(name: str):
     m = _OFFSET_RE.match(name)
     if m:
         sign, hh, mm = m.group(1), int(m.group(2)), int(m.group(3) or 0)
+        if mm >= 60:
+            return None
         delta = _dt.timedelta(hours=hh, minutes=mm)
+        if delta >= _dt.timedelta(hours=24):  # "+99:00" is no time zone
+            return None
         return _dt.timezone(-delta if sign == "-" else delta)
     try:
         if name.startswith("/") or ".." in name or not name:
@@ -91,7 +95,10 @@ def to_local(d: _dt.datetime, tz) -> _dt.datetime:
     if tz is UTC or tz is None:
         local = d.astimezone(UTC) if d.tzinfo is not UTC else d
     else:
-        local = d.astimezone(tz)
+        try:
+            local = d.astimezone(tz)
+        except OverflowError:
+            raise _out_of_range(d) from None
     us = local.microsecond
     if us % 1000:
         return local.replace(tzinfo=None, microsecond=us - us % 1000)
@@ -102,13 +109,25 @@ def from_local(local: _dt.datetime, tz) -> _dt.datetime:
     """The UTC instant whose wall-clock time in `tz` is `local` (naive)."""
     if tz is UTC or tz is None:
         return local.replace(tzinfo=UTC)
-    return local.replace(tzinfo=tz).astimezone(UTC)
+    try:
+        return local.replace(tzinfo=tz).astimezone(UTC)
+    except OverflowError:
+        raise _out_of_range(local) from None
 
 
 def utc_offset(d: _dt.datetime, tz) -> _dt.timedelta:
     if tz is UTC or tz is None:
         return _dt.timedelta(0)
-    return d.astimezone(tz).utcoffset()
+    try:
+        return d.astimezone(tz).utcoffset()
+    except OverflowError:
+        raise _out_of_range(d) from None
+
+
+def _out_of_range(d: _dt.datetime) -> ExecutionError:
+    """A date whose local time in a time zone falls outside the years 1-9999 Python dates hold."""
+    return ExecutionError(f"the date {d.isoformat()} shifted to the time zone falls outside the years 1 to 9999 "
+                          f"that the embedded engine can represent")
 
 
 def _ms(local: _dt.datetime) -> int:
@@ -123,14 +142,17 @@ def _check_year(d: _dt.datetime, op: str) -> None:
 
 def _integer(value, op: str, name: str) -> int:
     t = type(value)
+    n = None
     if t is int or t is Int64:
-        return int(value)
-    if t is float and value == value and abs(value) != float("inf") and value == int(value):
-        return int(value)
-    if t is Decimal128:
+        n = int(value)
+    elif t is float and value == value and abs(value) != float("inf") and value == int(value):
+        n = int(value)
+    elif t is Decimal128:
         dec = value.to_decimal()
         if dec.is_finite() and dec == dec.to_integral_value():
-            return int(dec)
+            n = int(dec)
+    if n is not None and -2**63 <= n < 2**63:  # MongoDB reads these as 64-bit integers
+        return n
     shown = value if t is not str else f'"{value}"'
     raise ExecutionError(f"{op}: '{name}' must evaluate to an integer, found {bson_type(value)} with value {shown}",
                          code=40515)
@@ -736,6 +758,13 @@ registry.implements(EXPRESSION, "$dateSubtract")(_date_arith("$dateSubtract", -1
 
 def date_diff(start: _dt.datetime, end: _dt.datetime, unit: str, tz, start_of_week: int = 7) -> int:
     """The number of `unit` boundaries crossed from `start` to `end` (in `tz`)."""
+    try:
+        return _boundaries_crossed(start, end, unit, tz, start_of_week)
+    except OverflowError:  # a week start before the year 1
+        raise _out_of_range(start) from None
+
+
+def _boundaries_crossed(start: _dt.datetime, end: _dt.datetime, unit: str, tz, start_of_week: int) -> int:
     if unit in ("year", "quarter", "month", "week", "day"):
         s, e = to_local(start, tz), to_local(end, tz)
         if unit == "year":

@@ -8,14 +8,16 @@ first-seen order of their elements (MongoDB leaves it unspecified).
 from __future__ import annotations
 
 from nlq.errors import ExecutionError
-from nlq.mql.expressions import compile_args
+from nlq.mql.expressions import CHECK_EVERY, check_deadline, check_deadline_for, compile_args
 from nlq.mql.registry import EXPRESSION, implements
 from nlq.mql.values import bson_type, group_key, is_nullish, is_truthy
 
 
 def _unique(array) -> tuple[list, set]:
     keys, out = set(), []
-    for v in array:
+    for i, v in enumerate(array):
+        if i % CHECK_EVERY == CHECK_EVERY - 1:
+            check_deadline()
         k = group_key(v)
         if k not in keys:
             keys.add(k)
@@ -24,6 +26,7 @@ def _unique(array) -> tuple[list, set]:
 
 
 def _keys(array) -> set:
+    check_deadline_for(array)
     return {group_key(v) for v in array}
 
 

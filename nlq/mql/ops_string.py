@@ -61,14 +61,17 @@ def coerce_to_string(value, op: str) -> str:
 def _integral(value, op: str, what: str, code: int) -> int:
     """A numeric argument that must be integral (int, long, or a whole double/decimal)."""
     t = type(value)
+    n = None
     if t is int or t is Int64:
-        return int(value)
-    if t is float and value == value and value not in (float("inf"), float("-inf")) and value == int(value):
-        return int(value)
-    if t is Decimal128:
+        n = int(value)
+    elif t is float and value == value and value not in (float("inf"), float("-inf")) and value == int(value):
+        n = int(value)
+    elif t is Decimal128:
         d = value.to_decimal()
         if d.is_finite() and d == d.to_integral_value():
-            return int(d)
+            n = int(d)
+    if n is not None and -2**31 <= n < 2**31:
+        return n
     raise ExecutionError(f"{op} {what}, found {bson_type(value)}: {value!r}", code=code)
 
 
@@ -110,10 +113,10 @@ def _substr_bytes(op: str):
             if type(length) not in (int, Int64, float, Decimal128) or type(length) is bool:
                 raise ExecutionError(f"{op}:  length must be a numeric type (is BSON type "
                                      f"{bson_type(length)})", code=16035)
-            lower = int(float(str(start)) if type(start) is Decimal128 else start)
+            lower = _coerce_to_int(start, op, "starting index")
             if lower < 0:
                 raise ExecutionError(f"{op}:  starting index must be non-negative (got: {lower})", code=50752)
-            n = int(float(str(length)) if type(length) is Decimal128 else length)
+            n = _coerce_to_int(length, op, "length")
             data = s.encode("utf-8") if not s.isascii() else None
             if data is None:  # ASCII fast path: bytes are characters
                 return s[lower:] if n < 0 else s[lower:lower + n]
@@ -131,6 +134,18 @@ def _substr_bytes(op: str):
             return data[lower:lower + n].decode("utf-8")
         return substr
     return compile_
+
+
+def _coerce_to_int(value, op: str, what: str) -> int:
+    """A numeric argument truncated to an int (MongoDB's coerceToInt); NaN, infinities and values
+    beyond 32 bits cannot be."""
+    v = float(str(value)) if type(value) is Decimal128 else value
+    if type(v) is float and (v != v or v in (float("inf"), float("-inf"))):
+        raise ExecutionError(f"{op}: the {what} cannot be represented as a 32-bit integer, found {value}")
+    n = int(v)
+    if not -2**31 <= n < 2**31:
+        raise ExecutionError(f"{op}: the {what} cannot be represented as a 32-bit integer, found {value}")
+    return n
 
 
 registry.implements(EXPRESSION, "$substr")(_substr_bytes("$substr"))
@@ -311,9 +326,10 @@ def _index_of(op: str, codes: tuple[int, int, int, int], use_bytes: bool):
                     if not _is_num(v) or (type(v) in (float, Decimal128) and not _whole(v)):
                         raise ExecutionError(f"{op} requires an integral {what} index, found a value of type: "
                                              f"{bson_type(v)}, with value: {v!r}", code=integral_code)
-                    v = int(str(v)) if type(v) is Decimal128 else int(v)
+                    shown = v
+                    v = int(v.to_decimal()) if type(v) is Decimal128 else int(v)
                     if v < 0:
-                        raise ExecutionError(f"{op} requires a nonnegative {what} index, found: {v}",
+                        raise ExecutionError(f"{op} requires a nonnegative {what} index, found: {shown}",
                                              code=negative_code)
                     if k == 2:
                         start = v

@@ -274,7 +274,7 @@ def _target(to) -> str:
         raise ExecutionError(f"Unknown type name: {to}")
     if is_number(to):
         f = to_float(to)
-        if f != f or f != int(f):
+        if f != f or f in (float("inf"), float("-inf")) or f != int(f):
             raise ExecutionError(f"In $convert, numeric 'to' argument is not an integer: {to}")
         name = CODE_TYPES.get(int(f))
         if name in CONVERTERS:

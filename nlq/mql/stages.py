@@ -86,9 +86,9 @@ def _non_negative_int(value, stage: str, *, positive: bool = False) -> int:
         raise ExecutionError(f"the {stage} value cannot be converted to an integer: {value}")
     n = int(n)
     if n >= 2**63:
-        raise ExecutionError(f"the {stage} value cannot be represented as a 64-bit integer: {n}")
+        raise ExecutionError(f"the {stage} value cannot be represented as a 64-bit integer: {value}")
     if n < 0 or (positive and n == 0):
-        raise ExecutionError(f"the {stage} value must be {'positive' if positive else 'non-negative'}: {n}")
+        raise ExecutionError(f"the {stage} value must be {'positive' if positive else 'non-negative'}: {value}")
     return n
 
 

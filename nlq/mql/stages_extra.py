@@ -42,6 +42,12 @@ def _float(v) -> float:
     return float(v.to_decimal()) if type(v) is Decimal128 else float(v)
 
 
+def _integral_number(v) -> bool:
+    """A finite number with no fractional part (NaN and infinities are not)."""
+    f = _float(v)
+    return math.isfinite(f) and f == int(f)
+
+
 def _check_keys(stage: str, spec, allowed: set, code: int = 40245):
     if type(spec) is not dict:
         raise ExecutionError(f"the argument to {stage} must be an object, but found type: {bson_type(spec)}")
@@ -389,7 +395,7 @@ def compile_graph_lookup(spec, ctx):
         md = spec["maxDepth"]
         if not _is_num(md) or type(md) is bool:
             raise ExecutionError(f"maxDepth must be numeric, found type: {bson_type(md)}", code=40100)
-        if _float(md) != int(_float(md)):
+        if not _integral_number(md):
             raise ExecutionError(f"maxDepth requires an integer, found: {md!r}", code=40102)
         max_depth = int(_float(md))
         if max_depth < 0:
@@ -584,9 +590,9 @@ def compile_densify(spec, ctx):
         raise ExecutionError("the step parameter in a range statement must be a strictly positive numeric value",
                              code=5733401)
     if unit is not None:
-        if unit not in _DENSIFY_UNITS:
+        if type(unit) is not str or unit not in _DENSIFY_UNITS:
             raise ExecutionError(f"$densify: unknown time unit value: {unit}", code=9)
-        if _float(step) != int(_float(step)):
+        if not _integral_number(step):
             raise ExecutionError("The step parameter in a range statement must be a whole number when densifying a "
                                  "date range", code=6586400)
         step = int(_float(step))
@@ -748,7 +754,7 @@ def _parse_window(window) -> _WindowSpec | None:
         if b in ("unbounded", "current"):
             out.append(b)
         elif _is_num(b) and type(b) is not bool:
-            if kind == "documents" and _float(b) != int(_float(b)):
+            if kind == "documents" and not _integral_number(b):
                 raise ExecutionError(f"Numeric document-based bounds must be an integer: {b!r}", code=5371005)
             out.append(int(_float(b)) if kind == "documents" else b)
         else:
@@ -760,7 +766,7 @@ def _parse_window(window) -> _WindowSpec | None:
         if compare(lo_n, hi_n) > 0:
             raise ExecutionError("Lower bound must not exceed upper bound", code=5339900)
     unit = window.get("unit")
-    if unit is not None and unit not in _DENSIFY_UNITS:
+    if unit is not None and (type(unit) is not str or unit not in _DENSIFY_UNITS):
         raise ExecutionError(f"unknown time unit value: {unit}", code=9)
     return _WindowSpec(kind, lo, hi, unit)
 
@@ -829,7 +835,7 @@ def _negate(v):
 
 def _whole(v) -> int:
     f = _float(v)
-    if f != int(f):
+    if not _integral_number(v):
         raise ExecutionError(f"With 'unit', range-based bounds must be an integer: {v!r}", code=5429414)
     return int(f)
 
@@ -964,7 +970,7 @@ def _shift(arg, window, sort_keys):
         if key not in ("output", "by", "default"):
             raise ExecutionError(f"Unknown argument in $shift: {key}", code=5433001)
     by = arg["by"]
-    if not _is_num(by) or type(by) is bool or _float(by) != int(_float(by)):
+    if not _is_num(by) or type(by) is bool or not _integral_number(by):
         raise ExecutionError("'$shift:by' field must be an integer, but found " + repr(by), code=5433003)
     by = int(_float(by))
     out_fn = compile_expression(arg["output"])
@@ -1043,7 +1049,7 @@ def _exp_moving_avg(arg, window, sort_keys):
             raise ExecutionError(f"$expMovingAvg got an unexpected argument: {key}", code=5433603)
     if "N" in arg:
         n_val = arg["N"]
-        if not _is_num(n_val) or _float(n_val) != int(_float(n_val)) or _float(n_val) <= 0:
+        if not _is_num(n_val) or not _integral_number(n_val) or _float(n_val) <= 0:
             raise ExecutionError("'N' field must be a positive integer", code=5433603)
         alpha = 2.0 / (int(_float(n_val)) + 1)
     else:
@@ -1076,7 +1082,7 @@ def _xy_args(name, arg):
         if key not in ("input", "unit"):
             raise ExecutionError(f"{name} got unexpected argument: {key}", code=5490702)
     unit = arg.get("unit")
-    if unit is not None and unit not in _UNIT_MS:
+    if unit is not None and (type(unit) is not str or unit not in _UNIT_MS):
         raise ExecutionError(f"{name}: unit must be one of week, day, hour, minute, second, millisecond; got "
                              f"{unit!r}", code=5490703)
     return compile_expression(arg["input"]), unit

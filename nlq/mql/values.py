@@ -39,6 +39,7 @@ import math
 from decimal import Decimal
 
 from bson.binary import Binary
+from bson.code import Code
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
 from bson.max_key import MaxKey
@@ -74,7 +75,9 @@ class _Missing:
 MISSING = _Missing()
 
 # Type brackets of the comparison order. Missing sorts with null.
-MINKEY, NULL, NUMBER, STRING, OBJECT, ARRAY, BINDATA, OBJECTID, BOOL, DATE, TIMESTAMP, REGEX, MAXKEY = range(13)
+# JavaScript code (with scope) sorts after regex and before MaxKey, as in MongoDB's canonical order.
+(MINKEY, NULL, NUMBER, STRING, OBJECT, ARRAY, BINDATA, OBJECTID, BOOL, DATE, TIMESTAMP, REGEX, CODE, CODE_WITH_SCOPE,
+ MAXKEY) = range(15)
 
 
 def bson_type(value) -> str:
@@ -114,6 +117,8 @@ def bson_type(value) -> str:
         return "minKey"
     if isinstance(value, MaxKey):
         return "maxKey"
+    if isinstance(value, Code):
+        return "javascript" if value.scope is None else "javascriptWithScope"
     if isinstance(value, dict):
         return "object"
     if isinstance(value, (list, tuple)):
@@ -180,7 +185,7 @@ _SLOW_BRACKETS = {
     "minKey": MINKEY, "null": NULL, "missing": NULL, "double": NUMBER, "int": NUMBER, "long": NUMBER,
     "decimal": NUMBER, "string": STRING, "object": OBJECT, "array": ARRAY, "binData": BINDATA,
     "objectId": OBJECTID, "bool": BOOL, "date": DATE, "timestamp": TIMESTAMP, "regex": REGEX,
-    "maxKey": MAXKEY,
+    "maxKey": MAXKEY, "javascript": CODE, "javascriptWithScope": CODE_WITH_SCOPE,
 }
 
 
@@ -224,6 +229,10 @@ def sort_key(value):
         return (b, value.time, value.inc)
     if b == REGEX:
         return (b, value.pattern, regex_options(value))
+    if b == CODE:
+        return (b, str(value))
+    if b == CODE_WITH_SCOPE:
+        return (b, str(value), sort_key(value.scope))
     raise TypeError(f"cannot order {type(value).__name__}")
 
 
