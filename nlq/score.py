@@ -79,7 +79,7 @@ from typing import Callable, Iterable, Iterator
 
 from nlq import io
 from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from nlq.errors import (BackendError, ExecutionError, ForbiddenOperatorError, InputError, NlqError,
+from nlq.errors import (BackendError, ExecutionError, InputError, NlqError,
                         UnknownDatabaseError, UnknownOperatorError, UnsupportedOperatorError, failure,
                         json_type)
 from nlq.mql import analyze
@@ -164,7 +164,7 @@ class Scorer:
     def _run_gold(self, db: str, query) -> GoldResult:
         try:
             ordered = analyze.order_sensitive(query)
-            self._check_allowed(query)
+            analyze.check_forbidden(query)
             self.check_database(db)
             rows = self.execute(db, query)
             prepared = prepare(rows)
@@ -177,12 +177,6 @@ class Scorer:
         return GoldResult(query, rows, prepared, ordered)
 
     # -- execution -------------------------------------------------------------------
-    def _check_allowed(self, query) -> None:
-        names = analyze.forbidden(query)
-        if names:
-            raise ForbiddenOperatorError(f"forbidden operator{'s' if len(names) > 1 else ''} "
-                                         f"{', '.join(names)}: never executed (read-only evaluation)")
-
     def execute(self, db: str, query) -> list:
         return self.backend.aggregate(db, query.collection, query.pipeline,
                                       timeout=self.timeout, max_rows=self.max_rows)
@@ -210,7 +204,7 @@ class Scorer:
                 return _score(NO_SUBMISSION, error=_as_failure(earlier, "input") if earlier else None, **base)
         try:
             query = parse_query(submission)
-            self._check_allowed(query)
+            analyze.check_forbidden(query)
         except BackendError:
             raise
         except NlqError as exc_:
