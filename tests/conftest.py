@@ -41,3 +41,16 @@ def tend_native() -> Path:
 @pytest.fixture
 def atlas() -> Path:
     return need(ATLAS)
+
+
+@pytest.fixture(scope="session")
+def clinic_index_file(tmp_path_factory) -> Path:
+    """The clinic fixture world's index as a JSONL file, built once per test run."""
+    import orjson
+
+    from nlq import index
+    from nlq.backends import EmbeddedBackend
+
+    path = tmp_path_factory.mktemp("idx") / "clinic.index.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(doc) + b"\n" for doc in index.build(EmbeddedBackend(WORLDS), ["clinic"])))
+    return path

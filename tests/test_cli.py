@@ -11,19 +11,10 @@ from tests.conftest import WORLDS
 TASK = orjson.dumps({"id": "c/1", "db": "clinic", "question": "How many patients are there?"}).decode()
 
 
-@pytest.fixture(scope="module")
-def index_file(tmp_path_factory):
-    from nlq import index
-    from nlq.backends import EmbeddedBackend
-
-    path = tmp_path_factory.mktemp("idx") / "clinic.index.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(doc) + b"\n" for doc in index.build(EmbeddedBackend(WORLDS), ["clinic"])))
-    return path
-
 
 @pytest.mark.parametrize("command", ["witness", "generate"])
-def test_progress_goes_to_stderr_and_never_into_the_stream(runner, index_file, command):
-    result = runner.invoke(cli, [command, "--index", str(index_file), "--progress"], input=TASK + "\n")
+def test_progress_goes_to_stderr_and_never_into_the_stream(runner, clinic_index_file, command):
+    result = runner.invoke(cli, [command, "--index", str(clinic_index_file), "--progress"], input=TASK + "\n")
     assert result.exit_code == 0, result.output
     assert "rec" in result.stderr and f"{command}:" in result.stderr
     assert [orjson.loads(line)["id"] for line in result.stdout.splitlines()] == ["c/1"]
@@ -65,8 +56,8 @@ def test_usage_errors_exit_2(runner, args, message):
     assert message in result.stderr
 
 
-def test_witness_hard_max_below_zero_is_a_usage_error(runner, index_file):
-    result = runner.invoke(cli, ["witness", "--index", str(index_file), "--hard-max", "-1"], input=TASK + "\n")
+def test_witness_hard_max_below_zero_is_a_usage_error(runner, clinic_index_file):
+    result = runner.invoke(cli, ["witness", "--index", str(clinic_index_file), "--hard-max", "-1"], input=TASK + "\n")
     assert result.exit_code == 2 and "Invalid value for '--hard-max'" in result.stderr and result.stdout == ""
 
 

@@ -26,20 +26,11 @@ LINES = [
 STDIN = "\n".join(LINES) + "\n"
 
 
-@pytest.fixture(scope="module")
-def index_file(tmp_path_factory):
-    from nlq import index
-    from nlq.backends import EmbeddedBackend
 
-    path = tmp_path_factory.mktemp("idx") / "clinic.index.jsonl"
-    path.write_bytes(b"".join(orjson.dumps(doc) + b"\n" for doc in index.build(EmbeddedBackend(WORLDS), ["clinic"])))
-    return path
-
-
-def commands(index_file):
+def commands(clinic_index_file):
     return {
-        "witness": ["witness", "--index", str(index_file)],
-        "generate": ["generate", "--index", str(index_file)],
+        "witness": ["witness", "--index", str(clinic_index_file)],
+        "generate": ["generate", "--index", str(clinic_index_file)],
         "score": ["score", "--data", str(WORLDS)],
         "exec": ["exec", "--data", str(WORLDS), "--tasks", "-"],
         "import": ["import", "--format", "tend-v1"],
@@ -47,8 +38,8 @@ def commands(index_file):
 
 
 @pytest.mark.parametrize("name", ["witness", "generate", "score", "exec", "import"])
-def test_garbage_in_one_record_out_per_line(runner, index_file, name):
-    result = runner.invoke(cli, commands(index_file)[name], input=STDIN)
+def test_garbage_in_one_record_out_per_line(runner, clinic_index_file, name):
+    result = runner.invoke(cli, commands(clinic_index_file)[name], input=STDIN)
     assert result.exit_code == 0, result.output
     assert result.exception is None and "Traceback" not in result.stderr
     out = [orjson.loads(line) for line in result.stdout.splitlines()]
@@ -65,14 +56,14 @@ def test_garbage_in_one_record_out_per_line(runner, index_file, name):
 # the first line each command cannot take: a task record is not a benchmark record
 @pytest.mark.parametrize("name, first_bad", [("witness", 2), ("generate", 2), ("score", 2), ("exec", 2),
                                              ("import", 1)])
-def test_strict_stops_at_the_first_bad_line(runner, index_file, name, first_bad):
-    result = runner.invoke(cli, commands(index_file)[name] + ["--strict"], input=STDIN)
+def test_strict_stops_at_the_first_bad_line(runner, clinic_index_file, name, first_bad):
+    result = runner.invoke(cli, commands(clinic_index_file)[name] + ["--strict"], input=STDIN)
     assert result.exit_code == 1
     assert f"line {first_bad}" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_score_types_every_bad_gold(runner, index_file):
-    result = runner.invoke(cli, commands(index_file)["score"], input=STDIN)
+def test_score_types_every_bad_gold(runner, clinic_index_file):
+    result = runner.invoke(cli, commands(clinic_index_file)["score"], input=STDIN)
     by_id = {r.get("id"): r for r in map(orjson.loads, result.stdout.splitlines())}
     assert by_id["clinic/ok"]["score"]["outcome"] == "no_submission"
     for bad in ("fb", "uk", "js", "nodb"):
@@ -101,9 +92,9 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
-def test_wrong_field_types_are_typed_and_the_next_record_is_written(runner, index_file, name):
+def test_wrong_field_types_are_typed_and_the_next_record_is_written(runner, clinic_index_file, name):
     stdin = b"".join(orjson.dumps(r) + b"\n" for r in BAD_THEN_GOOD)
-    result = runner.invoke(cli, commands(index_file)[name], input=stdin)
+    result = runner.invoke(cli, commands(clinic_index_file)[name], input=stdin)
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.stderr
     out = [orjson.loads(line) for line in result.stdout.splitlines()]
@@ -139,7 +130,7 @@ def test_exec_types_a_non_string_db():
     assert out[1]["execution"]["error"] is None and out[1]["execution"]["rows_count"] == 1
 
 
-def test_witness_bug_is_an_internal_error_and_the_stream_goes_on(index_file, monkeypatch):
+def test_witness_bug_is_an_internal_error_and_the_stream_goes_on(clinic_index_file, monkeypatch):
     from nlq import index, witness
 
     real = witness.find
@@ -151,12 +142,12 @@ def test_witness_bug_is_an_internal_error_and_the_stream_goes_on(index_file, mon
 
     monkeypatch.setattr(witness, "find", find)
     records = [{**GOOD, "id": "x", "question": "boom?"}, dict(GOOD)]
-    out = list(witness.run(records, index.load(str(index_file))))
+    out = list(witness.run(records, index.load(str(clinic_index_file))))
     assert out[0]["failure"] == {"stage": "witness", "type": "internal_error", "message": "KeyError: 'boom'"}
     assert "witnesses" in out[1] and "failure" not in out[1]
 
 
-def test_method_bug_is_an_internal_error_and_the_stream_goes_on(index_file, monkeypatch):
+def test_method_bug_is_an_internal_error_and_the_stream_goes_on(clinic_index_file, monkeypatch):
     from nlq import generate, index, methods
 
     impl = methods.get("rules")
@@ -170,7 +161,7 @@ def test_method_bug_is_an_internal_error_and_the_stream_goes_on(index_file, monk
 
     monkeypatch.setattr(impl, "generate", method)
     records = [{**GOOD, "id": "x", "question": "boom?"}, dict(GOOD)]
-    out = list(generate.run(records, "rules", generate.Context(index.load(str(index_file)))))
+    out = list(generate.run(records, "rules", generate.Context(index.load(str(clinic_index_file)))))
     assert out[0]["prediction"] is None
     assert out[0]["failure"] == {"stage": "generate", "type": "internal_error",
                                  "message": "ZeroDivisionError: division by zero"}
@@ -182,14 +173,14 @@ def test_method_bug_is_an_internal_error_and_the_stream_goes_on(index_file, monk
     ({"id": "q", "db": "clinic", "question": 7}, "missing_question"),
     ({"id": "q", "db": "atlantis", "question": "How many patients?"}, "unknown_db"),
 ])
-def test_generate_failures_use_the_witness_names(index_file, record, kind):
+def test_generate_failures_use_the_witness_names(clinic_index_file, record, kind):
     from nlq import generate, index
 
-    [out] = generate.run([record], "rules", generate.Context(index.load(str(index_file))))
+    [out] = generate.run([record], "rules", generate.Context(index.load(str(clinic_index_file))))
     assert (out["failure"]["stage"], out["failure"]["type"]) == ("generate", kind)
 
 
-def test_keyboard_interrupt_is_not_swallowed(index_file, monkeypatch):
+def test_keyboard_interrupt_is_not_swallowed(clinic_index_file, monkeypatch):
     from nlq import index, witness
 
     def find(question, ix, **opts):
@@ -197,4 +188,4 @@ def test_keyboard_interrupt_is_not_swallowed(index_file, monkeypatch):
 
     monkeypatch.setattr(witness, "find", find)
     with pytest.raises(KeyboardInterrupt):
-        list(witness.run([dict(GOOD)], index.load(str(index_file))))
+        list(witness.run([dict(GOOD)], index.load(str(clinic_index_file))))
