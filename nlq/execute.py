@@ -18,10 +18,11 @@ import time
 from typing import Iterable, Iterator
 
 from nlq import io
-from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from nlq.mql.limits import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import BackendError, InputError, NlqError, UnknownDatabaseError, failure, json_type
 from nlq.mql import serialize
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
+from nlq.score import gold_source, unknown_database
 
 STAGE = "exec"
 
@@ -64,8 +65,6 @@ def run_tasks(records: Iterable[dict], backend, *, db: str | None = None, rows: 
     `db` overrides the records' own `db`. With `rows=True` the result rows are
     embedded as `execution.rows`.
     """
-    from nlq.score import gold_source, unknown_database
-
     databases: dict[str, str | None] = {}  # db -> None (usable) or why it is unknown
     for record in records:
         execution: dict = {"rows_count": None, "ms": None, "error": None}

@@ -78,12 +78,12 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 from nlq import io
-from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from nlq.mql.limits import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import (BackendError, ExecutionError, InputError, NlqError,
                         UnknownDatabaseError, UnknownOperatorError, UnsupportedOperatorError, failure,
                         json_type)
 from nlq.mql import analyze
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 from nlq.mql.values import ObjectId
 from nlq.normexec import DEFAULT_BETA, Rows, compare, exc, prepare
 

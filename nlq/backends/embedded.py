@@ -15,8 +15,9 @@ import random
 from pathlib import Path
 
 from nlq import io
-from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import BackendError, InputError
+from nlq.mql import engine
 
 
 class EmbeddedBackend:
@@ -84,8 +85,6 @@ class EmbeddedBackend:
     def aggregate(self, db: str, collection: str, pipeline: list, *,
                   timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
                   max_bytes: int = DEFAULT_MAX_BYTES) -> list[dict]:
-        from nlq.mql import engine
-
         colls = self._load(db)
         return engine.aggregate(colls.get(collection, []), pipeline,
                                 catalog=lambda name: colls.get(name, []),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import BackendError, ExecutionError, QueryTimeout
 
 # pymongo reports these when the server cannot be reached (any pymongo version).
