@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from nlq import methods
-from nlq.commands.options import backend_options, errors_as_click, open_backend_from
+from nlq.commands.options import backend_options, errors_as_click, open_backend_from, warn
 
 
 @click.command(name="ask", epilog="""\b
@@ -41,7 +41,7 @@ def cli(data, uri, timeout, max_rows, question, db, method, min_confidence, expl
     with errors_as_click():
         record = ask.run(question, backend, db, method=method, cache=not no_cache, timeout=timeout,
                          max_rows=max_rows, options={"min_confidence": min_confidence},
-                         warn=lambda message: click.echo(f"nlq: {message}", err=True))
+                         warn=warn)
         if as_json:
             io.write_records([record])
         elif explain:

@@ -126,7 +126,7 @@ def run(question: str, backend, db: str, *, method: str = "rules", cache: bool =
             explain["card_lines"] = card.lines_for(index, read_paths(query.collection, query.pipeline))
             backend.collections(db)  # reads an embedded database's files: timed apart from the query
             t = lap("load", t)
-            rows = execute.run_query(backend, db, query, timeout=timeout, max_rows=max_rows)
+            rows = execute.run_query(backend, db, query, timeout=timeout, max_rows=max_rows, warn=warn)
             record["execution"].update(rows_count=len(rows), ms=round((time.perf_counter() - t) * 1000, 3),
                                        rows=rows)
         except BackendError:

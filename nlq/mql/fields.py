@@ -1,4 +1,4 @@
-"""The stored fields a pipeline reads: which paths of which collection it names.
+"""What a pipeline reads: the collections it names and the stored fields of each.
 
     >>> sorted(read_paths("patients", [{"$match": {"ward": "A", "age": {"$gt": 30}}},
     ...                                {"$group": {"_id": "$kind", "n": {"$sum": 1}}},
@@ -30,6 +30,36 @@ def read_paths(collection: str, pipeline: list) -> set[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     _pipeline(collection, pipeline, found)
     return found
+
+
+def named_collections(collection: str, pipeline: list) -> list[str]:
+    """The collections a query reads, in order of appearance: its own (unless the pipeline
+    starts with `$documents`) and those of `$lookup`, `$graphLookup` and `$unionWith`, at any
+    depth.
+
+        >>> named_collections("users", [{"$lookup": {"from": "orders", "as": "o", "pipeline": []}}])
+        ['users', 'orders']
+    """
+    starts_with_documents = bool(pipeline) and isinstance(pipeline[0], dict) and "$documents" in pipeline[0]
+    names = [] if starts_with_documents or not collection else [collection]
+    _collections(pipeline, names)
+    return list(dict.fromkeys(names))
+
+
+def _collections(value, names: list) -> None:
+    if isinstance(value, list):
+        for element in value:
+            _collections(element, names)
+    elif isinstance(value, dict):
+        for key, arg in value.items():
+            if key in ("$lookup", "$graphLookup") and isinstance(arg, dict) and isinstance(arg.get("from"), str):
+                names.append(arg["from"])
+            elif key == "$unionWith":
+                other = arg if isinstance(arg, str) else arg.get("coll") if isinstance(arg, dict) else None
+                if isinstance(other, str):
+                    names.append(other)
+            if key != "$literal":
+                _collections(arg, names)
 
 
 def _pipeline(collection: str, pipeline, found: set) -> None:
@@ -128,4 +158,4 @@ def _operators(spec: dict, path: str, add) -> None:
             _operators(arg, path, add)
 
 
-__all__ = ["read_paths"]
+__all__ = ["read_paths", "named_collections"]
