@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from commands.options import errors_as_click
+from nlq.commands.options import errors_as_click
 
 
 @click.command(epilog="""\b
