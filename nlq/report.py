@@ -672,8 +672,8 @@ def _rich_table(t: Table, width: int, tight: bool = False) -> str:
     buffer = _io.StringIO()
     console = Console(file=buffer, width=width, color_system=None, force_terminal=False,
                       highlight=False, emoji=False)
-    table = RichTable(title=Text(t.title), box=box.SIMPLE_HEAD, title_justify="left",
-                      collapse_padding=tight, pad_edge=not tight)
+    console.print(Text(t.title))  # not the table's title: rich would wrap it to the table's width
+    table = RichTable(box=box.SIMPLE_HEAD, collapse_padding=tight, pad_edge=not tight)
     for i, name in enumerate(t.header):
         # When space is short, headers wrap and long labels are cut with an ellipsis;
         # a number never breaks, so each record stays on one line.

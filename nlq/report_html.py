@@ -42,7 +42,7 @@ LABEL = 150          # the label column of horizontal bar charts
 FONT = 'font-family="sans-serif" font-size="12"'
 
 _CSS = """
-body { font-family: sans-serif; margin: 2em auto; max-width: 900px; color: #222; }
+body { font-family: sans-serif; margin: 2em auto; padding: 0 1em; max-width: 900px; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.85em; }
 th, td { padding: 2px 8px; border-bottom: 1px solid #eee; }

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from commands import cli
+from nlq.commands import cli
 from nlq import io, report, report_html
 from tests.test_report import BASELINE, SAG, _records, _score
 
