@@ -78,10 +78,11 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 from nlq import io
-from nlq.mql.limits import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import (BackendError, ExecutionError, InputError, NlqError,
                         UnknownDatabaseError, UnknownOperatorError, UnsupportedOperatorError, failure,
                         json_type)
+from nlq.execute import CollectionCheck, gold_source, unknown_database
+from nlq.mql.limits import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.mql import analyze
 from nlq.mql.mongosh import parse_query
 from nlq.mql.values import ObjectId
@@ -118,8 +119,9 @@ class Scorer:
     """Scores records against one backend, caching gold results."""
 
     def __init__(self, backend, *, beta: int = DEFAULT_BETA, timeout: float = DEFAULT_TIMEOUT,
-                 max_rows: int = DEFAULT_MAX_ROWS):
+                 max_rows: int = DEFAULT_MAX_ROWS, warn: Callable[[str], None] | None = None):
         self.backend, self.beta, self.timeout, self.max_rows = backend, beta, timeout, max_rows
+        self.check_collections = CollectionCheck(backend, warn)
         self._gold: dict = {}
         self._databases: dict = {}  # db -> None (usable) or why it is unknown
 
@@ -178,6 +180,7 @@ class Scorer:
 
     # -- execution -------------------------------------------------------------------
     def execute(self, db: str, query) -> list:
+        self.check_collections(db, query)
         return self.backend.aggregate(db, query.collection, query.pipeline,
                                       timeout=self.timeout, max_rows=self.max_rows)
 
@@ -286,22 +289,6 @@ def separated(probes: dict, beta: int) -> bool:
     return accepted and rejected
 
 
-def unknown_database(backend, db: str) -> str | None:
-    """Why `db` is unknown when the backend holds no such database, None when it does.
-
-    Raises the BackendError of a backend that cannot be reached, or that lists
-    `db` but cannot read it.
-    """
-    if db in backend.databases():  # listing first: an unreachable server fails once, here
-        backend.collections(db)
-        return None
-    try:
-        backend.collections(db)  # a database that is not listed may still be readable
-    except BackendError as exc_:
-        return str(exc_)
-    return None
-
-
 def _internal(stage: str, exc_: Exception) -> dict:
     """The typed failure of an unexpected exception (a bug), naming it."""
     return failure(stage, INTERNAL_ERROR, f"{type(exc_).__name__}: {exc_}")
@@ -329,14 +316,6 @@ def _score(outcome: str, *, error=None, order_sensitive=None, gold_rows=None, ms
             "ms": ms, "error": error}
 
 
-def gold_source(record: dict):
-    """The gold query of a task record (`gold` object or `gold_mql` text), or None."""
-    gold = record.get("gold")
-    if gold is not None:
-        return gold
-    return record.get("gold_mql")
-
-
 def submitted_query(prediction):
     """The query a prediction submits (JSON object or text), or None for no submission."""
     if isinstance(prediction, str):
@@ -352,13 +331,16 @@ def submitted_query(prediction):
 
 def run(records: Iterable[dict], backend, *, beta: int = DEFAULT_BETA, timeout: float = DEFAULT_TIMEOUT,
         max_rows: int = DEFAULT_MAX_ROWS, self_check: bool = False,
-        beta_sweep: bool = False, summary: Callable[[str], None] | None = None) -> Iterator[dict]:
+        beta_sweep: bool = False, summary: Callable[[str], None] | None = None,
+        warn: Callable[[str], None] | None = None) -> Iterator[dict]:
     """Yield each record with its `score` added (see the module docstring).
 
     With `self_check` or `beta_sweep` the prediction is the record's own gold;
     their findings are passed line by line to `summary` once the input ends.
+    `warn` is told (once each) about collections a gold or a prediction names that
+    its database does not hold; they read as empty, as in MongoDB.
     """
-    scorer = Scorer(backend, beta=beta, timeout=timeout, max_rows=max_rows)
+    scorer = Scorer(backend, beta=beta, timeout=timeout, max_rows=max_rows, warn=warn)
     check = self_check or beta_sweep
     defects: list[str] = []
     empties: list[str] = []

@@ -25,22 +25,25 @@ GROUPS = {
     "backends": ("nlq.backends",),
     "grounding": ("nlq.index", "nlq.card", "nlq.witness"),
     "llm": ("nlq.llm",),
-    "generation": ("nlq.methods", "nlq.generate", "nlq.repair", "nlq.gate", "nlq.ask"),
-    "evaluation": ("nlq.execute", "nlq.score", "nlq.report", "nlq.normexec"),
+    "generation": ("nlq.methods", "nlq.generate", "nlq.repair", "nlq.gate"),
+    "evaluation": ("nlq.execute", "nlq.score", "nlq.report", "nlq.report_html", "nlq.normexec"),
+    "application": ("nlq.ask",),  # question -> answer: generation, then execution
     "commands": ("nlq.commands",),
-    "api": ("nlq",),  # the package itself: re-exports only
+    "api": ("nlq",),  # the package itself (exactly): re-exports only
 }
 
 # group -> groups it must never import
 FORBIDDEN = {
-    "foundation": {"language", "io", "backends", "grounding", "llm", "generation", "evaluation", "commands", "api"},
-    "language": {"io", "backends", "grounding", "llm", "generation", "evaluation", "commands", "api"},
-    "io": {"backends", "grounding", "llm", "generation", "evaluation", "commands", "api"},
-    "backends": {"grounding", "llm", "generation", "evaluation", "commands", "api"},
-    "grounding": {"llm", "generation", "evaluation", "commands", "api"},
-    "llm": {"grounding", "generation", "evaluation", "commands", "api"},
-    "generation": {"evaluation", "commands", "api"},
-    "evaluation": {"generation", "llm", "commands", "api"},
+    "foundation": {"language", "io", "backends", "grounding", "llm", "generation", "evaluation", "application",
+                   "commands", "api"},
+    "language": {"io", "backends", "grounding", "llm", "generation", "evaluation", "application", "commands", "api"},
+    "io": {"backends", "grounding", "llm", "generation", "evaluation", "application", "commands", "api"},
+    "backends": {"grounding", "llm", "generation", "evaluation", "application", "commands", "api"},
+    "grounding": {"llm", "generation", "evaluation", "application", "commands", "api"},
+    "llm": {"grounding", "generation", "evaluation", "application", "commands", "api"},
+    "generation": {"evaluation", "application", "commands", "api"},
+    "evaluation": {"generation", "llm", "application", "commands", "api"},
+    "application": {"commands", "api"},
     "commands": set(),
     "api": {"commands"},
 }
@@ -95,7 +98,8 @@ def group_of(module: str) -> str:
     best, group = "", None
     for g, prefixes in GROUPS.items():
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+            inside = module == prefix or (g != "api" and module.startswith(prefix + "."))
+            if inside and len(prefix) > len(best):
                 best, group = prefix, g
     assert group is not None, f"{module} belongs to no group: add it to GROUPS and docs/ARCHITECTURE.md"
     return group
