@@ -39,7 +39,7 @@ from nlq import feedback, gate, io
 from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import BackendError, NlqError, UnknownDatabaseError, failure
 from nlq.mql import analyze
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 from nlq.normexec import prepare
 from nlq.score import submitted_query
 
