@@ -28,7 +28,9 @@ fixtures: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python -m tests.readme
 
-check: test
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest tests
 
 demo: $(STAMP)
 	@mkdir -p $(DEMO)

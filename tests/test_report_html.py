@@ -8,7 +8,6 @@ import subprocess
 import tempfile
 import zlib
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 

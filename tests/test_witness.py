@@ -11,7 +11,6 @@ from hypothesis import given, settings, strategies as st
 from nlq.commands import cli
 from nlq import io
 from nlq import witness as witnesses
-from nlq.errors import InputError
 from nlq.index import index_documents
 from tests.conftest import FIXTURES, WORLDS, need
 

@@ -37,7 +37,6 @@ class _FieldTree:
         self.root: dict = {}
         self.expressions: list[Callable] = []
         self.includes = self.excludes = 0
-        self.excludes_id = False
 
     def add(self, parts: tuple[str, ...], leaf) -> None:
         node = self.root
@@ -68,7 +67,6 @@ def _build_projection(spec: dict, tree: _FieldTree, prefix: tuple[str, ...] = ()
                 tree.includes += 1
                 tree.add(parts, INCLUDE)
             elif parts == ("_id",):
-                tree.excludes_id = True
                 tree.add(parts, EXCLUDE)
             else:
                 tree.excludes += 1

@@ -181,7 +181,7 @@ class _AccumulatorWindow:
         if all(a == 0 for a, _ in frames) and all(frames[i][1] <= frames[i + 1][1] for i in range(n - 1)):
             acc = self.factory()
             added = -1
-            for i, (a, b) in enumerate(frames):
+            for i, (_, b) in enumerate(frames):
                 check()
                 while added < b:
                     added += 1
