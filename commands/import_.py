@@ -17,11 +17,12 @@ Example:
 @click.option("--format", "fmt", type=click.Choice(sorted(importers.FORMATS)), required=True,
               help="Benchmark record layout of INPUT (a JSON array or JSONL).")
 @io_options
-def cli(input, output, strict, progress, fmt):
+def cli(input, output, append, strict, progress, limits, fmt):
     """Convert benchmark records to task records {id, db, question, paraphrases, gold_mql, labels}.
 
     One task record per input record, in order; a record lacking a required
     field or a malformed line becomes a failure record (`--strict`: exit 1).
     """
     with errors_as_click():
-        write_records(with_progress(importers.run(input, fmt, strict=strict), progress, "import"), output)
+        write_records(with_progress(importers.run(input, fmt, strict=strict, **limits), progress, "import"), output,
+                      append=append)
