@@ -15,7 +15,7 @@ import orjson
 import pytest
 from bson.int64 import Int64
 
-from commands import cli
+from nlq.commands import cli
 from nlq import io, score
 from nlq.backends import EmbeddedBackend
 from nlq.backends.mongo import MongoBackend, _scrub, redact
@@ -124,7 +124,7 @@ def test_timeout_must_be_a_finite_positive_number(runner, value):
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
 def test_a_full_disk_is_a_one_line_error(tmp_path):
-    nlq = [sys.executable, "-c", "from commands import cli; cli()"]
+    nlq = [sys.executable, "-c", "from nlq.commands import cli; cli()"]
     for redirect in (["-o", "/dev/full"], []):
         with open("/dev/full", "wb") as full:
             proc = subprocess.run(nlq + ["exec", "--data", str(WORLDS), "--db", "clinic",
