@@ -8,7 +8,7 @@ WORLDS  := fixtures/worlds
 
 .PHONY: install test demo bench fixtures docs check clean browser
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'

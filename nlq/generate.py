@@ -6,6 +6,10 @@ A method never sees evaluation metadata: it receives `task_view(record)`,
 which drops `gold`, `gold_mql` and `labels`, and the prediction records the
 channels it observed in `disclosure`.
 
+A record without `witnesses` gets them first, computed from its question and
+the index exactly as `nlq witness` computes them (default `--hard-max`), and
+they are written with the prediction: the two ways of calling generate agree.
+
 Every record yields one record. One that cannot be handled gets
 `prediction: null` and a typed `failure` (stage `generate`):
 `missing_question` (no question text), `input_too_large` (a question longer
@@ -25,6 +29,7 @@ from nlq import io, methods
 from nlq.errors import InputError, NlqError, UnknownDatabaseError, failure
 from nlq.io import has_failure
 from nlq.witness import DEFAULT_MAX_QUESTION_CHARS, database_of, question_of
+from nlq.witness import find as find_witnesses
 
 STAGE = "generate"
 
@@ -76,6 +81,13 @@ def check_task(record: dict, *, max_question_chars: int = DEFAULT_MAX_QUESTION_C
                          f"not {io.dumps(witnesses).decode()[:80]}")
 
 
+def with_witnesses(record: dict, context: Context, *, max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> dict:
+    """The record with the `witnesses` that `nlq witness` (default --hard-max) would add, so
+    that `generate` alone and `witness | generate` give the same prediction."""
+    index = context.index_for(database_of(record))
+    return {**record, "witnesses": find_witnesses(question_of(record, max_chars=max_question_chars), index)}
+
+
 def run(records: Iterable[dict], method: str, context: Context, *,
         max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> Iterator[dict]:
     """Add `prediction` (or a typed `failure`) to each record, in order."""
@@ -87,6 +99,8 @@ def run(records: Iterable[dict], method: str, context: Context, *,
         start = time.perf_counter()
         try:
             check_task(record, max_question_chars=max_question_chars)
+            if record.get("witnesses") is None:
+                record = with_witnesses(record, context, max_question_chars=max_question_chars)
             prediction = impl.generate(task_view(record), context)
             if not isinstance(prediction, dict):
                 raise TypeError(f"method {impl.name} returned {type(prediction).__name__}, not an object")
