@@ -25,6 +25,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate
+from pathlib import Path
 from typing import IO, Iterable, Iterator
 
 import orjson
@@ -337,7 +338,12 @@ def iter_lines(stream: IO[bytes], *, max_nesting: int = DEFAULT_MAX_NESTING,
         except InputTooDeep as exc:
             yield Line(number, None, f"line {number}: {exc}", exc.type)
             continue
-        except (orjson.JSONDecodeError, InputError) as exc:
+        except orjson.JSONDecodeError as exc:
+            # orjson counts lines and columns within this one line: name the column only
+            where = f"column {exc.colno}" if exc.lineno == 1 else "at the end of the line"
+            yield Line(number, None, f"line {number}: malformed JSON: {exc.msg} ({where})")
+            continue
+        except InputError as exc:
             yield Line(number, None, f"line {number}: malformed JSON: {exc}")
             continue
         if not isinstance(record, dict):
@@ -371,7 +377,8 @@ def open_input(source: str | IO[bytes] = "-"):
 
 
 def open_output(target: str | IO = "-", *, append: bool = False):
-    """A binary output stream for a path, '-' (stdout) or an open file.
+    """A binary output stream for a path (its missing parent folders are made), '-' (stdout) or an
+    open file.
 
     A path is started anew (or added to with `append=True`) and opened in append
     mode either way, so each write lands at the end of the file."""
@@ -389,6 +396,8 @@ def _open_stream(where, verb: str, standard, mode: str):
         yield standard.buffer
     else:
         try:
+            if verb == "write":  # `-o out/run.jsonl` makes `out/`
+                Path(where).parent.mkdir(parents=True, exist_ok=True)
             f = open(where, mode) if mode != "wb" else os.fdopen(
                 os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o666), "wb")
         except OSError as exc:
