@@ -3,8 +3,9 @@
 
 Reading accepts canonical and relaxed Extended JSON (and the legacy
 `{"$date": <ms>}` / `{"$oid"}` forms mongoexport writes); writing produces
-relaxed Extended JSON, so ObjectIds, dates, longs beyond 2^53, decimals,
-regexes and binary survive a round trip. The query parser and serializer use
+relaxed Extended JSON, so ObjectIds, dates, longs, decimals, regexes and
+binary survive a round trip (a long in the int32 range is written
+`{"$numberLong": "5"}`, since a plain 5 reads back as an int). The query parser and serializer use
 it for values; `nlq.io` uses it for JSONL records.
 
     >>> from_extjson({"n": {"$numberLong": "5"}})["n"]
@@ -22,6 +23,7 @@ from bson.datetime_ms import DatetimeMS
 from bson.dbref import DBRef
 
 from nlq.errors import InputError
+from nlq.mql.numeric import INT32_MAX, INT32_MIN
 from nlq.mql.values import (MISSING, Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp,
                             date_to_millis, iso_date_string, millis_to_date, parse_iso_date, regex_options)
 
@@ -140,8 +142,8 @@ def to_extjson(value):
         if math.isfinite(value):
             return value
         return {"$numberDouble": "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")}
-    if t is Int64:
-        return int(value)
+    if t is Int64:  # a long in the int32 range would read back as an int: keep its type
+        return {"$numberLong": str(int(value))} if INT32_MIN <= value <= INT32_MAX else int(value)
     if isinstance(value, _dt.datetime):
         ms = date_to_millis(value)
         if 0 <= ms < 253402300800000:
