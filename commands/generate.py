@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from commands.options import errors_as_click, io_options, with_progress
+from commands.options import errors_as_click, io_options, model_config_from, model_options, with_progress
 from nlq import generate, io, methods
 from nlq import index as grounding
+from nlq.llm import ChatClient
 
 
 @click.command("generate", epilog="""\b
@@ -22,15 +23,23 @@ Example:
               help="Grounding index (JSONL from `nlq index`), one document per database.")
 @click.option("--min-confidence", type=click.FloatRange(0, 1), default=None,
               help="Abstain (typed `abstained` failure) below this confidence.")
-def cli(input, output, strict, progress, method, index_path, min_confidence):
+@model_options
+def cli(input, output, strict, progress, method, index_path, min_confidence, model_options):
     """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
     channels it observed in `disclosure`. A question the method cannot answer
     gets a typed `failure` and flows on.
     """
+    impl = methods.get(method)
+    config = model_config_from(model_options, needed=getattr(impl, "needs_model", False), what=f"--method {method}")
     with errors_as_click():
         indexes = grounding.load(index_path)
-        context = generate.Context(indexes, min_confidence=min_confidence)
+        model = ChatClient(config) if config is not None else None
+        context = generate.Context(indexes, model=model, min_confidence=min_confidence)
         records = with_progress(io.read_records(input, strict=strict, stage="generate"), progress, "generate")
-        io.write_records(generate.run(records, method, context), output)
+        try:
+            io.write_records(generate.run(records, method, context), output)
+        finally:
+            if model is not None:
+                model.close()

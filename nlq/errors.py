@@ -116,6 +116,60 @@ class AbstainedError(NlqError):
     type = "abstained"
 
 
+class ModelError(NlqError):
+    """A call to the chat model failed (the base of every model_* failure)."""
+
+    type = "model_error"
+
+
+class ModelConfigError(ModelError):
+    """No usable model configuration (no model name or endpoint, offline without a cache)."""
+
+    type = "model_config"
+
+
+class ModelTimeoutError(ModelError):
+    """The endpoint did not answer within the request timeout, retries included."""
+
+    type = "model_timeout"
+
+
+class ModelRateLimitedError(ModelError):
+    """429 after every retry, or a 429 that says the quota is exhausted."""
+
+    type = "model_rate_limited"
+
+
+class ModelHTTPError(ModelError):
+    """An HTTP error status, a dropped connection or an unreadable response."""
+
+    type = "model_http_error"
+
+
+class ModelAuthError(ModelError):
+    """The endpoint refused the credentials (401/403)."""
+
+    type = "model_auth"
+
+
+class ModelBadOutputError(ModelError):
+    """The model's reply could not be decoded into what was asked (after the repair turns)."""
+
+    type = "model_bad_output"
+
+
+class CacheMissError(ModelError):
+    """`--offline` and the request is not in the response cache."""
+
+    type = "cache_miss"
+
+
+class BudgetExhaustedError(NlqError):
+    """A multi-turn method used its whole step budget without submitting an answer."""
+
+    type = "budget_exhausted"
+
+
 def failure(stage: str, type_: str, message: str) -> dict:
     """The typed failure object of SPEC §1: `{"stage", "type", "message"}`."""
     return {"stage": stage, "type": type_, "message": message}
