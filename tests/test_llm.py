@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import pytest
 
-from commands.options import model_config_from
+from nlq.commands.options import model_config_from
 from nlq import generate
 from nlq.errors import (CacheMissError, ModelAuthError, ModelBadOutputError, ModelConfigError, ModelHTTPError,
                         ModelRateLimitedError, ModelTimeoutError)
@@ -323,7 +323,7 @@ def test_log_has_one_line_per_call_and_never_the_key(fake_llm, tmp_path):
 
 
 def test_the_key_stays_out_of_help(runner, clinic_index_file, fake_llm, tmp_path):
-    from commands import cli
+    from nlq.commands import cli
 
     fake_llm.enqueue(*[status(401, f"Incorrect API key provided: {KEY}")] * 2)
     env = {"NLQ_API_KEY": KEY, "NLQ_BASE_URL": fake_llm.url, "NLQ_MODEL": "m", "XDG_CACHE_HOME": str(tmp_path)}
