@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from nlq.commands.options import errors_as_click, io_options, model_config_from, model_options, with_progress
+from nlq.commands.options import (errors_as_click, io_options, model_client, model_config_from, model_options,
+                                  with_progress)
 from nlq import generate, io, methods
 from nlq import index as grounding
-from nlq.llm import ChatClient
 
 
 @click.command("generate", epilog="""\b
@@ -33,13 +33,8 @@ def cli(input, output, strict, progress, method, index_path, min_confidence, mod
     """
     impl = methods.get(method)
     config = model_config_from(model_options, needed=getattr(impl, "needs_model", False), what=f"--method {method}")
-    with errors_as_click():
+    with errors_as_click(), model_client(config) as model:
         indexes = grounding.load(index_path)
-        model = ChatClient(config) if config is not None else None
         context = generate.Context(indexes, model=model, min_confidence=min_confidence)
         records = with_progress(io.read_records(input, strict=strict, stage="generate"), progress, "generate")
-        try:
-            io.write_records(generate.run(records, method, context), output)
-        finally:
-            if model is not None:
-                model.close()
+        io.write_records(generate.run(records, method, context), output)

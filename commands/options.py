@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
+import os
+import signal
 import sys
+import threading
 
 import click
 
@@ -199,3 +204,43 @@ def model_config_from(model_options: dict, *, needed: bool, what: str = "this co
                            concurrency=o["concurrency"], cache=cache, offline=o["offline"], log=o["log"])
     except ModelConfigError as exc:
         raise click.UsageError(exc.message) from None
+
+
+@contextlib.contextmanager
+def model_client(config):
+    """The ChatClient for `config` (None when no model is configured), closed afterwards.
+
+    While it lives SIGPIPE is ignored: the `nlq` group restores the default
+    action so `nlq ... | head` ends quietly, but then a write to an HTTP
+    connection the server has just closed would kill the process instead of
+    raising the connection error the client retries. A closed stdout
+    (`| head`) still ends quietly."""
+    if config is None:
+        yield None
+        return
+    from nlq.llm import ChatClient
+
+    sigpipe = getattr(signal, "SIGPIPE", None)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(sigpipe) if sigpipe is not None and main else None
+    if previous is not None:
+        signal.signal(sigpipe, signal.SIG_IGN)
+    client = ChatClient(config)
+    try:
+        yield client
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(0)
+    finally:
+        client.close()
+        if previous is not None:
+            signal.signal(sigpipe, previous)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass

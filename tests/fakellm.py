@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -166,6 +167,10 @@ class FakeLLM:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> "FakeLLM":
+        # A client that gives up mid-reply must not kill the process: the nlq CLI, run
+        # in-process by CliRunner, leaves SIGPIPE at its default action (terminate).
+        if hasattr(signal, "SIGPIPE") and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         fake = self
 
         class Handler(_Handler):
@@ -214,6 +219,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_POST(self):
+        try:
+            self._answer()
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout): fine
+            self.close_connection = True
+
+    def _answer(self):
         fake = self.server_fake
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
