@@ -29,7 +29,8 @@ def cli(input, output, strict, progress, method, index_path, min_confidence, mod
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
     channels it observed in `disclosure`. A question the method cannot answer
-    gets a typed `failure` and flows on.
+    gets a typed `failure` and flows on. A record without `witnesses` gets
+    them first, as `nlq witness` would compute them.
     """
     impl = methods.get(method)
     config = model_config_from(model_options, needed=getattr(impl, "needs_model", False), what=f"--method {method}")

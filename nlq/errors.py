@@ -170,6 +170,12 @@ class BudgetExhaustedError(NlqError):
     type = "budget_exhausted"
 
 
+class NoAnswerError(NlqError):
+    """`nlq ask` could not answer: no pipeline was generated, or it failed to run."""
+
+    type = "no_answer"
+
+
 def failure(stage: str, type_: str, message: str) -> dict:
     """The typed failure object of SPEC §1: `{"stage", "type", "message"}`."""
     return {"stage": stage, "type": type_, "message": message}

@@ -401,7 +401,7 @@ def test_generate_runs_model_methods_concurrently_in_input_order(fake_llm, tmp_p
     monkeypatch.setattr(generate.methods, "get", lambda name: _EchoMethod())
     fake_llm.responder = _echo_responder
     client = client_for(fake_llm, concurrency=6, cache=tmp_path / "c.sqlite")
-    records = [{"id": i, "question": f"question {i}"} for i in range(40)]
+    records = [{"id": i, "question": f"question {i}", "witnesses": []} for i in range(40)]
     out = list(generate.run(iter(records), "echo", generate.Context({}, model=client)))
     assert [r["id"] for r in out] == list(range(40))
     for r in out:
@@ -421,7 +421,7 @@ def test_generate_runs_model_methods_concurrently_in_input_order(fake_llm, tmp_p
 def test_generate_without_a_model_for_a_model_method_is_a_config_error(monkeypatch):
     monkeypatch.setattr(generate.methods, "get", lambda name: _EchoMethod())
     with pytest.raises(ModelConfigError, match="NLQ_BASE_URL"):
-        list(generate.run(iter([{"question": "q"}]), "echo", generate.Context({})))
+        list(generate.run(iter([{"question": "q", "witnesses": []}]), "echo", generate.Context({})))
 
 
 def test_metered_sums_calls_in_this_thread(fake_llm):
