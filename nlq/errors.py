@@ -159,9 +159,16 @@ class ModelAuthError(ModelError):
 
 
 class ModelBadOutputError(ModelError):
-    """The model's reply could not be decoded into what was asked (after the repair turns)."""
+    """The model's reply could not be decoded into what was asked (after the repair turns).
+
+    `feedback` is what the repair turn tells the model (default: the message);
+    a method that must not disclose a channel says less to the model than to the user."""
 
     type = "model_bad_output"
+
+    def __init__(self, message: str, *, hint: str | None = None, feedback: str | None = None):
+        super().__init__(message, hint=hint)
+        self.feedback = feedback or message
 
 
 class CacheMissError(ModelError):

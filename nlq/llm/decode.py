@@ -32,9 +32,11 @@ _MAX_ENDS = 64
 
 
 def pipeline_schema(collections) -> dict:
-    """The JSON schema of the pipeline answer, the collection an enum of the real names."""
+    """The JSON schema of the pipeline answer, the collection an enum of the real names
+    (a plain string when `collections` is None: a method that must not see them)."""
+    collection = {"type": "string"} if collections is None else {"type": "string", "enum": sorted(collections)}
     return {"type": "object",
-            "properties": {"collection": {"type": "string", "enum": sorted(collections)},
+            "properties": {"collection": collection,
                            "pipeline": {"type": "array", "items": {"type": "object"}}},
             "required": ["collection", "pipeline"], "additionalProperties": False}
 
@@ -111,7 +113,7 @@ def chat_decoded(client, messages: list[dict], decode: Callable[[str], object], 
         except ModelBadOutputError as exc:
             if turn == repairs:
                 raise ModelBadOutputError(f"{exc.message} (after {repairs} repair turns)") from None
-            conversation = answered + [{"role": "user", "content": REPAIR_MESSAGE.format(error=exc.message)}]
+            conversation = answered + [{"role": "user", "content": REPAIR_MESSAGE.format(error=exc.feedback)}]
     raise AssertionError("unreachable")
 
 

@@ -16,6 +16,13 @@ from nlq.errors import InputError
 # name -> module under nlq/methods/ defining METHOD
 _MODULES = {
     "rules": "rules",
+    "card": "card",
+    "nlq-only": "nlq_only",
+    "schema": "schema",
+    "sampled": "sampled",
+    "data-rich": "data_rich",
+    "sql-pivot": "sql_pivot",
+    "react": "react",
 }
 
 
