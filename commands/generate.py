@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from nlq.commands.options import (backend_options, errors_as_click, io_options, model_client, model_config_from,
-                                  model_options, open_backend_from, with_progress)
+                                  model_options, open_backend_from, question_limit, with_progress)
 from nlq import generate, io, methods
 from nlq import index as grounding
 
@@ -17,6 +17,7 @@ Example:
     | nlq generate --method rules --index out/racing.index.jsonl | head -1
 """)
 @io_options
+@question_limit
 @click.option("-m", "--method", type=click.Choice(methods.names()), default="rules", show_default=True,
               help="Generation method.")
 @click.option("--index", "index_path", required=True, type=click.Path(exists=True, dir_okay=False),
@@ -27,8 +28,8 @@ Example:
               help="react: model turns before the typed `budget_exhausted` failure.")
 @backend_options
 @model_options
-def cli(input, output, strict, progress, method, index_path, min_confidence, max_steps, data, uri, timeout, max_rows,
-        model_options):
+def cli(input, output, append, strict, progress, limits, max_question_chars, method, index_path, min_confidence,
+        max_steps, data, uri, timeout, max_rows, model_options):
     """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
@@ -53,5 +54,6 @@ def cli(input, output, strict, progress, method, index_path, min_confidence, max
         indexes = grounding.load(index_path)
         context = generate.Context(indexes, backend=backend, model=model, min_confidence=min_confidence,
                                    max_steps=max_steps, timeout=timeout, max_rows=max_rows)
-        records = with_progress(io.read_records(input, strict=strict, stage="generate"), progress, "generate")
-        io.write_records(generate.run(records, method, context), output)
+        records = with_progress(io.read_records(input, strict=strict, stage="generate", **limits), progress, "generate")
+        io.write_records(generate.run(records, method, context, max_question_chars=max_question_chars), output,
+                         append=append)
