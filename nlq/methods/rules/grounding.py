@@ -11,6 +11,7 @@ import re
 from datetime import datetime, timezone
 
 from nlq.errors import NlqError
+from nlq.text import word_spans
 from nlq.methods.rules.vocabulary import AGG_WORDS, ASC_WORDS, DESC_WORDS, NEGATIONS, SYNONYMS
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import lattice_to_mql, split_name
@@ -73,7 +74,7 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
         at = q.find(term)
         if at < 0 or at in consumed:
             continue
-        end = at + max(1, len(re.findall(r"\d+(?:\.\d+)?|[^\W_]+", term)))
+        end = at + max(1, len(word_spans(term)))
         original = q.text[q.spans[at][0]:q.spans[end - 1][1]]
         quoted = is_quoted(q.text, q.spans[at][0], q.spans[end - 1][1])
         is_key = w.get("hard") and any(m.get("kind") == "key" and m.get("collection") == collection

@@ -12,10 +12,17 @@ import functools
 from dataclasses import dataclass
 
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
-from nlq.text import normalize
+from nlq.text import normalize, word_spans
 from nlq.methods.rules.vocabulary import SYNONYMS, WORD_NUMBERS
 from nlq.methods.rules.ir import Field, Mention
 from nlq.methods.rules.schema import split_name
+
+
+def plain(word: str) -> str:
+    """A word as the rules compare it: lowercase, one apostrophe form (don’t ->
+    don't), a number without thousands separators (1,000 -> 1000)."""
+    word = word.lower().replace("’", "'").replace("`", "'")
+    return word.replace(",", "") if word[:1].isdigit() else word
 
 
 @dataclass
@@ -29,9 +36,9 @@ class Question:
 
     @classmethod
     def of(cls, text: str) -> "Question":
-        found = list(re.finditer(r"\d+(?:\.\d+)?|[^\W_]+(?:'[^\W_]+)?", text))
-        raw = [m.group().lower() for m in found]
-        return cls(text, raw, [normalize(w) for w in raw], [m.span() for m in found])
+        found = word_spans(text)
+        raw = [plain(word) for word, _, _ in found]
+        return cls(text, raw, [normalize(w) for w in raw], [(start, end) for _, start, end in found])
 
     def word_at(self, char: int) -> int:
         """Index of the first word starting at or after a character offset."""
@@ -42,7 +49,7 @@ class Question:
 
     def find(self, phrase: str, start: int = 0) -> int:
         """Word index where the words of `phrase` occur (case-insensitive), or -1."""
-        target = [normalize(w.lower()) for w in re.findall(r"\d+(?:\.\d+)?|[^\W_]+", phrase)]
+        target = [normalize(plain(w)) for w, _, _ in word_spans(phrase)]
         n = len(target)
         for i in range(start, len(self.stems) - n + 1):
             if self.stems[i:i + n] == target:
@@ -257,7 +264,7 @@ def is_quoted(text: str, start: int, end: int) -> bool:
 def to_number(text: str):
     if text in WORD_NUMBERS:
         return WORD_NUMBERS[text]
-    value = float(text)
+    value = float(text.replace(",", ""))
     return int(value) if value.is_integer() and "." not in text else value
 
 

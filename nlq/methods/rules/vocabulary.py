@@ -69,11 +69,13 @@ WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, 
                 "eight": 8, "nine": 9, "ten": 10}
 
 
-NUMBER = r"(?P<n>-?\d+(?:\.\d+)?|" + "|".join(WORD_NUMBERS) + ")"
+# a number as written: thousands separators allowed ('more than 1,000')
+NUMERAL = r"-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?"
+NUMBER = r"(?P<n>" + NUMERAL + "|" + "|".join(WORD_NUMBERS) + ")"
 
 
 BETWEEN = re.compile(r"\b(?:between|(?:with)?in the range (?:of|from|between))\s+" + NUMBER
-                     + r"\s+(?:and|to)\s+(?P<m>-?\d+(?:\.\d+)?)")
+                     + r"\s+(?:and|to)\s+(?P<m>" + NUMERAL + ")")
 
 
 # 'N or more', '2011 or later': the bound is included (not in 'before 1900 or after 2000')
