@@ -18,6 +18,13 @@ Either file may be a JSON array or JSONL. The task record is
 benchmark name, the record's `db_id` and every field the conversion did not
 consume (e.g. `ref_sql`). A record lacking a required field, or a malformed
 line, becomes a failure record at its place.
+
+With `paraphrases=True` (`nlq import --paraphrases`) each record becomes one
+task per phrasing instead — id ``<db_id>/<record_id>/p<k>``, `question` the
+k-th phrasing, `labels.paraphrase` = k (1 is the canonical phrasing),
+`paraphrases` empty (no phrasing sees another) — so robustness to wording is
+measured like any other slice (`nlq report --by labels.paraphrase`). This is
+the one stage that yields more records than it reads.
 """
 
 from __future__ import annotations
@@ -127,10 +134,28 @@ def read_benchmark(source="-") -> tuple[str, Iterator[Line]]:
     return "line", iter_lines(data.splitlines(keepends=True))
 
 
-def run(source="-", fmt: str = "tend-v1", *, strict: bool = False) -> Iterator[dict]:
-    """`nlq import`: task records from a benchmark file (read whole: arrays need it)."""
+def per_phrasing(tasks: Iterable[dict]) -> Iterator[dict]:
+    """One task per phrasing of each task record (failure records pass unchanged).
+
+        >>> [(t["id"], t["question"], t["labels"]["paraphrase"]) for t in per_phrasing(
+        ...     [{"id": "d/1", "question": "A?", "paraphrases": ["B?"], "labels": {}}])]
+        [('d/1/p1', 'A?', 1), ('d/1/p2', 'B?', 2)]
+    """
+    for task in tasks:
+        if "failure" in task:
+            yield task
+            continue
+        for k, question in enumerate([task["question"], *task.get("paraphrases", [])], start=1):
+            yield {**task, "id": f"{task['id']}/p{k}", "question": question, "paraphrases": [],
+                   "labels": {**task.get("labels", {}), "paraphrase": k}}
+
+
+def run(source="-", fmt: str = "tend-v1", *, strict: bool = False, paraphrases: bool = False) -> Iterator[dict]:
+    """`nlq import`: task records from a benchmark file (read whole: arrays need it);
+    with `paraphrases`, one task per phrasing (`per_phrasing`)."""
     where, lines = read_benchmark(source)
-    return convert(lines, fmt, strict=strict, where=where)
+    tasks = convert(lines, fmt, strict=strict, where=where)
+    return per_phrasing(tasks) if paraphrases else tasks
 
 
-__all__ = ["FORMATS", "to_task", "convert", "read_benchmark", "run"]
+__all__ = ["FORMATS", "to_task", "convert", "per_phrasing", "read_benchmark", "run"]

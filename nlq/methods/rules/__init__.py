@@ -22,7 +22,7 @@ General English patterns only: no per-database or per-question rules.
 from __future__ import annotations
 
 from nlq.errors import AbstainedError, NlqError
-from nlq.methods.rules.confidence import confidence
+from nlq.methods.rules.confidence import confidence, signals
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
 from nlq.methods.rules.passes import PASSES, build_ir
 from nlq.methods.rules.render import physical, render
@@ -46,7 +46,7 @@ class RulesMethod:
         if minimum is not None and conf < minimum:
             raise AbstainedError(f"confidence {conf:.2f} is below --min-confidence {minimum:.2f}")
         return {"collection": ir.collection, "pipeline": pipeline, "method": self.name,
-                "confidence": conf, "ir": ir.to_json()}
+                "confidence": conf, "ir": {**ir.to_json(), "signals": signals(ir)}}
 
 
 METHOD = RulesMethod()

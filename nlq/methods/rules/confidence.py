@@ -1,11 +1,38 @@
-"""Confidence of a reading: grounding signals minus penalties."""
+"""Confidence of a reading: grounding signals, mapped to a calibrated probability.
+
+    signals(ir)     a few numbers read off the IR (the heuristic score among them)
+    confidence(ir)  P(correct) from the signals, by the stored calibration model
+                    (`calibration.json`, refitted by `make calibrate`)
+"""
 
 from __future__ import annotations
 
+from nlq.methods.rules import calibration
 from nlq.methods.rules.ir import AMBIGUOUS, IR
 
 
 def confidence(ir: IR) -> float:
+    """The calibrated probability that the reading is what the question asks."""
+    return round(calibration.apply(calibration.model(), signals(ir)), 3)
+
+
+def signals(ir: IR) -> dict[str, float]:
+    """The features the calibration model reads (all from the IR, none from the answer)."""
+    misses = len(ir.missed)
+    return {
+        "heuristic": heuristic(ir),
+        "grounded_share": ir.grounded_share,
+        "margin": max(0.0, min(1.0, ir.collection_margin)),
+        "missed": float(misses),
+        "unplaced": float(len(ir.unresolved) - misses),
+        "issues": float(len(ir.issues)),
+        "arrays": float(len(ir.unwinds) + len(ir.inferred)),
+        "witnesses": float(min(3, ir.witnesses_bound)),
+        "clauses": float(len(ir.filters) + len(ir.group_by) + len(ir.aggregates) + len(ir.sort) + bool(ir.count)),
+    }
+
+
+def heuristic(ir: IR) -> float:
     """Additive grounding signals minus penalties, clipped to [0.15, 0.97]."""
     score = 0.36
     score += 0.10 * max(0.0, min(1.0, ir.collection_margin))
