@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import errors_as_click, io_options, with_progress
+from nlq.commands.options import errors_as_click, io_options, with_progress
 from nlq import importers
 from nlq.io import write_records
 

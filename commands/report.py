@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import errors_as_click
+from nlq.commands.options import errors_as_click
 
 
 @click.command(epilog="""\b

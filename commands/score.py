@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import backend_options, errors_as_click, io_options, open_backend_from, with_progress
+from nlq.commands.options import backend_options, errors_as_click, io_options, open_backend_from, with_progress
 
 
 @click.command(epilog="""\b

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from commands import COMMANDS, cli
+from nlq.commands import COMMANDS, cli
 from tests.conftest import ROOT, SHARED
 
 README = (ROOT / "README.md").read_text()

@@ -7,7 +7,7 @@ import json
 import orjson
 import pytest
 
-from commands import cli
+from nlq.commands import cli
 from tests.conftest import WORLDS
 from nlq.execute import run_tasks
 

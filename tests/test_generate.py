@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from commands import cli
+from nlq.commands import cli
 from nlq import generate
 from nlq.methods import rules
 

@@ -7,7 +7,7 @@ import json
 import orjson
 import pytest
 
-from commands import cli
+from nlq.commands import cli
 from nlq.errors import InputError
 from nlq.importers import run, to_task
 

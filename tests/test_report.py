@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from commands import cli
+from nlq.commands import cli
 from nlq import io, report
 from nlq.errors import InputError
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from commands import cli
+from nlq.commands import cli
 from nlq import importers, io, score
 from nlq.backends import EmbeddedBackend
 from nlq.errors import BackendError
