@@ -6,9 +6,9 @@ STAMP   := $(VENV)/.installed
 DEMO    := out/demo
 WORLDS  := fixtures/worlds
 
-.PHONY: install test demo bench calibrate fixtures docs check clean
+.PHONY: install test demo bench calibrate fixtures docs check clean browser
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
@@ -41,6 +41,13 @@ demo: $(STAMP)
 	  | $(BIN)/nlq generate --method rules --index $(DEMO)/index.jsonl \
 	  | $(BIN)/nlq score --data $(WORLDS) -o $(DEMO)/rules.scored.jsonl
 	$(BIN)/nlq report $(DEMO)/rules.scored.jsonl --by db --by labels.schema_flex --by labels.anti_sql
+	$(BIN)/nlq report $(DEMO)/rules.scored.jsonl --by db --by labels.schema_flex --by labels.anti_sql \
+	  --format html -o $(DEMO)/report.html
+	@echo "wrote $(DEMO)/report.html"
+
+# Headless Chromium (Debian's package) for the browser test of the HTML report.
+browser:
+	command -v chromium >/dev/null || { timeout 900 apt-get update -qq && timeout 900 apt-get install -y -qq chromium; }
 
 clean:
 	rm -rf $(VENV) out .hypothesis

@@ -24,6 +24,7 @@ COMMANDS = {
     "generate": "generate",
     "score": "score",
     "report": "report",
+    "ask": "ask",
 }
 
 

@@ -116,6 +116,12 @@ class AbstainedError(NlqError):
     type = "abstained"
 
 
+class NoAnswerError(NlqError):
+    """`nlq ask` could not answer: no pipeline was generated, or it failed to run."""
+
+    type = "no_answer"
+
+
 def failure(stage: str, type_: str, message: str) -> dict:
     """The typed failure object of SPEC §1: `{"stage", "type", "message"}`."""
     return {"stage": stage, "type": type_, "message": message}

@@ -56,7 +56,7 @@ def test_the_wheel_runs_every_help_and_its_examples(installed, tmp_path):
     work.mkdir()
     (work / "fixtures").symlink_to(FIXTURES)
     # Only the venv's nlq on PATH; run outside the source tree so nothing imports from it.
-    env = {**os.environ, "PATH": f"{installed}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{installed}{os.pathsep}{os.environ['PATH']}", "XDG_CACHE_HOME": str(tmp_path)}
     env.pop("PYTHONPATH", None)
     listed = run([str(installed / "nlq"), "--help"], cwd=work, env=env).stdout
     assert all(name in listed for name in COMMANDS)
