@@ -110,6 +110,12 @@ class UnknownDatabaseError(InputError):
     type = "unknown_db"
 
 
+class UnmatchedTaskError(InputError):
+    """An imported prediction whose id or question matches no task (or several) of the task file."""
+
+    type = "unmatched_task"
+
+
 class AbstainedError(NlqError):
     """A generation method declined to answer (confidence below the threshold)."""
 
