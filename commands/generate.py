@@ -22,7 +22,13 @@ Example:
               help="Grounding index (JSONL from `nlq index`), one document per database.")
 @click.option("--min-confidence", type=click.FloatRange(0, 1), default=None,
               help="Abstain (typed `abstained` failure) below this confidence.")
-def cli(input, output, strict, progress, method, index_path, min_confidence):
+@click.option("--candidates", type=click.IntRange(0), default=0, show_default=True,
+              help="Also add the K best other readings as the record's `candidates` (rules), for `nlq repair`.")
+@click.option("--fallback", type=click.Choice(methods.names()), default=None,
+              help="cascade: the method that answers below the threshold.")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=None,
+              help="cascade: rules' answer stands at or above this confidence (README recommends 0.8).")
+def cli(input, output, strict, progress, method, index_path, min_confidence, candidates, fallback, threshold):
     """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
@@ -30,8 +36,11 @@ def cli(input, output, strict, progress, method, index_path, min_confidence):
     gets a typed `failure` and flows on. A record without `witnesses` gets
     them first, as `nlq witness` would compute them.
     """
+    if method == "cascade" and (fallback is None or threshold is None):
+        raise click.UsageError("--method cascade needs --fallback METHOD and --threshold T")
     with errors_as_click():
         indexes = grounding.load(index_path)
-        context = generate.Context(indexes, min_confidence=min_confidence)
+        context = generate.Context(indexes, min_confidence=min_confidence, candidates=candidates,
+                                   fallback=fallback, threshold=threshold)
         records = with_progress(io.read_records(input, strict=strict, stage="generate"), progress, "generate")
         io.write_records(generate.run(records, method, context), output)

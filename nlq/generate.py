@@ -109,6 +109,8 @@ def run(records: Iterable[dict], method: str, context: Context) -> Iterator[dict
                    "failure": failure(STAGE, "internal_error", f"{type(exc).__name__}: {exc}")}
             continue
         prediction.setdefault("method", impl.name)
-        prediction["disclosure"] = sorted(impl.channels)
+        # a method that delegates (cascade) adds the channels its delegate observed
+        prediction["disclosure"] = sorted(set(impl.channels) | set(prediction.get("disclosure", ())))
         prediction["ms"] = round((time.perf_counter() - start) * 1000, 3)
-        yield {**record, "prediction": prediction}
+        candidates = prediction.pop("candidates", None)  # other readings: the record's, for `nlq repair`
+        yield {**record, "prediction": prediction, **({"candidates": candidates} if candidates is not None else {})}

@@ -70,8 +70,8 @@ def test_superlative_sorts_and_limits():
 def test_witnessed_literal_binds_exact_stored_value_and_average_aggregates():
     assert pipeline_of("What is the average tonnage of ships with flag Panama?", [PANAMA]) == [
         {"$match": {"Flag": "Panama"}},
-        {"$group": {"_id": None, "avg_Tonnage": {"$avg": "$Tonnage"}, "count": {"$sum": 1}}},
-        {"$project": {"_id": 0, "avg_Tonnage": 1, "count": 1}},
+        {"$group": {"_id": None, "avg_Tonnage": {"$avg": "$Tonnage"}}},
+        {"$project": {"_id": 0, "avg_Tonnage": 1}},  # no support count: the question does not ask for one
     ]
 
 
@@ -103,7 +103,9 @@ def test_order_phrase_sorts_by_the_named_field():
 def test_most_common_groups_counts_and_takes_one():
     assert pipeline_of("What is the most common flag of ships?") == [
         {"$group": {"_id": "$Flag", "count": {"$sum": 1}}}, {"$sort": {"count": -1, "_id": 1}}, {"$limit": 1},
-        {"$project": {"_id": 0, "Flag": "$_id", "count": 1}}]
+        {"$project": {"_id": 0, "Flag": "$_id"}}]  # the count ranks; only the flag is asked for
+    assert pipeline_of("How many ships have each flag? Most common first.")[-1] == {
+        "$project": {"_id": 0, "Flag": "$_id", "count": 1}}
 
 
 def test_text_patterns_and_array_sizes():
@@ -320,11 +322,14 @@ def crew(question, witnesses=()):
     return ir, rules.render(ir)
 
 
-def test_bare_entity_shows_identifier_and_name_ordered_by_identifier():
+def test_bare_entity_shows_its_name_and_the_identified_reading_adds_the_identifier():
     ir, pipeline = crew("Which sailors are there?")
-    assert [f.mql for f in ir.outputs] == ["sailor_id", "name"]
-    assert pipeline == [{"$sort": {"sailor_id": 1}},
-                        {"$project": {"_id": 0, "sailor_id": "$sailor_id", "name": "$name"}}]
+    assert [f.mql for f in ir.outputs] == ["name"]
+    assert pipeline == [{"$project": {"_id": 0, "name": "$name"}}]
+    other = rules.build_ir("Which sailors are there?", [], CREW, variant=frozenset({"identified"}))
+    assert [f.mql for f in other.outputs] == ["sailor_id", "name"] and other.alternative
+    assert rules.render(other) == [{"$sort": {"sailor_id": 1}},
+                                   {"$project": {"_id": 0, "sailor_id": "$sailor_id", "name": "$name"}}]
 
 
 def test_rounding_phrase_rounds_aggregates():
@@ -419,8 +424,7 @@ def test_average_number_of_an_array_averages_its_sizes():
 
 def test_per_year_without_a_year_field_groups_by_the_year_of_the_date():
     _, pipeline = meets("How much was spent each year?")
-    assert pipeline[0] == {"$group": {"_id": {"$year": "$date"}, "sum_spent": {"$sum": "$spent"},
-                                      "count": {"$sum": 1}}}
+    assert pipeline[0] == {"$group": {"_id": {"$year": "$date"}, "sum_spent": {"$sum": "$spent"}}}
     assert meets("How many meets per month?")[1][0]["$group"]["_id"] == {"$month": "$date"}
 
 
@@ -529,7 +533,7 @@ def test_coordinated_fields_share_an_aggregate_and_groups_keep_extremes():
 def test_the_field_shared_by_most_documents_is_a_top_count():
     _, pipeline = meets("Which kind has the most meets?")
     assert pipeline == [{"$group": {"_id": "$kind", "count": {"$sum": 1}}}, {"$sort": {"count": -1, "_id": 1}},
-                        {"$limit": 1}, {"$project": {"_id": 0, "kind": "$_id", "count": 1}}]
+                        {"$limit": 1}, {"$project": {"_id": 0, "kind": "$_id"}}]
     index = {"db": "m", "collections": {"mountain": {"count": 3, "sampled": 3}},
              "lattice": [entry("mountain", "Name"), entry("mountain", "Height", types={"int": 3})]}
     pipeline = rules.render(rules.build_ir("What is the name of the highest mountain?", [], index))
@@ -598,7 +602,7 @@ def test_top_n_values_by_a_total_group_and_rank():
     assert pipeline[0]["$group"]["_id"] == "$team"
     assert pipeline[1:3] == [{"$sort": {"sum_points": -1, "_id": 1}}, {"$limit": 3}]
     pipeline = rules.render(rules.build_ir("Which 5 drivers collected the most points?", [], index))
-    assert pipeline[0]["$group"] == {"_id": "$driver", "sum_points": {"$sum": "$points"}, "count": {"$sum": 1}}
+    assert pipeline[0]["$group"] == {"_id": "$driver", "sum_points": {"$sum": "$points"}}
     assert pipeline[1:3] == [{"$sort": {"sum_points": -1, "_id": 1}}, {"$limit": 5}]
 
 
@@ -741,7 +745,7 @@ def test_values_named_before_an_aggregate_are_its_groups():
 def test_a_comparison_on_an_aggregated_field_constrains_each_group():
     pipeline = pipeline_of("Find the flags whose average tonnage is above 8000.")
     assert pipeline[:2] == [
-        {"$group": {"_id": "$Flag", "avg_Tonnage": {"$avg": "$Tonnage"}, "count": {"$sum": 1}}},
+        {"$group": {"_id": "$Flag", "avg_Tonnage": {"$avg": "$Tonnage"}}},
         {"$match": {"avg_Tonnage": {"$gt": 8000}}}]
 
 

@@ -16,6 +16,7 @@ from nlq.errors import InputError
 # name -> module under nlq/methods/ defining METHOD
 _MODULES = {
     "rules": "rules",
+    "cascade": "cascade",
 }
 
 

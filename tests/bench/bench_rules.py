@@ -62,6 +62,9 @@ def predict(backend, tasks: list[dict], method: str = "rules", **options) -> tup
     scored = list(score.run(predicted, backend))
     for record, strict in zip(scored, score.run(predicted, backend, beta=0)):
         record["exc0"] = strict["score"]["exc"]
+    alternatives = [(c, {**r, "prediction": c}) for r in scored for c in r.get("candidates", [])]
+    for (candidate, _), judged in zip(alternatives, score.run([a for _, a in alternatives], backend)):
+        candidate["exc"] = judged["score"]["exc"]  # each other reading, scored like the prediction
     return scored, alone, both
 
 

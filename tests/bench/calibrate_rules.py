@@ -18,6 +18,7 @@ from nlq.backends import EmbeddedBackend
 from nlq.methods.rules import calibration
 from tests.bench import bench_rules
 
+CANDIDATES = 3  # other readings per question scored too: their confidence is calibrated as well
 L2 = 1.0  # penalty on standardized weights (the data has thousands of rows: a light touch)
 
 
@@ -26,12 +27,19 @@ def features(record: dict) -> dict[str, float]:
     return ((record.get("prediction") or {}).get("ir") or {}).get("signals") or {}
 
 
+def rows(records: list[dict]) -> list[tuple[dict, int]]:
+    """(signals, EXC) of every scored reading: each prediction and each scored candidate."""
+    out = [(features(r), r["score"]["exc"]) for r in records if features(r)]
+    out += [(c["signals"], c["exc"]) for r in records for c in r.get("candidates", []) if "exc" in c]
+    return out
+
+
 def fit(records: list[dict]) -> dict:
-    """A calibration model fitted to scored records (those with a rules prediction)."""
-    rows = [(features(r), r["score"]["exc"]) for r in records if features(r)]
-    names = sorted(rows[0][0])
-    x = np.array([[f[n] for n in names] for f, _ in rows], dtype=float)
-    y = np.array([label for _, label in rows], dtype=float)
+    """A calibration model fitted to scored records (their predictions and scored candidates)."""
+    rows_ = rows(records)
+    names = sorted(rows_[0][0])
+    x = np.array([[f[n] for n in names] for f, _ in rows_], dtype=float)
+    y = np.array([label for _, label in rows_], dtype=float)
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
     z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
@@ -57,10 +65,11 @@ def main() -> None:
     corpora.append(("the fixtures", EmbeddedBackend(bench_rules.WORLDS), bench_rules.fixture_tasks()))
     scored = []
     for _, backend, tasks in corpora:
-        scored += bench_rules.predict(backend, tasks)[0]
+        scored += bench_rules.predict(backend, tasks, candidates=CANDIDATES)[0]
     model = fit(scored)
-    pairs = [(calibration.apply(model, features(r)) if features(r) else 0.0, r["score"]["exc"]) for r in scored]
-    model["fitted_on"] = f"{len(scored)} scored rules predictions: " + " + ".join(name for name, _, _ in corpora)
+    pairs = [(calibration.apply(model, f), y) for f, y in rows(scored)]
+    model["fitted_on"] = (f"{len(pairs)} scored rules readings ({len(scored)} predictions and their scored "
+                          f"candidates, K={CANDIDATES}): " + " + ".join(name for name, _, _ in corpora))
     model["fit_ece"] = round(bench_rules.ece(pairs), 4)
     calibration.PATH.write_bytes(orjson.dumps(model, option=orjson.OPT_INDENT_2) + b"\n")
     print(f"wrote {calibration.PATH} ({model['fitted_on']}; fit-set ECE {model['fit_ece']:.3f})")

@@ -24,7 +24,8 @@ from __future__ import annotations
 from nlq.errors import AbstainedError, NlqError
 from nlq.methods.rules.confidence import confidence, signals
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
-from nlq.methods.rules.passes import PASSES, build_ir
+from nlq.methods.rules.candidates import alternatives
+from nlq.methods.rules.passes import PASSES, build_ir, read
 from nlq.methods.rules.render import physical, render
 from nlq.methods.rules.schema import join_edge, prepare, schema_of, split_name
 
@@ -39,14 +40,21 @@ class RulesMethod:
             raise NlqError("the task has no question")
         index = context.index_for(task.get("db"))
         grounding = context.memo(("rules", task.get("db")), lambda: prepare(index))
-        ir = build_ir(question, task.get("witnesses") or [], index, grounding)
+        witnesses = task.get("witnesses") or []
+        state = read(question, witnesses, index, grounding)
+        ir = state.ir
         pipeline = render(ir)
         conf = confidence(ir)
         minimum = context.options.get("min_confidence")
         if minimum is not None and conf < minimum:
             raise AbstainedError(f"confidence {conf:.2f} is below --min-confidence {minimum:.2f}")
-        return {"collection": ir.collection, "pipeline": pipeline, "method": self.name,
-                "confidence": conf, "ir": {**ir.to_json(), "signals": signals(ir)}}
+        prediction = {"collection": ir.collection, "pipeline": pipeline, "method": self.name,
+                      "confidence": conf, "ir": {**ir.to_json(), "signals": signals(ir)}}
+        k = context.options.get("candidates") or 0
+        if k:
+            prediction["candidates"] = [{**c, "method": self.name}
+                                        for c in alternatives(question, witnesses, index, grounding, k, state)]
+        return prediction
 
 
 METHOD = RulesMethod()

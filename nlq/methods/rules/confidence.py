@@ -28,6 +28,7 @@ def signals(ir: IR) -> dict[str, float]:
         "issues": float(len(ir.issues)),
         "arrays": float(len(ir.unwinds) + len(ir.inferred)),
         "witnesses": float(min(3, ir.witnesses_bound)),
+        "alternative": float(ir.alternative),
         "clauses": float(len(ir.filters) + len(ir.group_by) + len(ir.aggregates) + len(ir.sort) + bool(ir.count)),
     }
 

@@ -250,12 +250,15 @@ def detect_flags(q: Question, mentions: list[Mention], consumed: set[int], used:
     return filters
 
 
+# verbs that say a text holds a piece of text, and the nouns naming that piece
+HOLDS = (r"contains?|containing|includes?|including|featur(?:e|es|ing)|with|has|have|having|"
+         r"show(?:s|ing)?|bear(?:s|ing)?|carr(?:y|ies|ying)")
+PIECE = r"letters?|words?|substrings?|strings?|characters?|text|terms?|sequences?|phrases?|segments?|parts?"
 TEXT_PATTERNS = [
     # (pattern, how the literal is anchored); the literal is group "s"
-    (r"\b(?:contains?|containing|includes?|including|with|has|have|having)\s+(?:an?\s+|the\s+)?"
-     r"(?:letters?|words?|substrings?|strings?|characters?|text)?\s*[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]", "contains"),
-    (r"\b(?:contains?|containing|includes?|including)\s+(?:an?\s+|the\s+)?(?:letters?|words?|substrings?)\s+"
-     r"(?P<s>\w+)", "contains"),
+    (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")?\s*[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]",
+     "contains"),
+    (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")\s+(?P<s>\w+)", "contains"),
     (r"\b(?:starts?|starting|begins?|beginning)\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*"
      r"[\"'“‘]?(?P<s>[\w]+)[\"'”’]?", "prefix"),
     (r"\b(?:ends?|ending)\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*[\"'“‘]?(?P<s>[\w]+)[\"'”’]?",

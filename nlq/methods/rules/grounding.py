@@ -19,9 +19,10 @@ from nlq.methods.rules.question import Question, denied, is_quoted, is_year, may
 
 
 def resolve_collection(q: Question, schema: dict[str, list[Field]], mentions: list[Mention],
-                       witnesses: list[dict]) -> tuple[str, float, dict[str, set[int]]]:
-    """The collection the question is about, its margin over the runner-up, and,
-    per collection, the word positions that name the collection or an array entity."""
+                       witnesses: list[dict]) -> tuple[list[tuple[str, float]], dict[str, set[int]]]:
+    """The collections, best first, each with its margin over the best other one
+    (negative for all but the first), and, per collection, the word positions
+    that name the collection or an array entity."""
     if not schema:
         raise NlqError("the grounding index has no collections")
     scores, entity_positions = {}, {}
@@ -56,7 +57,8 @@ def resolve_collection(q: Question, schema: dict[str, list[Field]], mentions: li
     second = scores[ranked[1]] if len(ranked) > 1 else 0.0
     margin = 1.0 if scores[best] <= 0 and len(ranked) == 1 else (
         (scores[best] - second) / scores[best] if scores[best] > 0 else 0.0)
-    return best, margin, entity_positions
+    others = [(c, (scores[c] - scores[best]) / scores[best] if scores[best] > 0 else -1.0) for c in ranked[1:]]
+    return [(best, margin)] + others, entity_positions
 
 
 def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_fields: list[Field],
@@ -113,7 +115,7 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
         if bare_number and not (any(m.field.mql == f.mql and (0 <= at - m.end <= 2 or m.start == end) for m in mentions)
                                 or is_year(term) and f.numeric):
             continue  # a bare number binds only next to its field ('major 50', '1 credit'), unless it is a year
-        negated = any(q.raw[i] in NEGATIONS for i in range(max(0, at - 3), at)) or excluded(q, at)
+        negated = denied_before(q, at) or excluded(q, at)
         if match.get("kind") == "key":
             filters.append(Filter(f, "$exists", match["stored"], at, key_of=f))
         elif match.get("part") == "year" and f.type == "date":
@@ -166,6 +168,21 @@ def number_alternatives(q: Question, filters: list[Filter], consumed: set[int]) 
 # Phrases that set values aside ('leaving out those who said "none"').
 EXCLUSION = re.compile(r"\b(?:leaving out|leave out|excluding|except(?: for)?|other than|apart from|not counting|"
                        r"ignoring|besides)\b")
+
+
+# Words that end the clause a negation governs ('not NYY and X': X is asserted).
+CLAUSE_ENDS = frozenset({"and", "or", "but", "who", "which", "that", "whose", "where", "while", "with"})
+
+
+def denied_before(q: Question, at: int, reach: int = 5) -> bool:
+    """A negation governs the literal at word `at`: within `reach` words before
+    it, in the same clause ('who are not part of the NYY team')."""
+    for i in range(at - 1, max(-1, at - reach - 1), -1):
+        if q.raw[i] in NEGATIONS:
+            return True
+        if q.raw[i] in CLAUSE_ENDS or set(q.text[q.spans[i][1]:q.spans[i + 1][0]]) & set(",;:()"):
+            return False
+    return False
 
 
 def excluded(q: Question, at: int) -> bool:

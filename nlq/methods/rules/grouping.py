@@ -55,7 +55,8 @@ def detect_by_grouping(q: Question, mentions: list[Mention], used: set[int],
     return keys
 
 
-def top_per_group(ir: IR, index: dict, fields: list[Field], q: Question, entities: set[int]) -> None:
+def top_per_group(ir: IR, index: dict, fields: list[Field], q: Question, entities: set[int],
+                  identified: bool = False) -> None:
     """'for each season, which driver scored the most points': not the maximum
     per group but the document holding it — sort by the measure, then keep each
     group's first document (its entity, the measure and what else is shown)."""
@@ -63,7 +64,7 @@ def top_per_group(ir: IR, index: dict, fields: list[Field], q: Question, entitie
     ir.presort = [(measure, -1 if op == "$max" else 1)]
     ir.aggregates = [("$first", measure)]
     if not any({"id", "name", "title"} & set(f.words) for f in ir.outputs):
-        ir.outputs = entity_outputs(index, ir.collection, fields, q, entities) + ir.outputs
+        ir.outputs = entity_outputs(index, ir.collection, fields, q, entities, identified) + ir.outputs
 
 
 def which_entity(q: Question, collection: str) -> bool:

@@ -67,6 +67,7 @@ class IR:
     group_by: list[Field] = field(default_factory=list)
     aggregates: list[tuple[str, Field | None]] = field(default_factory=list)  # ($sum, field) / ($count, None)
     count: bool = False
+    count_asked: bool = False  # the question asks for the count ('how many'), not only ranks by it
     distinct: bool = False
     sort: list[tuple[object, int]] = field(default_factory=list)  # (Field | "count" | agg name, dir)
     limit: int | None = None
@@ -88,6 +89,7 @@ class IR:
     unresolved: list[str] = field(default_factory=list)
     missed: list[str] = field(default_factory=list)  # unresolved words that name data elsewhere in the database
     issues: list[str] = field(default_factory=list)
+    alternative: bool = False  # not the preferred reading (another collection, binding or variant)
 
     def to_json(self) -> dict:
         return {
@@ -99,7 +101,7 @@ class IR:
                         for f in self.filters],
             "group_by": [f.mql for f in self.group_by],
             "aggregates": [{"op": op, "path": f.mql if f else None} for op, f in self.aggregates],
-            "count": self.count, "distinct": self.distinct,
+            "count": self.count, "count_asked": self.count_asked, "distinct": self.distinct,
             "sort": [{"key": k.mql if isinstance(k, Field) else (f"$size:{k[1].mql}" if isinstance(k, tuple) else k),
                       "dir": d} for k, d in self.sort],
             "limit": self.limit, "round": self.round, "having": list(self.having),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.methods.rules.vocabulary import COUNT_PATTERNS
 from nlq.methods.rules.ir import AMBIGUOUS, Field, IR, Mention
@@ -11,21 +13,42 @@ from nlq.methods.rules.grounding import array_named
 
 
 def entity_outputs(index: dict, collection: str, fields: list[Field], q: Question,
-                   entities: set[int]) -> list[Field]:
-    """A bare entity ('list the books', 'which authors ...'): its identifier and
-    its name-like field (a surplus column costs nothing, a missing one fails). The
-    entity is the first one the question names: the collection's documents, or the
-    elements of an embedded array ('what are the chapters ...')."""
+                   entities: set[int], identified: bool = False) -> list[Field]:
+    """A bare entity ('list the books', 'which authors ...'): its name-like field,
+    or its identifier when it has no name (`identified`: both, another reading).
+    The entity is the first one the question names: the collection's documents,
+    or the elements of an embedded array ('what are the chapters ...')."""
     grain = _first_entity_array(q, fields, entities, collection)
     if grain is not None:
         inner = [f for f in fields if f.kind == "scalar" and f.arrays[-1:] == (grain,) and f.words]
         own = set(split_name(grain.rsplit(".", 1)[-1]))  # 'employees' -> EMPLOYEE_ID, not DEPARTMENT_ID
         ids = sorted((f for f in inner if f.words[-1] == "id"), key=lambda f: (not own & set(f.words), f.mql))
         names = [f for f in inner if "name" in f.words or "title" in f.words]
-        return ids[:1] + names[:2]
+        return ids[:1] + names[:2] if identified else names[:2] or ids[:1]
     name = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1]
     key = identifier(index, collection, fields)
-    return ([key] if key is not None and key not in name else []) + name
+    if identified:
+        return ([key] if key is not None and key not in name else []) + name
+    return name or ([key] if key is not None else [])
+
+
+FULL_NAME = re.compile(r"\b(?:full|complete|whole|entire) names?\b")
+
+
+def full_names(lower: str, outputs: list[Field], fields: list[Field]) -> list[Field]:
+    """'the full names of the students': a first and a last name field stored apart
+    are one name together (the part a 'name' word bound to gets its sibling)."""
+    if not FULL_NAME.search(lower):
+        return outputs
+    out = list(outputs)
+    for f in outputs:
+        for part, other in (("first", "last"), ("last", "first"), ("f", "l"), ("l", "f")):
+            if f.words == (part, "name") or f.words == (part + "name",):
+                sibling = next((g for g in fields if g.arrays == f.arrays and g.kind == f.kind
+                                and g.words in ((other, "name"), (other + "name",))), None)
+                if sibling is not None and sibling not in out:
+                    out.insert(out.index(f) + (part in ("first", "f")), sibling)
+    return out
 
 
 def _first_entity_array(q: Question, fields: list[Field], entities: set[int], collection: str) -> str | None:

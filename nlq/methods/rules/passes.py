@@ -31,7 +31,7 @@ from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, 
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
 from nlq.methods.rules.ordering import default_order, detect_limit, detect_order, entity_limit, superlative_limit
-from nlq.methods.rules.outputs import (asks_for_entity, count_grain, entity_outputs, grain_of, intent_word,
+from nlq.methods.rules.outputs import (asks_for_entity, count_grain, entity_outputs, full_names, grain_of, intent_word,
                                        names_array, plan_expansions, plan_unwinds, plural_attribute, unrepresented,
                                        validate)
 from nlq.methods.rules.question import (Question, meaningful_mentions, mention_fields, name_span, names_quantity,
@@ -60,6 +60,8 @@ class State:
     limit_direction: int = 0      # the order 'top 3' / 'the 5 lowest' implies
     bound: list[Filter] = field(default_factory=list)  # witnessed literals bound to stored forms
     common: bool = False          # 'the most common X' ranked the counts
+    ranked: list = field(default_factory=list)  # (collection, margin) best first: the other readings' collections
+    variant: frozenset = frozenset()  # another reading: "identified" (an entity with its id), "ungrouped"
 
     @property
     def lower(self) -> str:
@@ -71,26 +73,29 @@ class State:
 
     @classmethod
     def of(cls, question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,
-           collection: str | None = None) -> "State":
+           collection: str | None = None, avoid: frozenset = frozenset(), variant: frozenset = frozenset()
+           ) -> "State":
         """Tokenize, find every field mention, choose the collection (or take
-        the one given) and keep its non-overlapping mentions."""
+        the one given) and keep its non-overlapping mentions (none binding a
+        field in `avoid`: another field binding of the same words)."""
         q = Question.of(question)
         grounding = grounding or prepare(index)
         schema = grounding.schema
         all_mentions = mention_fields(q.stems, schema)
-        best, margin, entity_positions = resolve_collection(q, schema, all_mentions, witnesses)
-        if collection is not None and collection != best:
-            margin = -margin  # another reading than the preferred one
-        collection = collection or best
+        ranked, entity_positions = resolve_collection(q, schema, all_mentions, witnesses)
+        collection = collection or ranked[0][0]
+        margin = dict(ranked).get(collection, -1.0)
         fields = schema.get(collection, [])
         ir = IR(collection=collection, collection_margin=margin,
                 array_paths=frozenset(a for f in fields for a in f.arrays))
         entities = entity_positions.get(collection, set())
         plural = {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
-        mentions = select_mentions(meaningful_mentions(q, all_mentions), collection, entities, plural,
-                                   name_span(q, collection) | order_words(q))
+        meaningful = [m for m in meaningful_mentions(q, all_mentions) if m.field.mql not in avoid]
+        mentions = select_mentions(meaningful, collection, entities, plural, name_span(q, collection) | order_words(q))
         ir.mentions = mentions
-        return cls(q, witnesses, index, grounding, ir, fields, entities, plural, mentions)
+        ir.alternative = bool(avoid or variant or collection != ranked[0][0])
+        return cls(q, witnesses, index, grounding, ir, fields, entities, plural, mentions, ranked=ranked,
+                   variant=variant)
 
 
 def read_limits(s: State) -> None:
@@ -144,8 +149,9 @@ def read_counts(s: State) -> None:
     q, ir, mentions = s.q, s.ir, s.mentions
     ir.distinct = any(w in DISTINCT_WORDS for w in q.raw)
     named = {i for m in mentions for i in range(m.start, m.end)}
-    ir.count = bool(ir.having) or any(q.word_at(c.start()) not in named and not names_quantity(q, c, mentions)
-                                      for c in COUNT_PATTERNS.finditer(s.lower))
+    ir.count_asked = any(q.word_at(c.start()) not in named and not names_quantity(q, c, mentions)
+                         for c in COUNT_PATTERNS.finditer(s.lower))
+    ir.count = bool(ir.having) or ir.count_asked
     if ir.count:
         count_quantities(q, ir, mentions, s.entities, s.used)
         count_per_value(s.lower, ir)
@@ -196,7 +202,7 @@ def read_aggregates(s: State) -> None:
     detect_aggregates(q, ir, s.mentions, s.fields, s.entities, s.consumed, s.used, s.common,
                       per_document(q, s.lower, s.collection))
     top_group(q, ir, s.mentions, s.used)
-    if ir.aggregates or ir.count:
+    if (ir.aggregates or ir.count) and "ungrouped" not in s.variant:
         ir.group_by += [f for f in detect_by_grouping(q, s.mentions, s.used, s.entities) if f not in ir.group_by]
 
 
@@ -228,7 +234,9 @@ def read_outputs(s: State) -> None:
         if not (ir.count or ir.aggregates or ir.group_by) and (
                 not ir.outputs or unnamed and asks_for_entity(q, s.collection)):
             # a bare entity; 'which 5 drivers log the most hours': the entities, beside what ranks them
-            ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities) + ir.outputs
+            ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities,
+                                        "identified" in s.variant) + ir.outputs
+    ir.outputs = full_names(lower, ir.outputs, fields)
     ir.grain = count_grain(q, fields, s.collection) if ir.count else None
     if ir.count and ir.outputs and not (ir.group_by or ir.aggregates):
         inside = [k for k, _ in ir.sort if isinstance(k, Field)] + list(ir.outputs)
@@ -256,7 +264,7 @@ def read_per_group(s: State) -> None:
     """What aggregates are computed per, HAVING on aggregates, the top document
     per group, and the default order when none is asked."""
     q, ir = s.q, s.ir
-    if ir.aggregates and not ir.group_by:
+    if ir.aggregates and not ir.group_by and "ungrouped" not in s.variant:
         # 'the title and maximum price of each film', 'job title and average salary': the
         # values named before an aggregate are what it is computed per
         ir.group_by = shown_before_aggregates(ir, s.mentions)
@@ -265,7 +273,7 @@ def read_per_group(s: State) -> None:
         ir.conditions = aggregate_conditions(q, ir, s.mentions)
     if which_entity(q, s.collection) and ir.group_by and len(ir.aggregates) == 1 \
             and ir.aggregates[0][0] in ("$max", "$min"):
-        top_per_group(ir, s.index, s.fields, q, s.entities)
+        top_per_group(ir, s.index, s.fields, q, s.entities, "identified" in s.variant)
     ir.sort = ir.sort or default_order(ir, identifier(s.index, s.collection, s.fields))
 
 
@@ -298,11 +306,17 @@ PASSES = (read_limits, read_having, read_filters, read_literals, read_counts, re
           read_order, read_outputs, read_per_group, read_coverage, plan_traversal)
 
 
-def build_ir(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,
-             collection: str | None = None) -> IR:
-    """The intermediate representation of one question over one database's index
-    (`collection` forces a reading over that collection instead of the preferred one)."""
-    state = State.of(question, witnesses, index, grounding, collection)
+def read(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,
+         **reading) -> State:
+    """The State after every pass (`reading`: another reading, see State.of)."""
+    state = State.of(question, witnesses, index, grounding, **reading)
     for step in PASSES:
         step(state)
-    return state.ir
+    return state
+
+
+def build_ir(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,
+             **reading) -> IR:
+    """The intermediate representation of one question over one database's index
+    (`collection=`, `avoid=`, `variant=`: another reading than the preferred one)."""
+    return read(question, witnesses, index, grounding, **reading).ir

@@ -152,9 +152,8 @@ def render(ir: IR) -> list[dict]:
             name = f"{op[1:]}_{_key_name(f)}"
             group[name] = {op: _measure(f, ir)}
             agg_names.append(name)
-        if (ir.count and ir.group_by or ir.aggregates) and not ir.presort:
-            # an aggregate's support rides along: one surplus column at most
-            group["count"] = {"$sum": 1}
+        if ir.count and ir.group_by and not ir.presort:
+            group["count"] = {"$sum": 1}  # shown when asked; else it ranks or filters the groups
         extra = [f for f in ir.outputs if f not in keys and not any(f is a for _, a in ir.aggregates)]
         if ir.group_by:
             for f in extra:
@@ -177,7 +176,7 @@ def render(ir: IR) -> list[dict]:
                 project[_out_name(k, taken)] = "$_id." + _key_name(k)
         for name in agg_names:
             project[name] = 1 if ir.round is None else {"$round": ["$" + name, ir.round]}
-        if "count" in group:
+        if "count" in group and ir.count_asked:
             project["count"] = 1
         if ir.group_by:
             for f in extra:

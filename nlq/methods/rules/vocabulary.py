@@ -24,11 +24,13 @@ AGG_WORDS = {
 }
 
 
-DISTINCT_WORDS = {"distinct", "different", "unique"}
+DISTINCT_WORDS = {"distinct", "different", "unique", "various", "individual"}
 
 
 GROUP_PATTERNS = re.compile(r"\b(?:(?:for|in|of|by|on|at|to|with) (?:each|every)|per|grouped by|group by|"
-                            r"broken down by|count by|counts by|for (?:the )?different|across (?:the )?different)\s+")
+                            r"broken down by|count by|counts by|for (?:the )?different|across (?:the )?different|"
+                            r"(?:classified|categori[sz]ed|separated|split|grouped|broken down) "
+                            r"(?:by|according to|into)(?: (?:their|its|the))?)\s+")
 
 
 DESC_WORDS = {"descending", "decreasing", "highest", "largest", "most", "biggest", "greatest",
