@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import click
 
-from nlq.commands.options import errors_as_click, io_options, with_progress
+from nlq.commands.options import errors_as_click, io_options, question_limit, with_progress
 from nlq import generate, io, methods
 from nlq import index as grounding
 
 
 @click.command("generate", epilog="""\b
 Example:
-  nlq index --data fixtures/worlds --db racing -o racing.index.jsonl
-  nlq witness --index racing.index.jsonl fixtures/tasks/racing.jsonl \\
-    | nlq generate --method rules --index racing.index.jsonl | head -1
+  nlq index --data fixtures/worlds --db racing -o out/racing.index.jsonl
+  nlq witness --index out/racing.index.jsonl fixtures/tasks/racing.jsonl \\
+    | nlq generate --method rules --index out/racing.index.jsonl | head -1
 """)
 @io_options
+@question_limit
 @click.option("-m", "--method", type=click.Choice(methods.names()), default="rules", show_default=True,
               help="Generation method.")
 @click.option("--index", "index_path", required=True, type=click.Path(exists=True, dir_okay=False),
@@ -28,7 +29,8 @@ Example:
               help="cascade: the method that answers below the threshold.")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=None,
               help="cascade: rules' answer stands at or above this confidence (README recommends 0.8).")
-def cli(input, output, strict, progress, method, index_path, min_confidence, candidates, fallback, threshold):
+def cli(input, output, append, strict, progress, limits, max_question_chars, method, index_path, min_confidence,
+        candidates, fallback, threshold):
     """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
@@ -42,5 +44,6 @@ def cli(input, output, strict, progress, method, index_path, min_confidence, can
         indexes = grounding.load(index_path)
         context = generate.Context(indexes, min_confidence=min_confidence, candidates=candidates,
                                    fallback=fallback, threshold=threshold)
-        records = with_progress(io.read_records(input, strict=strict, stage="generate"), progress, "generate")
-        io.write_records(generate.run(records, method, context), output)
+        records = with_progress(io.read_records(input, strict=strict, stage="generate", **limits), progress, "generate")
+        io.write_records(generate.run(records, method, context, max_question_chars=max_question_chars), output,
+                         append=append)

@@ -30,7 +30,7 @@ Examples:
 @click.option("--paraphrases", is_flag=True,
               help="One task per phrasing (id <db>/<record>/pk, labels.paraphrase = k) instead of one per record.")
 @io_options
-def cli(input, output, strict, progress, fmt, maps, tasks, method, paraphrases):
+def cli(input, output, append, strict, progress, limits, fmt, maps, tasks, method, paraphrases):
     """Convert benchmark records to task records {id, db, question, paraphrases, gold_mql, labels},
     or another system's predictions (`--map`) to task records with `prediction`.
 
@@ -50,5 +50,5 @@ def cli(input, output, strict, progress, fmt, maps, tasks, method, paraphrases):
         raise click.BadParameter(exc.message, param_hint="--map") from None
     with errors_as_click():
         records = importers.run(input, fmt, strict=strict, mapping=mapping, tasks=tasks, method=method,
-                                 paraphrases=paraphrases)
-        write_records(with_progress(records, progress, "import"), output)
+                                 paraphrases=paraphrases, **limits)
+        write_records(with_progress(records, progress, "import"), output, append=append)

@@ -9,6 +9,8 @@ calibration error (ECE), and the precision and coverage at the recommended
 threshold (RECOMMENDED). For TEND v1 also a by-database split: the
 calibration is refitted on half of the databases (`calibrate_rules.fit`) and
 its ECE measured on the other half — what to expect on unseen databases.
+Last, EXC of `rules | repair` and `rules --candidates 3 | repair` (LLM-free
+gate, execution and result voting) beside rules alone.
 """
 
 from __future__ import annotations
@@ -140,6 +142,25 @@ def by_database_split(scored: list[dict]) -> None:
               f"precision at {RECOMMENDED} {sum(kept) / len(kept) if kept else 0.0:.1%} (n={len(kept)})")
 
 
+def repair_gain(backend, tasks: list[dict], k: int = 3) -> None:
+    """EXC of `rules` alone, of `rules | repair` and of `rules --candidates k | repair` (LLM-free)."""
+    from nlq import repair
+
+    scored, _, _ = predict(backend, tasks, candidates=k)
+    indexes = {doc["db"]: doc for doc in grounding.build(backend, sorted({t["db"] for t in tasks}))}
+    plain = [{key: v for key, v in r.items() if key not in ("score", "exc0")} for r in scored]
+    for r in plain:
+        r["candidates"] = [{key: c[key] for key in ("collection", "pipeline", "confidence", "reading")}
+                           for c in r.get("candidates", [])]
+    alone = [{key: v for key, v in r.items() if key != "candidates"} for r in plain]
+    with_alone = list(score.run(repair.run(alone, backend, indexes), backend))
+    with_candidates = list(score.run(repair.run(plain, backend, indexes), backend))
+    changed = sum(r["prediction"] is not None and r["prediction"].get("pipeline") != p["prediction"]["pipeline"]
+                  for r, p in zip(with_candidates, scored) if p.get("prediction"))
+    print(f"  repair (LLM-free): rules {rate(scored):.1%}; rules | repair {rate(with_alone):.1%}; "
+          f"rules --candidates {k} | repair {rate(with_candidates):.1%} ({changed} answers changed)")
+
+
 def _p95(values: list[float]) -> float:
     return sorted(values)[int(0.95 * (len(values) - 1))]
 
@@ -150,11 +171,13 @@ def main() -> None:
         scored, alone, both = predict(EmbeddedBackend(TEND_V1 / "mongodb_data"), tasks)
         report(f"TEND v1 ({len(tasks)} tasks: every phrasing)", scored, alone, both)
         by_database_split(scored)
+        repair_gain(EmbeddedBackend(TEND_V1 / "mongodb_data"), tasks)
     else:
         print("TEND v1: ../shared/tend-v1 absent, skipped")
     tasks = fixture_tasks()
     if tasks:
         report(f"fixtures ({len(tasks)} tasks)", *predict(EmbeddedBackend(WORLDS), tasks))
+        repair_gain(EmbeddedBackend(WORLDS), tasks)
 
 
 if __name__ == "__main__":
