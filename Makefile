@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 DEMO    := out/demo
 WORLDS  := fixtures/worlds
 
-.PHONY: install test demo bench fixtures docs check clean browser
+.PHONY: install test demo bench calibrate fixtures docs check clean browser
 
 $(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,6 +21,9 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench
+
+calibrate: $(STAMP)
+	$(BIN)/python -m tests.bench.calibrate_rules
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/generate.py

@@ -24,12 +24,18 @@ Example:
               help="Grounding index (JSONL from `nlq index`), one document per database.")
 @click.option("--min-confidence", type=click.FloatRange(0, 1), default=None,
               help="Abstain (typed `abstained` failure) below this confidence.")
+@click.option("--candidates", type=click.IntRange(0), default=0, show_default=True,
+              help="Also add the K best other readings as the record's `candidates` (rules), for `nlq repair`.")
+@click.option("--fallback", type=click.Choice(methods.names()), default=None,
+              help="cascade: the method that answers below the threshold.")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=None,
+              help="cascade: rules' answer stands at or above this confidence (README recommends 0.8).")
 @click.option("--max-steps", type=click.IntRange(min=1), default=50, show_default=True,
               help="react: model turns before the typed `budget_exhausted` failure.")
 @backend_options
 @model_options
 def cli(input, output, append, strict, progress, limits, max_question_chars, method, index_path, min_confidence,
-        max_steps, data, uri, timeout, max_rows, model_options):
+        candidates, fallback, threshold, max_steps, data, uri, timeout, max_rows, model_options):
     """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
@@ -47,13 +53,18 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
       nlq generate -m card --index racing.index.jsonl fixtures/tasks/racing.jsonl
       nlq generate -m sampled --data fixtures/worlds --index racing.index.jsonl TASKS
     """
+    if method == "cascade" and (fallback is None or threshold is None):
+        raise click.UsageError("--method cascade needs --fallback METHOD and --threshold T")
     impl = methods.get(method)
-    config = model_config_from(model_options, needed=getattr(impl, "needs_model", False), what=f"--method {method}")
-    backend = open_backend_from(data, uri) if getattr(impl, "needs_backend", False) else None
+    options = {"fallback": fallback}
+    config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", options),
+                               what=f"--method {method}")
+    backend = open_backend_from(data, uri) if methods.needs(impl, "needs_backend", options) else None
     with errors_as_click(), model_client(config) as model:
         indexes = grounding.load(index_path)
         context = generate.Context(indexes, backend=backend, model=model, min_confidence=min_confidence,
-                                   max_steps=max_steps, timeout=timeout, max_rows=max_rows)
+                                   max_steps=max_steps, timeout=timeout, max_rows=max_rows,
+                                   candidates=candidates, fallback=fallback, threshold=threshold)
         records = with_progress(io.read_records(input, strict=strict, stage="generate", **limits), progress, "generate")
         io.write_records(generate.run(records, method, context, max_question_chars=max_question_chars), output,
                          append=append)

@@ -15,7 +15,7 @@ Examples:
   nlq import --map question=nl,db=db_id,prediction=pred --tasks fixtures/tasks/clinic.jsonl \\
     fixtures/predictions/other-system.jsonl | nlq score --data fixtures/worlds | nlq report
   echo '{"record_id": 1, "db_id": "clinic", "nl_queries": ["How many patients are there?"], "MQL": "db.patients.countDocuments({})"}' \\
-    | nlq import --format tend-v1
+    | nlq import --format tend-v1 --paraphrases
 """)
 @click.option("--format", "fmt", type=click.Choice(sorted(importers.FORMATS) + ["mapped"]),
               help="Record layout of INPUT (a JSON array or JSONL); `mapped` (the default with --map): "
@@ -27,14 +27,17 @@ Examples:
               help="Task records to join the predictions with (by id, else by db and question): "
                    "they bring the gold and the labels.")
 @click.option("--method", metavar="NAME", help="Recorded as the predictions' `method` (mapped format).")
+@click.option("--paraphrases", is_flag=True,
+              help="One task per phrasing (id <db>/<record>/pk, labels.paraphrase = k) instead of one per record.")
 @io_options
-def cli(input, output, append, strict, progress, limits, fmt, maps, tasks, method):
+def cli(input, output, append, strict, progress, limits, fmt, maps, tasks, method, paraphrases):
     """Convert benchmark records to task records {id, db, question, paraphrases, gold_mql, labels},
     or another system's predictions (`--map`) to task records with `prediction`.
 
     One task record per input record, in order; a record lacking a required
     field, a prediction that matches no task of `--tasks`, or a malformed line
-    becomes a failure record (`--strict`: exit 1).
+    becomes a failure record (`--strict`: exit 1). With --paraphrases, one
+    task per phrasing of each benchmark record.
     """
     fmt = fmt or ("mapped" if maps or tasks or method else None)
     if fmt is None:
@@ -46,5 +49,6 @@ def cli(input, output, append, strict, progress, limits, fmt, maps, tasks, metho
     except InputError as exc:
         raise click.BadParameter(exc.message, param_hint="--map") from None
     with errors_as_click():
-        records = importers.run(input, fmt, strict=strict, mapping=mapping, tasks=tasks, method=method, **limits)
+        records = importers.run(input, fmt, strict=strict, mapping=mapping, tasks=tasks, method=method,
+                                 paraphrases=paraphrases, **limits)
         write_records(with_progress(records, progress, "import"), output, append=append)

@@ -108,7 +108,7 @@ def run(records: Iterable[dict], method: str, context: Context, *,
     A method that calls a model (`needs_model`) handles `context.model.config.concurrency`
     records at a time on worker threads; its predictions carry `usage`."""
     impl = methods.get(method)
-    needs_model = getattr(impl, "needs_model", False)
+    needs_model = methods.needs(impl, "needs_model", context.options)
     if needs_model and context.model is None:
         raise ModelConfigError(f"method {impl.name!r} needs a model: set NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL")
     workers = context.model.config.concurrency if needs_model else 1
@@ -159,11 +159,13 @@ def _generate_one(impl, context: Context, needs_model: bool, max_question_chars:
             return _failed(record, failure(STAGE, "internal_error", f"{type(exc).__name__}: {exc}"),
                            meter if needs_model else None)
     prediction.setdefault("method", impl.name)
-    prediction["disclosure"] = sorted(impl.channels)
+    # a method that delegates (cascade) adds the channels its delegate observed
+    prediction["disclosure"] = sorted(set(impl.channels) | set(prediction.get("disclosure", ())))
     if needs_model:
         prediction["usage"] = meter.as_dict()
     prediction["ms"] = round((time.perf_counter() - start) * 1000, 3)
-    return {**record, "prediction": prediction}
+    candidates = prediction.pop("candidates", None)  # other readings: the record's, for `nlq repair`
+    return {**record, "prediction": prediction, **({"candidates": candidates} if candidates is not None else {})}
 
 
 def _failed(record: dict, failure_: dict, meter) -> dict:

@@ -22,6 +22,13 @@ Either file may be a JSON array or JSONL. The task record is
 benchmark name, the record's `db_id` and every field the conversion did not
 consume (e.g. `ref_sql`). A record lacking a required field, or a malformed
 line, becomes a failure record at its place.
+
+With `paraphrases=True` (`nlq import --paraphrases`) each record becomes one
+task per phrasing instead — id ``<db_id>/<record_id>/p<k>``, `question` the
+k-th phrasing, `labels.paraphrase` = k (1 is the canonical phrasing),
+`paraphrases` empty (no phrasing sees another) — so robustness to wording is
+measured like any other slice (`nlq report --by labels.paraphrase`). This is
+the one stage that yields more records than it reads.
 """
 
 from __future__ import annotations
@@ -310,10 +317,27 @@ def _items(items: list, max_nesting: int, max_record_bytes: int) -> Iterator[Lin
         yield Line(i, line.record, line.error and line.error.replace("line 1:", f"item {i}:", 1), line.type)
 
 
+def per_phrasing(tasks: Iterable[dict]) -> Iterator[dict]:
+    """One task per phrasing of each task record (failure records pass unchanged).
+
+        >>> [(t["id"], t["question"], t["labels"]["paraphrase"]) for t in per_phrasing(
+        ...     [{"id": "d/1", "question": "A?", "paraphrases": ["B?"], "labels": {}}])]
+        [('d/1/p1', 'A?', 1), ('d/1/p2', 'B?', 2)]
+    """
+    for task in tasks:
+        if "failure" in task:
+            yield task
+            continue
+        for k, question in enumerate([task["question"], *task.get("paraphrases", [])], start=1):
+            yield {**task, "id": f"{task['id']}/p{k}", "question": question, "paraphrases": [],
+                   "labels": {**task.get("labels", {}), "paraphrase": k}}
+
+
 def run(source="-", fmt: str = "tend-v1", *, strict: bool = False, mapping: dict | None = None,
         tasks: str | None = None, method: str | None = None, max_nesting: int = DEFAULT_MAX_NESTING,
-        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[dict]:
-    """`nlq import`: task records from a benchmark file (read whole: arrays need it).
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES, paraphrases: bool = False) -> Iterator[dict]:
+    """`nlq import`: task records from a benchmark file (read whole: arrays need it);
+    with `paraphrases`, one task per phrasing (`per_phrasing`).
 
     With `mapping` (the `mapped` format) the input is another system's
     predictions, optionally joined with the task records of the file `tasks`.
@@ -321,7 +345,8 @@ def run(source="-", fmt: str = "tend-v1", *, strict: bool = False, mapping: dict
     """
     where, lines = read_benchmark(source, max_nesting=max_nesting, max_record_bytes=max_record_bytes)
     if fmt != "mapped":
-        return convert(lines, fmt, strict=strict, where=where)
+        converted = convert(lines, fmt, strict=strict, where=where)
+        return per_phrasing(converted) if paraphrases else converted
     index = None
     if tasks is not None:
         from nlq.io import read_records
@@ -331,5 +356,5 @@ def run(source="-", fmt: str = "tend-v1", *, strict: bool = False, mapping: dict
     return convert_mapped(lines, mapping or {}, tasks=index, method=method, strict=strict, where=where)
 
 
-__all__ = ["FORMATS", "MAP_TARGETS", "to_task", "convert", "read_benchmark", "parse_map", "map_record",
+__all__ = ["FORMATS", "MAP_TARGETS", "to_task", "convert", "per_phrasing", "read_benchmark", "parse_map", "map_record",
            "TaskIndex", "convert_mapped", "run"]

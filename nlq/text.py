@@ -29,6 +29,10 @@ from functools import lru_cache
 # of letters/digits. Apostrophes were removed before tokenizing.
 _TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|[^\W_]+")
 _APOSTROPHE = re.compile(r"(?<=\w)['’`](?=\w)")
+# A word as written: a number (inner decimal point, thousands separators) or a
+# run of letters/digits with inner apostrophes (O'Brien, don’t); `tokens` makes
+# one token of each (numbers lose their separators, words their apostrophes).
+WORD = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|[^\W_]+(?:['’`][^\W_]+)*")
 
 STOPWORDS = frozenset("""
 a an the of in on at to for from by with without and or not no nor is are was were be been
@@ -83,6 +87,16 @@ def tokens(text: str) -> list[str]:
     return out
 
 
+def word_spans(text: str) -> list[tuple[str, int, int]]:
+    """The words of a text as written, with their character spans: the one word
+    boundary witnesses and `rules` share.
+
+        >>> word_spans("Over 1,000 don’t")
+        [('Over', 0, 4), ('1,000', 5, 10), ('don’t', 11, 16)]
+    """
+    return [(m.group(), m.start(), m.end()) for m in WORD.finditer(text)]
+
+
 @lru_cache(maxsize=1 << 16)
 def normalize(term: str) -> str:
     """The lookup form of a term: tokens, singularized, joined by one space."""
@@ -108,4 +122,4 @@ def number_term(value) -> str:
     return text
 
 
-__all__ = ["normalize", "tokens", "content_words", "singular", "strip_accents", "number_term", "STOPWORDS"]
+__all__ = ["normalize", "tokens", "word_spans", "WORD", "content_words", "singular", "strip_accents", "number_term", "STOPWORDS"]

@@ -37,7 +37,7 @@ from typing import Iterable, Iterator
 
 from nlq import io
 from nlq.errors import InputError, InputTooLarge, MissingQuestionError, NlqError, UnknownDatabaseError, failure, json_type
-from nlq.text import STOPWORDS, normalize, singular, tokens
+from nlq.text import STOPWORDS, normalize, singular, tokens, word_spans
 
 DEFAULT_HARD_MAX = 3
 # A question is a sentence or a short paragraph; past this bound a record is refused before any
@@ -127,12 +127,8 @@ def _add_date(add, text: str, year: int, month: int, day: int) -> None:
         add(text, "date", key=normalize(f"{year:04d}-{month:02d}-{day:02d}"))
 
 
-# A word of the question as written (same boundaries as nlq.text.tokens).
-_WORD = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|[^\W_]+(?:['’`][^\W_]+)*")
-
-
 def _ngrams(text: str, add) -> None:
-    spans = [(tok, m.start(), m.end()) for m in _WORD.finditer(text) for tok in tokens(m.group(0))]
+    spans = [(tok, start, end) for word, start, end in word_spans(text) for tok in tokens(word)]
     words = [singular(tok) for tok, _, _ in spans]
     i = 0
     while i < len(words):

@@ -134,6 +134,28 @@ def test_shared_tend_native(runner, tend_native):
     assert all(len(r["paraphrases"]) == 1 for r in records)
 
 
+def test_paraphrases_make_one_task_per_phrasing_exact_lines(runner):
+    record = {"record_id": 3, "db_id": "clinic", "nl_queries": ["How many patients?", "Count the patients."],
+              "MQL": "db.patients.countDocuments({})"}
+    result = runner.invoke(cli, ["import", "--format", "tend-v1", "--paraphrases"],
+                           input=json.dumps(record) + "\n{broken\n")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    common = '"paraphrases":[],"gold_mql":"db.patients.countDocuments({})"'
+    assert lines[:2] == [
+        '{"id":"clinic/3/p1","db":"clinic","question":"How many patients?",' + common
+        + ',"labels":{"benchmark":"tend-v1","db_id":"clinic","paraphrase":1}}',
+        '{"id":"clinic/3/p2","db":"clinic","question":"Count the patients.",' + common
+        + ',"labels":{"benchmark":"tend-v1","db_id":"clinic","paraphrase":2}}']
+    assert json.loads(lines[2])["failure"]["type"] == "malformed_input" and len(lines) == 3
+
+
+def test_shared_tend_v1_paraphrases(tend_v1):
+    tasks = list(run(str(tend_v1 / "test.jsonl"), "tend-v1", paraphrases=True))
+    assert len(tasks) == len({t["id"] for t in tasks}) == 2620
+    assert sorted({t["labels"]["paraphrase"] for t in tasks}) == [1, 2, 3, 4, 5]
+
+
 # --- another system's predictions (--map) ----------------------------------------------
 
 OTHER = FIXTURES / "predictions" / "other-system.jsonl"

@@ -79,3 +79,16 @@ def test_docstring_examples():
     import nlq.text
 
     assert doctest.testmod(nlq.text).failed == 0
+
+
+def test_one_word_boundary_for_witnesses_and_rules():
+    from nlq.methods.rules.question import Question
+    from nlq.text import word_spans
+
+    text = "Teams with over 1,000 fans that don’t play in O'Brien Park"
+    words = [w for w, _, _ in word_spans(text)]
+    assert words == ["Teams", "with", "over", "1,000", "fans", "that", "don’t", "play", "in", "O'Brien", "Park"]
+    q = Question.of(text)
+    assert q.raw[3] == "1000" and q.raw[6] == "don't" and q.stems[9] == "obrien"
+    assert [text[a:b] for a, b in q.spans] == words
+    assert q.find("1,000 fans") == 3 and q.find("O’Brien") == 9

@@ -28,6 +28,7 @@ _MODULES = {
     "data-rich": "data_rich",
     "sql-pivot": "sql_pivot",
     "react": "react",
+    "cascade": "cascade",
 }
 
 
@@ -41,3 +42,11 @@ def get(name: str):
     if module is None:
         raise InputError(f"unknown method {name!r}; choose one of: {', '.join(names())}")
     return importlib.import_module(f"nlq.methods.{module}").METHOD
+
+
+def needs(impl, what: str, options: dict) -> bool:
+    """Whether method `impl` needs a model (`what="needs_model"`) or a backend
+    (`"needs_backend"`); a method that delegates (cascade) needs what its delegates need."""
+    delegates = getattr(impl, "delegates", None)
+    names = delegates(options) if delegates else ()
+    return bool(getattr(impl, what, False)) or any(needs(get(name), what, {}) for name in names)

@@ -1,0 +1,63 @@
+"""`rules`: LLM-free generation over an intermediate representation.
+
+Question -> IR -> pipeline, using only the grounding index (lattice, value
+index) and the task's witnesses — the induced index replaces text2ql's
+hand-written schema configuration. The package follows the flow:
+
+    schema.py       fields of every collection, with the words that name them
+    question.py     the question's words (the tokenizer shared with witness) and the spans naming fields
+    grounding.py    the collection, witnessed literals bound to stored forms, attribute bags
+    filters.py      comparisons, text patterns, null vs missing, empty arrays, flags, anti-joins, $or
+    aggregation.py  count, sum, average, min, max, coordinated statistics, rounding, HAVING
+    grouping.py     'for each', 'by X', date parts, the top document per group
+    ordering.py     order phrases, superlatives, top N, the default order
+    outputs.py      what is shown, arrays unwound, maps expanded, issues
+    passes.py       PASSES: the ordered tuple of passes over one State -> IR
+    render.py       the IR as an aggregation pipeline
+    confidence.py   the reading's confidence
+
+General English patterns only: no per-database or per-question rules.
+"""
+
+from __future__ import annotations
+
+from nlq.errors import AbstainedError, NlqError
+from nlq.methods.rules.confidence import confidence, signals
+from nlq.methods.rules.ir import IR, Field, Filter, Mention
+from nlq.methods.rules.candidates import alternatives
+from nlq.methods.rules.passes import PASSES, build_ir, read
+from nlq.methods.rules.render import physical, render
+from nlq.methods.rules.schema import join_edge, prepare, schema_of, split_name
+
+
+class RulesMethod:
+    name = "rules"
+    channels = ("question", "witnesses", "grounding_index")
+
+    def generate(self, task: dict, context) -> dict:
+        question = task.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise NlqError("the task has no question")
+        index = context.index_for(task.get("db"))
+        grounding = context.memo(("rules", task.get("db")), lambda: prepare(index))
+        witnesses = task.get("witnesses") or []
+        state = read(question, witnesses, index, grounding)
+        ir = state.ir
+        pipeline = render(ir)
+        conf = confidence(ir)
+        minimum = context.options.get("min_confidence")
+        if minimum is not None and conf < minimum:
+            raise AbstainedError(f"confidence {conf:.2f} is below --min-confidence {minimum:.2f}")
+        prediction = {"collection": ir.collection, "pipeline": pipeline, "method": self.name,
+                      "confidence": conf, "ir": {**ir.to_json(), "signals": signals(ir)}}
+        k = context.options.get("candidates") or 0
+        if k:
+            prediction["candidates"] = [{**c, "method": self.name}
+                                        for c in alternatives(question, witnesses, index, grounding, k, state)]
+        return prediction
+
+
+METHOD = RulesMethod()
+
+__all__ = ["METHOD", "IR", "Field", "Filter", "Mention", "PASSES", "build_ir", "render", "confidence", "physical",
+           "prepare", "schema_of", "split_name", "join_edge"]

@@ -1,0 +1,275 @@
+"""Aggregation: count, sum, average, min, max, coordinated statistics, rounding, HAVING."""
+
+from __future__ import annotations
+
+import re
+
+from nlq.methods.rules.vocabulary import AGG_WORDS, COUNT_PATTERNS, GROUP_PATTERNS, STATISTICS, WORD_NUMBERS
+from nlq.methods.rules.ir import Field, IR, Mention
+from nlq.methods.rules.schema import split_name
+from nlq.methods.rules.question import Question, to_number, word_match
+from nlq.methods.rules.grounding import array_named
+from nlq.methods.rules.ordering import entity_limit
+
+
+def detect_rounding(q: Question, consumed: set[int]) -> int | None:
+    """'rounded to 2 decimals', 'rounded to one decimal place', 'to the nearest whole number'."""
+    m = ROUNDING.search(q.text.lower())
+    if not m:
+        return None
+    consumed.update(range(q.word_at(m.start()), q.word_at(m.end())))
+    if m.group("whole"):
+        return 0
+    return 1 if m.group("n") in ("a", "an") else to_number(m.group("n"))
+
+
+ROUNDING = re.compile(r"\b(?:rounded|round(?:ing)?)\s+(?:off\s+)?(?:to\s+)?"
+                      r"(?:the\s+nearest\s+(?P<whole>whole|integer|unit)"
+                      r"|(?P<n>\d+|" + "|".join(WORD_NUMBERS) + r"|a|an)\s+(?:decimal|digit|place)s?)")
+
+
+def aggregate_conditions(q: Question, ir: IR, mentions: list[Mention]) -> list[tuple[int, str, object]]:
+    """'jobs whose average salary is above 8000': a comparison right after an
+    aggregated field constrains the aggregate of each group (SQL's HAVING), not
+    the documents. Those filters move out of `ir.filters`."""
+    conditions = []
+    for f in list(ir.filters):
+        if f.op not in ("$gt", "$gte", "$lt", "$lte") or f.size or f.average or f.branch:
+            continue
+        for k, (op, aggregated) in enumerate(ir.aggregates):
+            named = any(m.field is aggregated and 0 <= f.start - m.end <= 1 and m.start > 0
+                        and AGG_WORDS.get(q.raw[m.start - 1]) == op for m in mentions)
+            if aggregated is not None and aggregated.mql == f.field.mql and named:
+                conditions.append((k, f.op, f.value))
+                ir.filters = [g for g in ir.filters if g is not f]
+                break
+    return conditions
+
+
+def shown_before_aggregates(ir: IR, mentions: list[Mention]) -> list[Field]:
+    """Outputs the question names before the first aggregated field."""
+    aggregated = {f.mql for _, f in ir.aggregates if f is not None}
+    first = min((m.start for m in mentions if m.field.mql in aggregated), default=-1)
+    before = {m.field.mql for m in mentions if m.end <= first}
+    return [f for f in ir.outputs if f.mql in before and f.mql not in aggregated]
+
+
+def per_document(q: Question, lower: str, collection: str) -> bool:
+    """'of each film', 'for every school': a grouping phrase names the collection's own documents."""
+    head = split_name(collection)[-1:]
+    for m in GROUP_PATTERNS.finditer(lower):
+        at = q.word_at(m.end())
+        if at < len(q.stems) and any(word_match(q.stems[at], w) >= 0.85 for w in head):
+            return True
+    return False
+
+
+def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list[Field], entities: set[int],
+                      consumed: set[int], used: set[int], common: bool, per_document: bool = False) -> None:
+    """Aggregate words and what they apply to: 'average price' aggregates,
+    'the book with the highest price' sorts, 'the most chapters' ranks by an
+    array's size, 'which genre has the most books' counts per value,
+    'average number of chapters' averages sizes, 'the highest total' ranks it;
+    per document ('the maximum price of each film') an extreme is an aggregate."""
+    lower = q.text.lower()
+    named = {i for m in mentions for i in range(m.start, m.end)}
+    rank_aggregate = 0
+    for i, word in enumerate(q.raw):
+        op = "$sum" if word == "much" and q.raw[i - 1:i] == ["how"] else AGG_WORDS.get(word)  # 'how much was spent'
+        if op is None or i in consumed:
+            continue
+        target = next((mm for mm in mentions if mm.start > i and mm.start - i <= 4 and mm.field.numeric), None)
+        counted = i + 3 if q.raw[i + 1:i + 3] == ["number", "of"] else i + 1
+        array = array_named(q, counted, fields) if target is None else None
+        if op in ("$avg", "$sum") and array is not None:
+            # 'average number of chapters', 'average readership': the size of each document's array
+            if (op, array) not in ir.aggregates:
+                ir.aggregates.append((op, array))
+            consumed.update(range(i + 1, counted + 1))
+            used.update(m.start for m in mentions if m.start == counted)
+            continue
+        if op in ("$max", "$min") and i + 1 < len(q.raw) and AGG_WORDS.get(q.raw[i + 1]) in ("$sum", "$avg") \
+                and q.text[q.spans[i][1]:q.spans[i + 1][0]].strip() == "":
+            rank_aggregate = -1 if op == "$max" else 1  # 'the highest total sales' ranks the total
+            continue
+        key = _most_of_entity(q, i, mentions, entities, fields, used) if op in ("$max", "$min") and target is None \
+            and array is None else None
+        if key is not None:
+            # 'which genre has the most books': the value of a field shared by the most documents
+            ir.group_by.append(key.field)
+            used.add(key.start)
+            ir.count = True
+            ir.sort = ir.sort or [("count", -1 if op == "$max" else 1)]
+            ir.limit = ir.limit or 1
+            continue
+        if op in ("$max", "$min") and array is not None:
+            ir.sort = ir.sort or [(("size", array), -1 if op == "$max" else 1)]  # 'the most players'
+            ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1
+            consumed.add(i + 1)
+            continue
+        if target is None:
+            continue
+        also = _coordinated(q, target, mentions, used)
+        subject = _accumulating_subject(q, i, mentions, entities, used) if word == "most" else None
+        if subject is not None and not ir.group_by:
+            # 'which 5 sellers earned the most fees': a total per seller, ranked
+            ir.group_by.append(subject.field)
+            ir.aggregates.append(("$sum", target.field))
+            ir.sort = [(target.field, -1)]
+            used.update((subject.start, target.start))
+            continue
+        if op in ("$max", "$min") and not ir.group_by and not also and not per_document \
+                and _is_superlative(q, i, mentions, target, used):
+            if not ir.sort:
+                ir.sort = [(target.field, -1 if op == "$max" else 1)]
+                ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1  # 'which 2 ships ...'
+
+            used.add(target.start)
+            continue
+        for m in [target] + also:
+            if (op, m.field) not in ir.aggregates:
+                ir.aggregates.append((op, m.field))
+            used.add(m.start)
+    if ir.count and not common and any(f.kind == "array" for _, f in ir.aggregates if f is not None):
+        # 'the average number of chapters' averages sizes: its 'number of' counts nothing
+        ir.count = any(q.word_at(c.start()) not in named | consumed for c in COUNT_PATTERNS.finditer(lower))
+
+    if rank_aggregate and ir.aggregates and not ir.sort:
+        ir.sort = [(ir.aggregates[0][1], rank_aggregate)]
+
+
+def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[int],
+                           used: set[int]) -> list[tuple[str, Field]]:
+    """'the maximum, minimum and average capacity', 'total and minimum
+    enrollment': statistic words joined by 'and' or commas share the numeric
+    field named right after them (none of them ranks documents)."""
+    found = []
+    i = 0
+    while i < len(q.raw):
+        end = _statistics_run(q, i)
+        target = next((m for m in mentions if end < m.start <= end + 4 and m.field.numeric
+                       and m.start not in used), None) if end > i else None
+        if target is None:
+            i = max(i + 1, end)
+            continue
+        for k in range(i, end + 1):
+            op = AGG_WORDS.get(q.raw[k])
+            if q.raw[k] in STATISTICS and (op, target.field) not in found:
+                found.append((op, target.field))
+        consumed.update(range(i, end + 1))
+        used.add(target.start)
+        i = end + 1
+    return found
+
+
+def _statistics_run(q: Question, i: int) -> int:
+    """The last word of a run of statistic words starting at `i` ('maximum,
+    minimum and average'), or `i` when no other statistic is joined to it."""
+    if q.raw[i] not in STATISTICS:
+        return i
+    j = i
+    while j + 1 < len(q.raw):
+        gap = q.text[q.spans[j][1]:q.spans[j + 1][0]]
+        if q.raw[j + 1] == "and" and j + 2 < len(q.raw) and q.raw[j + 2] in STATISTICS:
+            j += 2
+        elif "," in gap and q.raw[j + 1] in STATISTICS:
+            j += 1
+        else:
+            break
+    return j
+
+
+def _accumulating_subject(q: Question, i: int, mentions: list[Mention], entities: set[int],
+                          used: set[int]) -> Mention | None:
+    """The subject of 'which <X> ... the most <quantity>' when X is a value shared
+    by many documents (a string field, not the collection's own entity): the
+    quantity adds up per X."""
+    first = q.raw[:i]
+    if not first or first[0] not in ("which", "what", "who"):
+        return None
+    subject = next((m for m in mentions if m.start < i and m.start not in used), None)
+    if subject is None or subject.field.type != "string" or set(range(subject.start, subject.end)) & entities:
+        return None
+    return subject if "id" not in subject.field.words and "name" not in subject.field.words else None
+
+
+def top_group(q: Question, ir: IR, mentions: list[Mention], used: set[int]) -> None:
+    """'top 5 sellers by total sales': the field named after 'top N' is the group
+    key of the aggregate, and groups rank by it."""
+    m = re.search(r"\btop\s+(?:\d+|" + "|".join(WORD_NUMBERS) + r")\s+", q.text.lower())
+    if m is None or not ir.aggregates or ir.group_by:
+        return
+    at = q.word_at(m.end())
+    key = next((mm for mm in mentions if mm.start == at and mm.start not in used and not mm.field.numeric), None)
+    if key is not None:
+        ir.group_by.append(key.field)
+        used.add(key.start)
+        ir.sort = [(ir.aggregates[0][1], -1)]
+
+
+def _most_of_entity(q: Question, i: int, mentions: list[Mention], entities: set[int], fields: list[Field],
+                    used: set[int]) -> Mention | None:
+    """The field before 'most <documents>' ('which genre has the most books',
+    'in which year were most of the books printed'), when the superlative counts the
+    collection's own documents rather than an array's elements."""
+    if q.raw[i] not in ("most", "least", "fewest") and q.raw[i + 1:i + 2] != ["number"]:
+        return None  # 'the highest tower' measures; 'the highest number of towers' counts
+    j = i + 1
+    while j < len(q.raw) and q.raw[j] in ("number", "of", "the"):
+        j += 1
+    if j not in entities or array_named(q, j, fields, top_level=False) is not None:
+        return None
+    before = [m for m in mentions if m.end <= i and m.start not in used and m.field.kind != "array"]
+    return before[-1] if before else None
+
+
+def _coordinated(q: Question, first: Mention, mentions: list[Mention], used: set[int]) -> list[Mention]:
+    """'the maximum price and score': numeric fields joined to the first by 'and'
+    (or a comma) share its aggregate."""
+    out, last = [], first
+    for m in mentions:
+        if m.start < last.end or m.start in used or not m.field.numeric:
+            continue
+        joint = q.text[q.spans[last.end - 1][1]:q.spans[m.start][0]].strip()
+        if joint not in (",", "and", ", and"):
+            break
+        out.append(m)
+        last = m
+    return out
+
+
+def _is_superlative(q: Question, i: int, mentions: list[Mention], target: Mention, used: set[int]) -> bool:
+    """'the ship with the highest tonnage' sorts; 'the highest tonnage' aggregates."""
+    # 'the maximum enrollment across all schools': what follows 'all' is the domain, not a column
+    others = [m for m in mentions if m.field.mql != target.field.mql and m.start not in used
+              and q.raw[m.start - 1:m.start] != ["all"]]
+    return bool(others) or any(q.raw[j] in ("with", "whose", "has", "have", "having", "that", "who")
+                               for j in range(max(0, i - 3), i))
+
+
+def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set[int], used: set[int]) -> None:
+    """'how many goals did X score', 'how many pages were printed': the counted noun is
+    a numeric field (a quantity each document stores), so the answer is its sum."""
+    counts = list(re.finditer(r"\bhow many\b", q.text.lower()))
+    summed = 0
+    for c in counts:
+        at = q.word_at(c.end())
+        m = next((m for m in mentions if m.start == at and m.share == 1.0 and m.field.numeric
+                  and at not in entities and "id" not in m.field.words), None)
+        if m is not None:
+            if ("$sum", m.field) not in ir.aggregates:
+                ir.aggregates.append(("$sum", m.field))
+            used.add(m.start)
+            summed += 1
+    if summed and summed == len(counts) and not COUNT_PATTERNS.search(re.sub(r"\bhow many\b", "", q.text.lower())):
+        ir.count = False
+
+
+def count_per_value(lower: str, ir: IR) -> None:
+    """'how many open and how many closed tickets': one count per witnessed
+    value, so the values' field is a group key."""
+    if len(re.findall(r"\bhow many\b", lower)) < 2:
+        return
+    f = next((f for f in ir.filters if f.op == "$in"), None)
+    if f is not None and f.field not in ir.group_by:
+        ir.group_by.append(f.field)

@@ -1,0 +1,48 @@
+"""The calibration model of `rules`' confidence: a logistic (Platt-style) map of a few signals.
+
+    p = 1 / (1 + exp(-(bias + sum(weight[f] * (x[f] - mean[f]) / scale[f]))))
+
+The weights live in `calibration.json` beside this module, fitted by
+`make calibrate` (tests/bench/calibrate_rules.py) on scored predictions:
+which readings were right (EXC at beta 2), over every phrasing of each
+question. The file records what it was fitted on and its fit-set ECE.
+A missing or malformed file is an error, not a silent default.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import orjson
+
+from nlq.errors import NlqError
+
+PATH = Path(__file__).with_name("calibration.json")
+# The confidence at or above which README recommends trusting a rules answer
+# without a fallback (its precision is reported by `make bench`).
+RECOMMENDED_THRESHOLD = 0.8
+
+
+@functools.lru_cache(maxsize=1)
+def model() -> dict:
+    """The stored calibration model (read once)."""
+    try:
+        stored = orjson.loads(PATH.read_bytes())
+        names = stored["features"]
+        if not (len(names) == len(stored["weights"]) == len(stored["mean"]) == len(stored["scale"])):
+            raise ValueError("features, weights, mean and scale differ in length")
+        float(stored["bias"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise NlqError(f"the rules calibration model {PATH.name} cannot be read: {exc}",
+                       hint="reinstall nlq, or refit it with `make calibrate`") from None
+    return stored
+
+
+def apply(stored: dict, signals: dict[str, float]) -> float:
+    """The calibrated probability for one reading's signals."""
+    z = float(stored["bias"])
+    for name, weight, mean, scale in zip(stored["features"], stored["weights"], stored["mean"], stored["scale"]):
+        z += weight * (float(signals[name]) - mean) / scale
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))

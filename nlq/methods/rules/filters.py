@@ -1,0 +1,308 @@
+"""Filter passes: comparisons, text patterns, null vs missing, empty arrays, flags, anti-joins, `$or`."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from nlq.methods.rules.vocabulary import BETWEEN, COMPARATORS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE
+from nlq.methods.rules.ir import Field, Filter, Mention
+from nlq.methods.rules.schema import join_edge, split_name
+from nlq.methods.rules.question import Question, denied, plain_word, to_number, word_match
+from nlq.methods.rules.grounding import array_named, measure_field, object_named
+
+
+def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int]) -> list[tuple[str, str, str]]:
+    """'authors that have no books', 'customers with no orders': another
+    collection, named after a negation and linked by a join edge of the index,
+    has no document referring to this one. Returns (collection, local path,
+    foreign path) for a `$lookup` whose result must be empty."""
+    joins = []
+    for other in index.get("collections", {}):
+        words = split_name(other)
+        if other == collection or not words:
+            continue
+        for i in range(len(q.stems)):
+            if i in consumed or not denied(q, i) or word_match(q.stems[i], words[-1]) < 0.8:
+                continue
+            edge = join_edge(index, collection, other)
+            if edge is not None:
+                joins.append((other, *edge))
+                consumed.update(range(max(0, i - 3), i + 1))
+            break
+    return joins
+
+
+def denied_elements(filters: list[Filter]) -> list[Filter]:
+    """'not steered by any captain with Midshipman rank': an array denied
+    (detect_absence's empty array) and then a literal on its elements mean that
+    no element holds the literal — `$ne` on the array path, which MongoDB
+    applies to every element (documents without the array qualify too)."""
+    out = list(filters)
+    for empty in [f for f in filters if f.size and f.op == "$eq" and f.value == 0]:
+        literal = next((f for f in out if f.op == "$eq" and not f.size and f.start > empty.start
+                        and empty.field.mql in f.field.arrays), None)
+        if literal is not None:
+            out = [f for f in out if f is not empty and f is not literal]
+            out.append(Filter(literal.field, "$ne", literal.value, literal.start))
+    return out
+
+
+def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention],
+                       consumed: set[int], used: set[int], years: dict | None = None) -> list[Filter]:
+    """Numeric comparisons ('more than 50', 'before 1850', 'between 2 and 5',
+    'at least two flights') bound to the nearest numeric field mentioned, to the
+    field the comparator names ('older' -> age), to the size of an array
+    entity named right after the number, or, for a year, to where the witness
+    found it stored (`years`: term -> field; a date field compares its year)."""
+    lower = q.text.lower()
+    numeric = [m for m in mentions if m.field.numeric]
+    filters = []
+    taken = set(consumed)  # phrases an earlier stage read (a HAVING count)
+    for at, op, value, char_end in comparison_phrases(q):
+        if at in taken:
+            continue
+        after = q.word_at(char_end)
+        array = array_named(q, after, fields)
+        if array is not None:
+            filters.append(Filter(array, op, value, at, size=True))
+            consumed.update(range(at, after + 1))
+            continue
+        mention, target = None, None
+        if re.search(r"\byear\b", lower[q.spans[at][0]:char_end]):  # 'before the year of 2010' names its field
+            target = measure_field(fields, "year")
+        if target is None:
+            mention, target = _comparison_field(q, at, value, numeric, fields)
+        if target is None and str(value) in (years or {}):
+            target = years[str(value)]
+            if target.type == "date":
+                filters.append(Filter(target, *_year_bound(op, value), at))
+                consumed.update(range(at, after))
+                continue
+        if target is None:
+            continue
+        if mention is not None:
+            used.add(mention.start)
+        filters.append(Filter(target, op, value, at))
+        consumed.update(range(at, after))
+    return filters
+
+
+def comparison_phrases(q: Question) -> list[tuple[int, str, object, int]]:
+    """Every 'more than N', 'between N and M', 'N or more' in the question, as
+    (word index, operator, number, character end), in question order."""
+    lower = q.text.lower()
+    found: list[tuple[int, str, object, int]] = []
+    for m in BETWEEN.finditer(lower):
+        at = q.word_at(m.start())
+        found.append((at, "$gte", to_number(m.group("n")), m.end()))
+        found.append((at, "$lte", to_number(m.group("m")), m.end()))
+    for pattern, op in COMPARATORS:
+        phrase = r"\b(?:" + pattern + r")\s+(?:the\s+|a\s+)?(?:year\s+(?:of\s+)?)?" + NUMBER + r"\b"
+        for m in re.finditer(phrase, lower):
+            at = q.word_at(m.start())
+            if not any(a == at for a, *_ in found):
+                found.append((at, op, to_number(m.group("n")), m.end()))
+    for m in OR_BOUND.finditer(lower):
+        op = "$gte" if m.group(2) in OR_MORE else "$lte"
+        found.append((q.word_at(m.start()), op, to_number(m.group("n")), m.end()))
+    return sorted(found, key=lambda x: x[0])
+
+
+AVERAGE_COMPARISON = re.compile(r"\b(?:(?P<gt>more|greater|higher|larger|bigger|longer|older|above|over)"
+                                r"|(?P<lt>less|fewer|lower|smaller|shorter|younger|below|under))"
+                                r"(?:\s+than)?\s+(?:the\s+)?(?:average|mean)\b")
+
+
+def detect_average_comparisons(q: Question, mentions: list[Mention], consumed: set[int],
+                               used: set[int]) -> list[Filter]:
+    """'salary more than the average', 'smaller than the average enrollment':
+    the field named before the comparator (or right after 'average') is compared
+    with its own average over all documents."""
+    numeric = [m for m in mentions if m.field.numeric]
+    filters = []
+    for found in AVERAGE_COMPARISON.finditer(q.text.lower()):
+        at, end = q.word_at(found.start()), q.word_at(found.end())
+        after = next((m for m in numeric if end <= m.start <= end + 1), None)
+        before = [m for m in numeric if m.end <= at and at - m.end <= 6]
+        target = after or (max(before, key=lambda m: m.end) if before else None)
+        if target is None or at in consumed:
+            continue
+        filters.append(Filter(target.field, "$gt" if found.group("gt") else "$lt", None, at, average=True))
+        consumed.update(range(at, end))
+        used.update(m.start for m in mentions if m.field is target.field and abs(m.start - at) <= 8)
+    return filters
+
+
+def detect_having(q: Question, mentions: list[Mention], fields: list[Field], entities: set[int],
+                  consumed: set[int], used: set[int]) -> tuple[Field, str, object] | None:
+    """'authors who have more than 2 books': the number compares how many of
+    the collection's own documents share a value of the field named before it
+    — a count per value, then a condition on that count (SQL's HAVING)."""
+    for at, op, value, char_end in comparison_phrases(q):
+        after = q.word_at(char_end)
+        if after not in entities or array_named(q, after, fields, top_level=False) is not None:
+            continue
+        before = [m for m in mentions if m.end <= at and m.start not in used and m.field.kind != "array"
+                  and not m.field.arrays]
+        if before:
+            consumed.update(range(at, after + 1))
+            used.add(before[-1].start)
+            return before[-1].field, op, value
+    return None
+
+
+def _year_bound(op: str, year: int) -> tuple[str, datetime]:
+    """A comparison with a year, on a date: 'after 1990' is from 1 January 1991."""
+    first = datetime(year + (op in ("$gt", "$lte")), 1, 1, tzinfo=timezone.utc)
+    return ("$gte" if op in ("$gt", "$gte") else "$lt"), first
+
+
+def _comparison_field(q: Question, at: int, value, numeric: list[Mention], fields: list[Field]):
+    """(mention, field) a comparison at word `at` constrains, or (None, None)."""
+    # the comparator word names no field; an identifier is compared only when right before it
+    before = [m for m in numeric if m.end <= at and at - m.end <= (1 if "id" in m.field.words else 6)]
+    if before:
+        m = max(before, key=lambda m: m.end)
+        return m, m.field
+    after = [m for m in numeric if m.start > at and m.start - at <= 4]
+    if after:
+        m = min(after, key=lambda m: m.start)
+        return m, m.field
+    word = q.raw[at] if at < len(q.raw) else ""
+    measure = {"older": "age", "younger": "age", "before": "year", "after": "year", "since": "year",
+               "earlier": "year", "later": "year", "longer": "length", "shorter": "length"}.get(word)
+    if measure is None and isinstance(value, int) and 1000 <= value <= 2100:
+        measure = "year"
+    return None, measure_field(fields, measure) if measure else None
+
+
+def detect_absence(q: Question, fields: list[Field], consumed: set[int]) -> list[Filter]:
+    """'without any allergies', 'never received a complaint', 'has no players':
+    the named array entity is empty (missing counts as empty)."""
+    filters = []
+    for at, word in enumerate(q.raw):
+        if word not in NEGATIONS or word in ("except", "excluding", "other") or at in consumed:
+            continue
+        for j in range(at + 1, min(at + 6, len(q.raw))):
+            array = array_named(q, j, fields)
+            if array is not None and j not in consumed:
+                filters.append(Filter(array, "$eq", 0, at, size=True))
+                consumed.update(range(at, j + 1))
+                break
+    return filters
+
+
+# Words between a negation and the field it denies ('no end date yet', 'never gave an email').
+ABSENCE_FILLERS = frozenset("a an any the their its his her have has had yet still to "
+                            "record recorded know known state stated list listed give gave given provide provided "
+                            "disclose disclosed report reported specify specified enter entered set".split())
+
+
+# Phrases that say the field was never there at all, not that it holds null.
+NEVER_PRESENT = re.compile(r"\b(?:never|at all|missing|absent|not collected|never collected)\b")
+
+
+def detect_missing(q: Question, mentions: list[Mention], fields: list[Field], consumed: set[int],
+                   used: set[int]) -> list[Filter]:
+    """'has no address', 'no end date yet', 'never gave an email address':
+    the field named after the negation is null or absent. The lattice says
+    which the data holds; when it holds both, 'never ... at all' means absent
+    (`$exists: false`) and anything else an unrecorded value (`$type: "null"`)."""
+    filters = []
+    named = {i for m in mentions for i in range(m.start, m.end)}
+    for at, word in enumerate(q.raw):
+        if word not in ("no", "without", "never", "not") or at in consumed:
+            continue
+        j = at + 1
+        while j < len(q.raw) and q.raw[j] in ABSENCE_FILLERS:
+            j += 1
+        # the field, or the field after one modifier word ('no final score')
+        modifier = j not in named and j < len(q.raw) and plain_word(q, j)
+        # (a flag denied is detect_flags' `$ne: true`, not a missing value)
+        target = next((m for m in mentions if (m.start == j or m.start == j + 1 and modifier)
+                       and m.field.kind != "array" and m.field.type != "bool"), None)
+        if target is None or target.start in used or j in consumed:
+            target = object_named(q, j, fields)  # 'no vitals': an embedded document
+        if target is None or target.start in used or j in consumed:
+            continue
+        if array_named(q, j, fields, top_level=False) or array_named(q, target.end, fields, top_level=False):
+            continue  # 'no captain', 'without a school bus': an empty array (detect_absence)
+        f = target.field
+        absent = f.nulls == 0 or (f.missing > 0 and NEVER_PRESENT.search(q.text.lower()[q.spans[at][0]:]))
+        filters.append(Filter(f, "$exists", False, at) if absent else Filter(f, "$type", "null", at))
+        used.add(target.start)
+        consumed.update(range(at, target.end))
+    return filters
+
+
+def detect_flags(q: Question, mentions: list[Mention], consumed: set[int], used: set[int]) -> list[Filter]:
+    """A boolean field named as a predicate ('cancelled orders', 'those
+    cancelled') holds true; negated ('not counting cancelled ones') it does
+    not (`$ne: true` keeps the documents where the flag is false or absent)."""
+    filters = []
+    for m in mentions:
+        if m.field.type != "bool" or m.start in used or m.start in consumed:
+            continue
+        negated = any(w in NEGATIONS for w in q.raw[max(0, m.start - 4):m.start])
+        filters.append(Filter(m.field, "$ne" if negated else "$eq", True, m.start))
+        used.add(m.start)
+    return filters
+
+
+# verbs that say a text holds a piece of text, and the nouns naming that piece
+HOLDS = (r"contains?|containing|includes?|including|featur(?:e|es|ing)|with|has|have|having|"
+         r"show(?:s|ing)?|bear(?:s|ing)?|carr(?:y|ies|ying)")
+PIECE = r"letters?|words?|substrings?|strings?|characters?|text|terms?|sequences?|phrases?|segments?|parts?"
+TEXT_PATTERNS = [
+    # (pattern, how the literal is anchored); the literal is group "s"
+    (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")?\s*[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]",
+     "contains"),
+    (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")\s+(?P<s>\w+)", "contains"),
+    (r"\b(?:starts?|starting|begins?|beginning)\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*"
+     r"[\"'“‘]?(?P<s>[\w]+)[\"'”’]?", "prefix"),
+    (r"\b(?:ends?|ending)\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*[\"'“‘]?(?P<s>[\w]+)[\"'”’]?",
+     "suffix"),
+]
+
+
+def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int], used: set[int]) -> list[Filter]:
+    """'whose name contains "a"', 'starting with M': case-insensitive regexes on
+    the nearest string field mentioned before (or right after) the phrase."""
+    strings = [m for m in mentions if m.field.type == "string"]
+    filters = []
+    for pattern, anchor in TEXT_PATTERNS:
+        for m in re.finditer(pattern, q.text, flags=re.IGNORECASE):
+            at = q.word_at(m.start())
+            if at in consumed:
+                continue
+            before = [mm for mm in strings if mm.end <= at and at - mm.end <= 8]
+            after = [mm for mm in strings if mm.start > at and mm.start - at <= 6]  # "have 'x' in their titles"
+            mention = max(before, key=lambda mm: mm.end) if before else (
+                min(after, key=lambda mm: mm.start) if after else None)
+            if mention is None:
+                continue
+            literal = re.escape(m.group("s"))
+            regex = {"contains": literal, "prefix": "^" + literal, "suffix": literal + "$"}[anchor]
+            negated = any(w in NEGATIONS for w in q.raw[max(0, at - 2):at])  # 'does not contain M'
+            filters.append(Filter(mention.field, "$not" if negated else "$regex", regex, at))
+            used.add(mention.start)
+            consumed.update(range(at, q.word_at(m.end())))
+    return filters
+
+
+def detect_disjunction(q: Question, filters: list[Filter], consumed: set[int]) -> None:
+    """'from Hartford or younger than 40', 'before 2000 or after 2010': an 'or'
+    between two conditions makes the nearest condition on each side an
+    alternative (`$or`). Alternative values of one field are already an `$in`."""
+    for i, word in enumerate(q.raw):
+        if word != "or" or i in consumed:
+            continue
+        left = max((f.start for f in filters if f.start < i), default=None)
+        right = min((f.start for f in filters if f.start > i), default=None)
+        if left is None or right is None:
+            continue
+        for f in filters:
+            f.branch = 1 if f.start == left else 2 if f.start == right else f.branch
+        consumed.add(i)
+        return

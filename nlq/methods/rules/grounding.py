@@ -1,0 +1,310 @@
+"""Grounding words to the database: the collection, witnessed literals, attribute bags.
+
+    resolve_collection(...)   the collection and its margin over the runner-up
+    bind_witnesses(...)       equality filters on exact stored values and keys
+    bind_bag_attributes(...)  a witnessed key of a `[{k, v}]` bag: flag, group key, aggregate or rank
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from nlq.errors import NlqError
+from nlq.text import word_spans
+from nlq.methods.rules.vocabulary import AGG_WORDS, ASC_WORDS, DESC_WORDS, NEGATIONS, SYNONYMS
+from nlq.methods.rules.ir import Field, Filter, IR, Mention
+from nlq.methods.rules.schema import lattice_to_mql, split_name
+from nlq.methods.rules.question import Question, denied, is_quoted, is_year, maybe_number, to_number, word_match
+
+
+def resolve_collection(q: Question, schema: dict[str, list[Field]], mentions: list[Mention],
+                       witnesses: list[dict]) -> tuple[list[tuple[str, float]], dict[str, set[int]]]:
+    """The collections, best first, each with its margin over the best other one
+    (negative for all but the first), and, per collection, the word positions
+    that name the collection or an array entity."""
+    if not schema:
+        raise NlqError("the grounding index has no collections")
+    scores, entity_positions = {}, {}
+    for coll, fields in schema.items():
+        positions: set[int] = set()
+        score = 0.0
+        coll_words = split_name(coll)
+        for i, w in enumerate(q.stems):
+            if any(word_match(w, cw) >= 0.8 for cw in coll_words):
+                positions.add(i)
+        # 'authors that have no books': a denied collection is the other side of a join
+        asserted = {i for i in positions if not denied(q, i)}
+        score += 2.0 * min(1.0, len(asserted) / max(1, len(coll_words))) if asserted else 0.0
+        for f in fields:
+            if f.kind == "array" and f.words:
+                hits = {i for i, w in enumerate(q.stems) if word_match(w, f.words[-1]) >= 0.85}
+                if hits:
+                    positions |= hits
+                    score += 0.6 / (1 + len(f.arrays) - 1) if f.arrays else 0.6
+        best_by_span: dict[int, float] = {}
+        for m in mentions:
+            if m.field.collection == coll and m.field.kind != "array":
+                best_by_span[m.start] = max(best_by_span.get(m.start, 0.0), min(m.score, 1.0))
+        score += sum(best_by_span.values())
+        for w in witnesses:
+            if any(match.get("collection") == coll for match in w.get("matches", [])):
+                score += 0.75
+        scores[coll] = score
+        entity_positions[coll] = positions
+    ranked = sorted(scores, key=lambda c: (-scores[c], c))
+    best = ranked[0]
+    second = scores[ranked[1]] if len(ranked) > 1 else 0.0
+    margin = 1.0 if scores[best] <= 0 and len(ranked) == 1 else (
+        (scores[best] - second) / scores[best] if scores[best] > 0 else 0.0)
+    others = [(c, (scores[c] - scores[best]) / scores[best] if scores[best] > 0 else -1.0) for c in ranked[1:]]
+    return [(best, margin)] + others, entity_positions
+
+
+def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_fields: list[Field],
+                   mentions: list[Mention], consumed: set[int], entities: set[int] = frozenset(),
+                   grain: str | None = None) -> list[Filter]:
+    """Equality filters on exact stored forms for value-like literals in the question.
+
+    A lowercase word is a literal only when its witness is hard (few stored
+    locations) and the word does not name the collection or an array entity."""
+    by_path = {f.path: f for f in schema_fields}
+    by_mql = {f.mql: f for f in schema_fields}
+    filters: list[Filter] = []
+    for w in witnesses:
+        term = str(w.get("term", ""))
+        at = q.find(term)
+        if at < 0 or at in consumed:
+            continue
+        end = at + max(1, len(word_spans(term)))
+        original = q.text[q.spans[at][0]:q.spans[end - 1][1]]
+        quoted = is_quoted(q.text, q.spans[at][0], q.spans[end - 1][1])
+        is_key = w.get("hard") and any(m.get("kind") == "key" and m.get("collection") == collection
+                                       for m in w.get("matches", []))
+        hard_literal = w.get("hard") and not set(range(at, end)) & entities
+        if not (quoted or re.search(r"[A-Z0-9]", original) or end - at > 1 or is_key or hard_literal):
+            continue  # a lowercase common word is not a literal
+        # a word naming a field in full is that field; one naming part of a field's
+        # name ('closed' of closed_at) is a value when a hard witness says so
+        # ('Class B' is a value even where 'class' names a field: the longer reading wins)
+        if any(set(range(at, end)) & set(range(m.start, m.end)) and (m.share == 1.0 or not w.get("hard"))
+               and m.end - m.start >= end - at for m in mentions) and not quoted:
+            continue
+        candidates = []
+        for match in w.get("matches", []):
+            if match.get("collection") != collection:
+                continue
+            f = by_path.get(match.get("path")) or by_mql.get(lattice_to_mql(match.get("path", ""))[0])
+            if f is None:
+                continue
+            if match.get("kind") == "key":
+                near = min((abs(m.start - at) for m in mentions if f.mql in m.field.maps), default=50)
+            else:
+                near = min((abs(m.start - at) for m in mentions if m.field.mql == f.mql), default=99)
+            # an exact stored value beats the year of a date ('the 1998 edition' is edition 1998)
+            partial = match.get("part") == "year"
+            # 'orders in 1999' when orders are counted: the date of an order, not of the customer
+            outside = grain is not None and grain not in f.arrays
+            candidates.append((near, outside, partial, -int(match.get("frequency", 0)), f.mql, f, match))
+        if not candidates:
+            continue
+        candidates.sort(key=lambda c: c[:5])
+        f, match = candidates[0][-2:]
+        bare_number = match.get("kind") != "key" and match.get("part") != "year" and re.fullmatch(
+            r"-?\d+(?:\.\d+)?", term)
+        if bare_number and not (any(m.field.mql == f.mql and (0 <= at - m.end <= 2 or m.start == end) for m in mentions)
+                                or is_year(term) and f.numeric):
+            continue  # a bare number binds only next to its field ('major 50', '1 credit'), unless it is a year
+        negated = denied_before(q, at) or excluded(q, at)
+        if match.get("kind") == "key":
+            filters.append(Filter(f, "$exists", match["stored"], at, key_of=f))
+        elif match.get("part") == "year" and f.type == "date":
+            year = int(term)
+            filters.append(Filter(f, "$gte", datetime(year, 1, 1, tzinfo=timezone.utc), at))
+            filters.append(Filter(f, "$lt", datetime(year + 1, 1, 1, tzinfo=timezone.utc), at))
+        else:
+            before = DATE_COMPARATORS.get(" ".join(q.raw[max(0, at - 2):at])) or DATE_COMPARATORS.get(
+                q.raw[at - 1] if at else "")
+            op = before if before and f.type in ("date", "string") else "$ne" if negated else "$eq"
+            filters.append(Filter(f, op, match["stored"], at))
+        consumed.update(range(at, end))
+    return _merge_equalities(filters)
+
+
+# A comparator right before a witnessed date ('joined after 7th September, 1987').
+DATE_COMPARATORS = {"after": "$gt", "before": "$lt", "since": "$gte", "until": "$lte", "later than": "$gt",
+                    "earlier than": "$lt", "on or after": "$gte", "on or before": "$lte"}
+
+
+def _merge_equalities(filters: list[Filter]) -> list[Filter]:
+    """Several equality literals on one path mean any of them: `$in`."""
+    merged: list[Filter] = []
+    for f in filters:
+        same = next((g for g in merged if g.field.mql == f.field.mql and g.op in ("$eq", "$in")
+                     and f.op == "$eq"), None)
+        if same is None:
+            merged.append(f)
+        else:
+            values = same.value if same.op == "$in" else [same.value]
+            same.op, same.value = "$in", values + [f.value]
+    return merged
+
+
+def number_alternatives(q: Question, filters: list[Filter], consumed: set[int]) -> list[Filter]:
+    """'aged 36 or 37', 'in department 70 or 90': numbers joined by 'or' to a
+    bound number are alternatives on its field (`$in`)."""
+    out = []
+    for f in filters:
+        values, j = [f.value], f.start + 1
+        while f.op == "$eq" and isinstance(f.value, (int, float)) and j + 1 < len(q.raw) \
+                and q.raw[j] == "or" and isinstance(maybe_number(q.raw[j + 1]), (int, float)):
+            values.append(to_number(q.raw[j + 1]))
+            consumed.update((j, j + 1))
+            j += 2
+        out.append(f if len(values) == 1 else Filter(f.field, "$in", values, f.start))
+    return out
+
+
+# Phrases that set values aside ('leaving out those who said "none"').
+EXCLUSION = re.compile(r"\b(?:leaving out|leave out|excluding|except(?: for)?|other than|apart from|not counting|"
+                       r"ignoring|besides)\b")
+
+
+# Words that end the clause a negation governs ('not NYY and X': X is asserted).
+CLAUSE_ENDS = frozenset({"and", "or", "but", "who", "which", "that", "whose", "where", "while", "with"})
+
+
+def denied_before(q: Question, at: int, reach: int = 5) -> bool:
+    """A negation governs the literal at word `at`: within `reach` words before
+    it, in the same clause ('who are not part of the NYY team')."""
+    for i in range(at - 1, max(-1, at - reach - 1), -1):
+        if q.raw[i] in NEGATIONS:
+            return True
+        if q.raw[i] in CLAUSE_ENDS or set(q.text[q.spans[i][1]:q.spans[i + 1][0]]) & set(",;:()"):
+            return False
+    return False
+
+
+def excluded(q: Question, at: int) -> bool:
+    """An exclusion phrase opens the clause of the literal at word `at` (within 6 words)."""
+    start = q.spans[max(0, at - 6)][0]
+    return any(q.word_at(m.end()) <= at for m in EXCLUSION.finditer(q.text.lower(), start, q.spans[at][0]))
+
+
+def witnessed_years(witnesses: list[dict], collection: str, fields: list[Field]) -> dict[str, Field]:
+    """Year literals and the field of this collection storing them: an exact
+    numeric value ('edition 1990') before the year of a date."""
+    by_path = {f.path: f for f in fields}
+    years = {}
+    for w in witnesses:
+        term = str(w.get("term", ""))
+        if not is_year(term):
+            continue
+        found = [(match.get("part") == "year", by_path[match["path"]]) for match in w.get("matches", [])
+                 if match.get("collection") == collection and match.get("kind") == "value"
+                 and match.get("path") in by_path and (by_path[match["path"]].numeric or match.get("part") == "year")]
+        if found:
+            years[term] = min(found, key=lambda c: (c[0], len(c[1].arrays), c[1].mql))[1]
+    return years
+
+
+def array_named(q: Question, at: int, fields: list[Field], top_level: bool = True) -> Field | None:
+    """The array field whose name is the word at `at` ('two flights' -> flight[]);
+    by default only top-level arrays, whose size is a property of the document."""
+    if at >= len(q.stems):
+        return None
+    named = [f for f in fields if f.kind == "array" and f.words and word_match(q.stems[at], f.words[-1]) >= 0.85
+             and (not top_level or "." not in f.mql)]
+    return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else None
+
+
+def measure_field(fields: list[Field], measure: str, numeric: bool = True) -> Field | None:
+    """The field a measure word names ('price' also by 'cost'; 'year' also a field
+    whose stored values are calendar years, such as `Founded`), least nested first;
+    by default only numeric fields."""
+    words = set(SYNONYMS.get(measure, (measure,)))
+    named = [f for f in fields if (f.numeric or not numeric and f.type in ("date", "string"))
+             and (words & set(f.words) or measure == "year" and f.years)]
+    return min(named, key=lambda f: (len(f.arrays), -f.present, f.mql)) if named else None
+
+
+def object_named(q: Question, at: int, fields: list[Field]) -> Mention | None:
+    """The embedded-document field named in full from word `at`, as a mention."""
+    for f in fields:
+        n = len(f.words)
+        if f.kind != "object" or f.path.endswith("[]") or not n or at + n > len(q.stems):
+            continue
+        if all(word_match(w, fw) >= 0.85 for w, fw in zip(q.stems[at:at + n], f.words)):
+            return Mention(f, at, at + n, 1.0)
+    return None
+
+
+def eponymous_field(q: Question, at: int, fields: list[Field], collection: str) -> Field | None:
+    """The top-level field named like the collection, when the word at `at` names both."""
+    head = tuple(split_name(collection)[-1:])
+    if not head or at >= len(q.stems) or word_match(q.stems[at], head[0]) < 0.85:
+        return None
+    return next((f for f in fields if f.words == head and f.kind == "scalar" and not f.arrays), None)
+
+
+BAG_KEY_WORDS = frozenset({"k", "key", "name", "attribute", "attr", "property", "field"})
+
+
+BAG_VALUE_WORDS = frozenset({"v", "value", "val"})
+
+
+def bag_value(key: Field, fields: list[Field]) -> Field | None:
+    """The value field paired with a bag's key field (`attributes[].k` -> `attributes[].v`):
+    an array whose elements hold exactly a string key and a value."""
+    if not key.arrays or not key.words or key.words[-1] not in BAG_KEY_WORDS:
+        return None
+    element = key.path.rsplit(".", 1)[0] + "."
+    siblings = [f for f in fields if f.path.startswith(element) and "." not in f.path[len(element):]]
+    values = [f for f in siblings if f is not key and f.words and f.words[-1] in BAG_VALUE_WORDS]
+    return values[0] if len(siblings) == 2 and len(values) == 1 else None
+
+
+def bind_bag_attributes(q: Question, ir: IR, fields: list[Field], limit_direction: int) -> None:
+    """A witnessed key of an attribute bag names an attribute, not a value: it is
+    grouped by ('per colour'), aggregated ('average weight'), ranked ('the
+    highest weight', 'top 5 by weight'), or else a flag the documents carry
+    ('products marked fragile': `{$elemMatch: {k, v: true}}`). In the first
+    three roles the bag is unwound, the pair kept by its key, and its value read."""
+    for f in list(ir.filters):
+        value = bag_value(f.field, fields) if f.op == "$eq" else None
+        if value is None:
+            continue
+        role = _bag_role(q, f.start, ir, limit_direction)
+        attribute = Field(**{**value.__dict__, "words": tuple(split_name(str(f.value)))})
+        if role is None:
+            if "bool" in value.types:
+                array = next(g for g in fields if g.mql == f.field.arrays[-1] and g.kind == "array")
+                pair = {f.field.mql.rsplit(".", 1)[1]: f.value, value.mql.rsplit(".", 1)[1]: True}
+                ir.filters[ir.filters.index(f)] = Filter(array, "$elemMatch", pair, f.start)
+            continue
+        op, direction = role
+        if op == "group":
+            ir.group_by.append(attribute)
+        elif op == "sort":
+            ir.sort = [(attribute, direction)]
+            ir.outputs.append(attribute)
+        else:
+            ir.aggregates.append((op, attribute))
+        if op != "group" and attribute.mixed_numeric:
+            ir.filters.append(Filter(attribute, "$type", "number", f.start))
+
+
+def _bag_role(q: Question, at: int, ir: IR, limit_direction: int) -> tuple[str, int] | None:
+    """How the attribute at word `at` is used, from the words just before it."""
+    before = [w for w in q.raw[max(0, at - 3):at] if w not in ("the", "a", "an", "recorded", "stated", "their")]
+    last = before[-1] if before else ""
+    if last in ("each", "per", "every", "which", "what") or before[-2:] == ["by", "each"]:
+        return ("group", 1)  # 'per colour', 'which colours': the attribute's values
+    if last == "by" and not ir.limit:
+        return ("group", 1)
+    if last == "by" or last in DESC_WORDS or last in ASC_WORDS:
+        direction = -1 if last in DESC_WORDS else 1 if last in ASC_WORDS else (limit_direction or -1)
+        return ("sort", direction)
+    if AGG_WORDS.get(last) in ("$avg", "$sum"):
+        return (AGG_WORDS[last], 0)
+    return None

@@ -1,0 +1,117 @@
+"""The intermediate representation: fields, mentions, filters and the IR a question becomes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Field:
+    """A lattice path of one collection, with the words that can name it."""
+
+    collection: str
+    path: str                 # lattice path, e.g. "wine[].Price"
+    mql: str                  # dotted path, e.g. "wine.Price"
+    arrays: tuple[str, ...]   # dotted prefixes that are arrays, outermost first
+    kind: str
+    type: str
+    words: tuple[str, ...]    # normalized words of the leaf name
+    context: tuple[str, ...]  # normalized words of the enclosing names
+    present: int = 0
+    maps: tuple[str, ...] = ()  # dotted prefixes that are dynamic maps (a `<*>` follows), outermost first
+    nulls: int = 0              # documents where the field holds null
+    missing: int = 0            # documents where the field is absent
+    types: frozenset = frozenset()  # every BSON type the field holds
+    years: bool = False             # its stored numbers are calendar years (a `Founded` field)
+
+    @property
+    def mixed_numeric(self) -> bool:
+        """Numbers stored alongside other types (a sentinel string, a flag)."""
+        numbers = self.types & {"int", "long", "double", "decimal"}
+        return bool(numbers) and bool(self.types - numbers - {"null", "missing"})
+
+    @property
+    def numeric(self) -> bool:
+        return self.type in ("int", "long", "double", "decimal")
+
+
+@dataclass
+class Mention:
+    field: Field
+    start: int
+    end: int       # token span [start, end)
+    score: float   # share of the field's words matched, plus a context bonus
+    share: float = 1.0
+
+
+@dataclass
+class Filter:
+    field: Field
+    op: str        # $eq $ne $in $gt $gte $lt $lte
+    value: object
+    start: int = -1
+    key_of: Field | None = None  # a dynamic-map key filter: the map's field
+    size: bool = False           # compare the array's size, not its elements
+    average: bool = False        # compare with the field's average over all documents (value unused)
+    branch: int = 0              # 1 or 2: a side of the question's disjunction; 0: required
+
+
+@dataclass
+class IR:
+    """What the question asks, bound to the induced schema."""
+
+    collection: str
+    collection_margin: float = 0.0
+    mentions: list[Mention] = field(default_factory=list)
+    filters: list[Filter] = field(default_factory=list)
+    group_by: list[Field] = field(default_factory=list)
+    aggregates: list[tuple[str, Field | None]] = field(default_factory=list)  # ($sum, field) / ($count, None)
+    count: bool = False
+    count_asked: bool = False  # the question asks for the count ('how many'), not only ranks by it
+    distinct: bool = False
+    sort: list[tuple[object, int]] = field(default_factory=list)  # (Field | "count" | agg name, dir)
+    limit: int | None = None
+    outputs: list[Field] = field(default_factory=list)
+    sizes: list[Field] = field(default_factory=list)  # arrays whose sizes are output per document
+    array_paths: frozenset = frozenset()               # dotted paths of the collection's arrays
+    bound_keys: dict = field(default_factory=dict)     # map path -> witnessed key addressed directly
+    expand: list[str] = field(default_factory=list)    # map paths ranged over with $objectToArray
+    unwinds: list[str] = field(default_factory=list)
+    inferred: list[str] = field(default_factory=list)  # unwound arrays the question never names
+    grain: str | None = None         # the array whose elements the question counts/lists
+    round: int | None = None         # decimal places aggregates are rounded to
+    having: tuple = ()               # (operator, number) the per-group count must satisfy
+    conditions: list = field(default_factory=list)  # (aggregate index, operator, number) per group
+    presort: list = field(default_factory=list)  # (Field, dir) before grouping: each group's $first is its top
+    anti_joins: list = field(default_factory=list)  # (collection, local, foreign): no document refers here
+    grounded_share: float = 0.0
+    witnesses_bound: int = 0
+    unresolved: list[str] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)  # unresolved words that name data elsewhere in the database
+    issues: list[str] = field(default_factory=list)
+    alternative: bool = False  # not the preferred reading (another collection, binding or variant)
+
+    def to_json(self) -> dict:
+        return {
+            "collection": self.collection,
+            "unwind": self.unwinds,
+            "keys": self.bound_keys,
+            "expand": self.expand,
+            "filters": [{"path": f.field.mql, "op": f.op, "value": f.value, **({"size": True} if f.size else {})}
+                        for f in self.filters],
+            "group_by": [f.mql for f in self.group_by],
+            "aggregates": [{"op": op, "path": f.mql if f else None} for op, f in self.aggregates],
+            "count": self.count, "count_asked": self.count_asked, "distinct": self.distinct,
+            "sort": [{"key": k.mql if isinstance(k, Field) else (f"$size:{k[1].mql}" if isinstance(k, tuple) else k),
+                      "dir": d} for k, d in self.sort],
+            "limit": self.limit, "round": self.round, "having": list(self.having),
+            "conditions": [list(c) for c in self.conditions],
+            "presort": [{"key": f.mql, "dir": d} for f, d in self.presort],
+            "anti_joins": [list(j) for j in self.anti_joins],
+            "outputs": [f.mql for f in self.outputs],
+            "sizes": [f.mql for f in self.sizes],
+            "unresolved": self.unresolved, "missed": self.missed, "inferred": self.inferred, "issues": self.issues,
+        }
+
+
+AMBIGUOUS = "the collection is ambiguous"

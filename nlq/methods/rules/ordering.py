@@ -1,0 +1,122 @@
+"""Ordering: explicit order phrases, measure superlatives, `top N`, and the default order."""
+
+from __future__ import annotations
+
+import re
+
+from nlq.methods.rules.vocabulary import ASC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE, WORD_NUMBERS
+from nlq.methods.rules.ir import Field, IR, Mention
+from nlq.methods.rules.question import Question, maybe_number, names_quantity, to_number
+from nlq.methods.rules.grounding import measure_field
+
+
+def detect_limit(q: Question, consumed: set[int]) -> tuple[int | None, int]:
+    """('top 3', 'the 5 largest', 'first two') -> (N, direction implied: -1, 1 or 0)."""
+    lower = q.text.lower()
+    m = LIMIT_PATTERNS.search(lower) or re.search(
+        r"\b(?P<w>top|first)\s+(?P<n>" + "|".join(WORD_NUMBERS) + r")\b", lower)
+    if not m:
+        return None, 0
+    n = to_number(m.group("n") or m.group("m"))
+    consumed.update(range(q.word_at(m.start()), q.word_at(m.end())))
+    words = m.group().split()
+    direction = 1 if any(w in ASC_WORDS or w in ("bottom", "worst") for w in words) else (
+        0 if words[0] in ("first", "last") else -1)
+    return n, direction
+
+
+ORDER_BY_COUNT = re.compile(r"\w+\s+(?:of|by) (?:the )?(?:count\b|number of\b|number\b)")
+
+
+def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[Field],
+                 used: set[int]) -> list[tuple[object, int]]:
+    """Explicit ordering phrases and measure superlatives ('oldest')."""
+    m = re.search(r"\b(?:order(?:ed)?|sort(?:ed)?|rank(?:ed)?|arrange(?:d)?)\b(?:\s+\w+){0,6}", lower)
+    if m:
+        window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
+        direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most)\b"
+                                    r"|\bfrom (?:old|high|large|big|most|new|late)\w* to\b", window) else 1
+        at = q.word_at(m.start())
+        by = re.search(r"\bby\b", lower[m.start():m.start() + 60])
+        if by:  # "sort the names by their age": the key follows 'by'
+            at = q.word_at(m.start() + by.end())
+            target = next((mm for mm in mentions if mm.start >= at), None)
+            if target:
+                if len(mentions) > 1:
+                    used.add(target.start)
+                return [(target.field, direction)]
+        by_count = ORDER_BY_COUNT.match(lower, m.start())
+        if by_count and not names_quantity(q, by_count, mentions):  # not 'order of number of officers'
+            return [("count", direction)]
+        target = next((mm for mm in mentions if mm.start > at), None)
+        shown = [mm for mm in mentions if mm.start not in used and mm.field.type == "string"]
+        if target is None and re.search(r"\balphabetic", window) and shown:
+            return [(shown[0].field, 1)]  # 'names ... in alphabetic order': the names shown, not a filter's field
+        if target is None:
+            target = next((mm for mm in reversed(mentions) if mm.end <= at), None)
+        if target:
+            if target.start > at and len(mentions) > 1:
+                used.add(target.start)  # "names in order of age": age orders, names are shown
+            return [(target.field, direction)]
+        if "alphabetic" in lower and mentions:
+            return [(mentions[0].field, 1)]
+    price = PRICE_PHRASE.search(lower)
+    if price:
+        f = measure_field(fields, "price")
+        if f is not None:
+            return [(f, -1 if price.group(1) == "most" else 1)]
+    for i, word in enumerate(q.raw):
+        measure = MEASURE_SUPERLATIVES.get(word)
+        if measure:
+            # 'the latest open year', 'the longest working history': the field named right after
+            adjacent = next((m for m in mentions if m.start == i + 1 and (m.field.numeric or m.field.type == "date")
+                             and m.start not in used), None)
+            if adjacent is not None:
+                used.add(adjacent.start)
+                return [(adjacent.field, measure[1])]
+            f = measure_field(fields, measure[0], False)
+            if f is not None:
+                return [(f, measure[1])]
+            if measure[0] == "age":  # no age stored: the oldest was founded or born first
+                f = measure_field(fields, "year") or measure_field(fields, "date", False)
+                if f is not None:
+                    return [(f, -measure[1])]
+    return []
+
+
+def entity_limit(q: Question, entities: set[int], mentions: list[Mention]) -> int | None:
+    """'the 5 books with the highest price', 'which 10 sellers ...': N ranked
+    documents or values — a number right before the entity, or right after
+    'which'/'the' before a field."""
+    starts = {m.start for m in mentions}
+    for i in range(len(q.raw) - 1):
+        named = i + 1 in entities or i + 1 in starts and q.raw[i - 1:i] in (["which"], ["the"], ["what"])
+        n = maybe_number(q.raw[i]) if named else None
+        if isinstance(n, int) and n > 0:
+            return n
+    return None
+
+
+def superlative_limit(q: Question) -> int | None:
+    if any(w in MEASURE_SUPERLATIVES or w in ("highest", "lowest", "largest", "smallest", "most", "least",
+                                              "fewest", "maximum", "minimum", "best", "worst")
+           for w in q.raw):
+        # "most common first", "highest first", explicit orderings and "list every X" rank; they do not pick one
+        if not re.search(r"\border\b|\bsorted\b|\b(?:list|show|give) (?:every|all|each)\b"
+                         r"|\b(?:most|least|highest|lowest|largest|smallest|biggest)"
+                         r"(?:\s+\w+)?\s+(?:first|last)\b", q.text.lower()):
+            return 1
+    return None
+
+
+def default_order(ir: IR, key: Field | None) -> list[tuple[object, int]]:
+    """Groups and documents come out in no defined order: when the question asks
+    for none, list groups by their keys and documents by their identifier,
+    ascending (the order a reader expects)."""
+    if ir.limit:
+        return []
+    if ir.group_by:
+        return [(k, 1) for k in ir.group_by]
+    if ir.count or ir.distinct or ir.aggregates:
+        return []
+    return [(key, 1)] if key in ir.outputs else []

@@ -1,0 +1,197 @@
+"""Outputs and traversal: the fields shown, a bare entity, arrays unwound, maps expanded, issues."""
+
+from __future__ import annotations
+
+import re
+
+from nlq.text import STOPWORDS as TEXT_STOPWORDS
+from nlq.methods.rules.vocabulary import COUNT_PATTERNS
+from nlq.methods.rules.ir import AMBIGUOUS, Field, IR, Mention
+from nlq.methods.rules.schema import identifier, split_name
+from nlq.methods.rules.question import Question, maybe_number, word_match
+from nlq.methods.rules.grounding import array_named
+
+
+def entity_outputs(index: dict, collection: str, fields: list[Field], q: Question,
+                   entities: set[int], identified: bool = False) -> list[Field]:
+    """A bare entity ('list the books', 'which authors ...'): its name-like field,
+    or its identifier when it has no name (`identified`: both, another reading).
+    The entity is the first one the question names: the collection's documents,
+    or the elements of an embedded array ('what are the chapters ...')."""
+    grain = _first_entity_array(q, fields, entities, collection)
+    if grain is not None:
+        inner = [f for f in fields if f.kind == "scalar" and f.arrays[-1:] == (grain,) and f.words]
+        own = set(split_name(grain.rsplit(".", 1)[-1]))  # 'employees' -> EMPLOYEE_ID, not DEPARTMENT_ID
+        ids = sorted((f for f in inner if f.words[-1] == "id"), key=lambda f: (not own & set(f.words), f.mql))
+        names = [f for f in inner if "name" in f.words or "title" in f.words]
+        return ids[:1] + names[:2] if identified else names[:2] or ids[:1]
+    name = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1]
+    key = identifier(index, collection, fields)
+    if identified:
+        return ([key] if key is not None and key not in name else []) + name
+    return name or ([key] if key is not None else [])
+
+
+FULL_NAME = re.compile(r"\b(?:full|complete|whole|entire) names?\b")
+
+
+def full_names(lower: str, outputs: list[Field], fields: list[Field]) -> list[Field]:
+    """'the full names of the students': a first and a last name field stored apart
+    are one name together (the part a 'name' word bound to gets its sibling)."""
+    if not FULL_NAME.search(lower):
+        return outputs
+    out = list(outputs)
+    for f in outputs:
+        for part, other in (("first", "last"), ("last", "first"), ("f", "l"), ("l", "f")):
+            if f.words == (part, "name") or f.words == (part + "name",):
+                sibling = next((g for g in fields if g.arrays == f.arrays and g.kind == f.kind
+                                and g.words in ((other, "name"), (other + "name",))), None)
+                if sibling is not None and sibling not in out:
+                    out.insert(out.index(f) + (part in ("first", "f")), sibling)
+    return out
+
+
+def _first_entity_array(q: Question, fields: list[Field], entities: set[int], collection: str) -> str | None:
+    """The array named by the first entity word, if that word names an array
+    and not the collection itself."""
+    for at in sorted(entities):
+        if any(word_match(q.stems[at], w) >= 0.8 for w in split_name(collection)):
+            return None
+        array = array_named(q, at, fields, top_level=False)
+        return array.mql if array is not None else None
+    return None
+
+
+def asks_for_entity(q: Question, collection: str) -> bool:
+    """'Which 5 drivers ...', 'who ...': the question asks for the collection's documents."""
+    head = split_name(collection)[-1:]
+    words = [w for w in q.stems[:3] if maybe_number(w) is None]
+    return bool(words) and (words[0] == "who" or words[0] == "which" and len(words) > 1 and bool(head)
+                            and word_match(words[1], head[0]) >= 0.85)
+
+
+def plural_attribute(q: Question, mentions: list[Mention], f: Field, plural: set[int]) -> bool:
+    """The field is named in the plural and is an attribute, not a name or identifier."""
+    named = [m for m in mentions if m.field is f]
+    return bool(named) and bool(set(range(named[0].start, named[0].end)) & plural) and not (
+        {"name", "id", "title"} & set(f.words))
+
+
+def grain_of(mentions, fields, entities, q) -> tuple[str, ...]:
+    """The array level the question talks about (deepest entity named), or top level."""
+    grains = [f.arrays + ((f.mql,) if f.kind == "array" and not f.path.endswith("[]") else ())
+              for f in fields if f.kind == "array" and f.words
+              and any(word_match(w, f.words[-1]) >= 0.85 for w in q.stems)]
+    for m in mentions:
+        if m.field.arrays:
+            grains.append(m.field.arrays)
+    return max(grains, key=len) if grains else ()
+
+
+def count_grain(q: Question, fields: list[Field], collection: str) -> str | None:
+    """'how many captains': the array whose elements are counted, if the counted
+    noun is one and not the collection itself ('the number of companies' in
+    `company` counts documents, whatever array shares the word)."""
+    m = COUNT_PATTERNS.search(q.text.lower())
+    if not m:
+        return None
+    own = split_name(collection)
+    at = q.word_at(m.end())
+    for i in range(at, min(at + 4, len(q.stems))):
+        if q.raw[i] in TEXT_STOPWORDS:
+            continue
+        if any(word_match(q.stems[i], w) >= 0.85 for w in own[-1:]):
+            return None
+        for f in fields:
+            if f.kind == "array" and f.words and word_match(q.stems[i], f.words[-1]) >= 0.85:
+                return f.mql
+    return None
+
+
+def plan_unwinds(ir: IR) -> list[str]:
+    """Arrays to unwind, outermost first: those on the path to outputs, group keys,
+    sort keys, aggregated fields and the counted grain. Arrays reached only by
+    filters are matched in place (implicit array traversal), not unwound."""
+    needed: list[str] = []
+    referenced = list(ir.outputs) + list(ir.group_by) + [f for _, f in ir.aggregates if f is not None]
+    referenced += [k for k, _ in ir.sort if isinstance(k, Field)]
+    for f in referenced:
+        for a in f.arrays:
+            if a != f.mql and a not in needed:
+                needed.append(a)
+    for f in ir.filters:
+        # a filter on an array nested in an unwound one is matched per element
+        if not f.size and any(a.startswith(n + ".") for a in f.field.arrays for n in needed):
+            for a in f.field.arrays:
+                if a not in needed:
+                    needed.append(a)
+    if ir.grain:
+        parents = [p for p in _prefixes(ir.grain) if p in ir.array_paths]
+        for a in parents + [ir.grain]:
+            if a not in needed:
+                needed.append(a)
+    # an array the question asserts empty, or whose size is output, stays whole; one
+    # only required to have some elements ('at least one committee') is unwound as needed
+    whole = {f.field.mql for f in ir.filters if f.size and f.op == "$eq" and f.value == 0} | {
+        f.mql for f in ir.sizes}
+    needed = [a for a in needed if not any(a == w or a.startswith(w + ".") for w in whole)]
+    return sorted(needed, key=lambda a: (a.count("."), a))
+
+
+def names_array(q: Question, path: str) -> bool:
+    """A question word names the array at `path` ('captains' for `captain`)."""
+    words = split_name(path.rsplit(".", 1)[-1])
+    return bool(words) and any(word_match(w, words[-1]) >= 0.85 for w in q.stems)
+
+
+def plan_expansions(ir: IR) -> list[str]:
+    """Dynamic maps the question ranges over: referenced through `<*>` with no
+    witnessed key (those are addressed directly), outermost first."""
+    referenced = list(ir.outputs) + list(ir.group_by) + [f for _, f in ir.aggregates if f is not None]
+    referenced += [k for k, _ in ir.sort if isinstance(k, Field)]
+    referenced += [f.field for f in ir.filters if not f.size and f.key_of is None]
+    maps = [m for f in referenced for m in f.maps] + [m for a in ir.unwinds for m in _maps_of(a)]
+    expand: list[str] = []
+    for m in maps:
+        if m not in ir.bound_keys and m not in expand:
+            expand.append(m)
+    return sorted(expand, key=lambda m: (m.count("."), m))
+
+
+def _maps_of(path: str) -> list[str]:
+    """Dynamic-map prefixes of a logical path ('m.<*>.a' -> ['m'])."""
+    parts = path.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts)) if parts[i] == "<*>"]
+
+
+def _prefixes(path: str) -> list[str]:
+    parts = path.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def intent_word(word: str) -> bool:
+    return word in ("many", "count", "number", "order", "sorted", "ordered", "each", "every", "common",
+                    "frequent", "than", "least", "most", "between", "distinct", "different", "unique",
+                    "sort", "alphabetic", "alphabetical", "alphabetically", "corresponding", "respective",
+                    "along", "having", "named", "called")
+
+
+def unrepresented(q: Question) -> list[str]:
+    """Constructs the IR has no form for, so that the reading is partial: a
+    conjunction over the elements of one array ('both Boeing and Airbus certificates')."""
+    return ["a conjunction over one array is not represented"] if "both" in q.raw else []
+
+
+def validate(ir: IR) -> None:
+    """Record what the IR cannot answer as issues (they lower confidence)."""
+    if not (ir.outputs or ir.count or ir.aggregates or ir.group_by):
+        ir.issues.append("no output field could be bound")
+    if ir.sort and ir.sort[0][0] == "count" and not (ir.count or ir.group_by):
+        ir.issues.append("ordering by a count without a grouping")
+    if ir.collection_margin < 0.15:
+        ir.issues.append(AMBIGUOUS)
+    required = [f for f in ir.filters if not (f.size or f.average or f.branch)]
+    low = {f.field.mql: f.value for f in required if f.op in ("$gt", "$gte")}
+    for f in required:
+        if f.op in ("$lt", "$lte") and f.field.mql in low and f.value <= low[f.field.mql]:
+            ir.issues.append(f"contradictory range on {f.field.mql}")

@@ -1,0 +1,322 @@
+"""The passes that turn a question into an IR, in order, over one explicit state.
+
+    state = State.of(question, witnesses, index, grounding)   # words, mentions, collection
+    for step in PASSES:                                        # filters ... traversal
+        step(state)
+    state.ir
+
+Each pass reads and extends one `State`: the IR under construction plus the
+two ledgers every pass shares — `consumed` (question words a pass has
+explained) and `used` (mentions, by start, that filter, group, sort or
+aggregate, so they are not also shown). The order is part of the method: a
+pass sees what the earlier ones consumed ('more than 2 books' read as a
+HAVING count is no longer a comparison), which is why it is one tuple here
+and not spread over a function body.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from nlq.methods.rules.aggregation import (aggregate_conditions, coordinated_aggregates, count_per_value,
+                                           count_quantities, detect_aggregates, detect_rounding, per_document,
+                                           shown_before_aggregates, top_group)
+from nlq.methods.rules.filters import (denied_elements, detect_absence, detect_anti_join, detect_average_comparisons,
+                                       detect_comparisons, detect_disjunction, detect_flags, detect_having,
+                                       detect_missing, detect_text_filters)
+from nlq.methods.rules.grounding import (bind_bag_attributes, bind_witnesses, eponymous_field, number_alternatives,
+                                         resolve_collection, witnessed_years)
+from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
+                                        which_entity)
+from nlq.methods.rules.ir import IR, Field, Filter, Mention
+from nlq.methods.rules.ordering import default_order, detect_limit, detect_order, entity_limit, superlative_limit
+from nlq.methods.rules.outputs import (asks_for_entity, count_grain, entity_outputs, full_names, grain_of, intent_word,
+                                       names_array, plan_expansions, plan_unwinds, plural_attribute, unrepresented,
+                                       validate)
+from nlq.methods.rules.question import (Question, meaningful_mentions, mention_fields, name_span, names_quantity,
+                                        order_words, select_mentions, word_match)
+from nlq.methods.rules.schema import Grounding, identifier, prepare
+from nlq.methods.rules.vocabulary import (AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
+                                          DISTINCT_WORDS, GROUP_PATTERNS, STOPWORDS)
+
+
+@dataclass
+class State:
+    """One question's reading in progress: the question, what it is grounded
+    in, the IR so far, and what the passes have explained."""
+
+    q: Question
+    witnesses: list[dict]
+    index: dict
+    grounding: Grounding
+    ir: IR
+    fields: list[Field]           # the chosen collection's fields
+    entities: set[int]            # word positions naming the collection or an array entity
+    plural: set[int]              # word positions whose word is a plural
+    mentions: list[Mention]       # the collection's non-overlapping field mentions
+    consumed: set[int] = field(default_factory=set)  # question words a pass already explains
+    used: set[int] = field(default_factory=set)      # mentions (by start) that filter, group, sort or aggregate
+    limit_direction: int = 0      # the order 'top 3' / 'the 5 lowest' implies
+    bound: list[Filter] = field(default_factory=list)  # witnessed literals bound to stored forms
+    common: bool = False          # 'the most common X' ranked the counts
+    ranked: list = field(default_factory=list)  # (collection, margin) best first: the other readings' collections
+    variant: frozenset = frozenset()  # another reading: "identified" (an entity with its id), "ungrouped"
+
+    @property
+    def lower(self) -> str:
+        return self.q.text.lower()
+
+    @property
+    def collection(self) -> str:
+        return self.ir.collection
+
+    @classmethod
+    def of(cls, question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,
+           collection: str | None = None, avoid: frozenset = frozenset(), variant: frozenset = frozenset()
+           ) -> "State":
+        """Tokenize, find every field mention, choose the collection (or take
+        the one given) and keep its non-overlapping mentions (none binding a
+        field in `avoid`: another field binding of the same words)."""
+        q = Question.of(question)
+        grounding = grounding or prepare(index)
+        schema = grounding.schema
+        all_mentions = mention_fields(q.stems, schema)
+        ranked, entity_positions = resolve_collection(q, schema, all_mentions, witnesses)
+        collection = collection or ranked[0][0]
+        margin = dict(ranked).get(collection, -1.0)
+        fields = schema.get(collection, [])
+        ir = IR(collection=collection, collection_margin=margin,
+                array_paths=frozenset(a for f in fields for a in f.arrays))
+        entities = entity_positions.get(collection, set())
+        plural = {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
+        meaningful = [m for m in meaningful_mentions(q, all_mentions) if m.field.mql not in avoid]
+        mentions = select_mentions(meaningful, collection, entities, plural, name_span(q, collection) | order_words(q))
+        ir.mentions = mentions
+        ir.alternative = bool(avoid or variant or collection != ranked[0][0])
+        return cls(q, witnesses, index, grounding, ir, fields, entities, plural, mentions, ranked=ranked,
+                   variant=variant)
+
+
+def read_limits(s: State) -> None:
+    """'top 3', 'rounded to 2 decimals'."""
+    s.ir.limit, s.limit_direction = detect_limit(s.q, s.consumed)
+    s.ir.round = detect_rounding(s.q, s.consumed)
+
+
+def read_having(s: State) -> None:
+    """'authors with more than 2 books': a count per value, then a condition (before comparisons)."""
+    having = detect_having(s.q, s.mentions, s.fields, s.entities, s.consumed, s.used)
+    if having is not None:
+        s.ir.group_by, s.ir.having = [having[0]], having[1:]
+
+
+def read_filters(s: State) -> None:
+    """Comparisons, text patterns, averages, null vs missing, empty arrays, anti-joins."""
+    q, ir = s.q, s.ir
+    ir.filters = detect_comparisons(q, s.fields, s.mentions, s.consumed, s.used,
+                                    witnessed_years(s.witnesses, s.collection, s.fields))
+    ir.filters += detect_text_filters(q, s.mentions, s.consumed, s.used)
+    ir.filters += detect_average_comparisons(q, s.mentions, s.consumed, s.used)
+    ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used)
+    ir.filters += detect_absence(q, s.fields, s.consumed)
+    ir.anti_joins = detect_anti_join(q, s.index, s.collection, s.consumed)  # embedded arrays came first
+
+
+def read_literals(s: State) -> None:
+    """Witnessed literals as equalities ($in for alternatives, $ne when denied, $or
+    across 'or'), attribute-bag keys, boolean flags, directly addressed map keys."""
+    q, ir, consumed, used, mentions = s.q, s.ir, s.consumed, s.used, s.mentions
+    consumed.update(i for c in COUNT_PATTERNS.finditer(s.lower)  # 'the numbers of wines' binds no literal
+                    if not c.group().startswith("count")  # ('HBA1C count' may name a field)
+                    for i in range(q.word_at(c.start()), q.word_at(c.end())))
+    s.bound = bind_witnesses(q, s.witnesses, s.collection, s.fields, mentions, consumed, s.entities,
+                             count_grain(q, s.fields, s.collection))
+    for f in s.bound:
+        used.update(m.start for m in mentions if m.field.mql == f.field.mql and abs(m.start - f.start) <= 4)
+    used.update(m.start for m in mentions if m.start in consumed)  # a word read as a literal names no field
+    ir.filters += number_alternatives(q, s.bound, consumed)
+    ir.filters = denied_elements(ir.filters)
+    detect_disjunction(q, ir.filters, consumed)
+    ir.witnesses_bound = len(s.bound)
+    bind_bag_attributes(q, ir, s.fields, s.limit_direction)
+    ir.filters += detect_flags(q, mentions, consumed, used)
+    ir.bound_keys = {f.field.mql: f.value for f in s.bound if f.key_of is not None}
+
+
+def read_counts(s: State) -> None:
+    """'how many', 'number of' (unless it names a stored quantity), 'distinct'."""
+    q, ir, mentions = s.q, s.ir, s.mentions
+    ir.distinct = any(w in DISTINCT_WORDS for w in q.raw)
+    named = {i for m in mentions for i in range(m.start, m.end)}
+    ir.count_asked = any(q.word_at(c.start()) not in named and not names_quantity(q, c, mentions)
+                         for c in COUNT_PATTERNS.finditer(s.lower))
+    ir.count = bool(ir.having) or ir.count_asked
+    if ir.count:
+        count_quantities(q, ir, mentions, s.entities, s.used)
+        count_per_value(s.lower, ir)
+
+
+def read_grouping(s: State) -> None:
+    """'for each X', 'per X', 'each year', 'the most common X'."""
+    q, ir, lower, mentions, used = s.q, s.ir, s.lower, s.mentions, s.used
+    for m in GROUP_PATTERNS.finditer(lower):
+        at = q.word_at(m.end())
+        target = next((mm for mm in mentions if mm.start >= at and mm.start - at <= 2), None)
+        eponym = eponymous_field(q, at, s.fields, s.collection)
+        if target is None and eponym is not None and eponym not in ir.group_by:
+            ir.group_by.append(eponym)  # 'for different grapes' in `grapes`: its `Grape`
+        elif target is None and not is_order_phrase(lower, m.start()):
+            group_by_date_part(q, at, s.fields, mentions, ir, s.consumed)
+        if target and target.start not in used and not is_order_phrase(lower, m.start()):
+            if target.field not in ir.group_by:
+                ir.group_by.append(target.field)
+            used.add(target.start)
+    for m in re.finditer(r"\b(?:each|every)\s+", lower):  # 'spent each year'
+        at = q.word_at(m.end())
+        if not any(mm.start == at for mm in mentions):
+            group_by_date_part(q, at, s.fields, mentions, ir, s.consumed)
+    common = re.search(r"\b(?:most|least) (?:common|frequent|popular|often)\b", lower)
+    s.common = bool(common)
+    if common:
+        at = q.word_at(common.end())
+        s.consumed.add(at - 2)  # its 'most' ranks the counts: no maximum of a field
+        ordering = re.match(r"\s*(?:first|last|to)\b", lower[common.end():])  # 'most common first' orders
+        after = [mm for mm in mentions if mm.start >= at - 1 and mm.start not in used]
+        target = None if ordering and ir.group_by else (after[0] if after else mentions[0] if mentions else None)
+        if target:
+            if target.field not in ir.group_by:
+                ir.group_by.append(target.field)
+            used.add(target.start)
+        if target or ir.group_by:
+            ir.sort = [("count", -1 if "most" in common.group() else 1)]
+            if not ordering:
+                ir.limit = ir.limit or 1  # "the most common X" is one
+            ir.count = True
+
+
+def read_aggregates(s: State) -> None:
+    """'average price', 'total and minimum enrollment'; superlatives sort; 'top 5 X by'; 'by X' groups."""
+    q, ir = s.q, s.ir
+    ir.aggregates += coordinated_aggregates(q, s.mentions, s.consumed, s.used)
+    detect_aggregates(q, ir, s.mentions, s.fields, s.entities, s.consumed, s.used, s.common,
+                      per_document(q, s.lower, s.collection))
+    top_group(q, ir, s.mentions, s.used)
+    if (ir.aggregates or ir.count) and "ungrouped" not in s.variant:
+        ir.group_by += [f for f in detect_by_grouping(q, s.mentions, s.used, s.entities) if f not in ir.group_by]
+
+
+def read_order(s: State) -> None:
+    """'in descending order of X', 'sorted by X', 'top 3 X', measure superlatives."""
+    q, ir = s.q, s.ir
+    if not ir.sort:
+        ir.sort = detect_order(q, s.lower, s.mentions, s.fields, s.used)
+    if not ir.sort and s.limit_direction:
+        target = next((m for m in s.mentions if m.field.numeric and m.start not in s.used), None)
+        if target:
+            ir.sort = [(target.field, s.limit_direction)]
+            s.used.add(target.start)
+    if ir.sort and ir.limit is None:
+        ir.limit = entity_limit(q, s.entities, s.mentions) or superlative_limit(q)
+
+
+def read_outputs(s: State) -> None:
+    """What the question names and nothing else uses; a bare entity; what a count is per."""
+    q, ir, lower, mentions, fields = s.q, s.ir, s.lower, s.mentions, s.fields
+    if ALL_FIELDS_PATTERNS.search(lower):
+        grain = grain_of(mentions, fields, s.entities, q)
+        ir.outputs = [f for f in fields if f.kind == "scalar" and f.arrays == grain and "<*>" not in f.mql]
+    else:
+        for m in mentions:
+            if m.start not in s.used and m.field not in ir.outputs and m.field not in ir.group_by:
+                ir.outputs.append(m.field)
+        unnamed = not any({"id", "name", "title"} & set(f.words) for f in ir.outputs)
+        if not (ir.count or ir.aggregates or ir.group_by) and (
+                not ir.outputs or unnamed and asks_for_entity(q, s.collection)):
+            # a bare entity; 'which 5 drivers log the most hours': the entities, beside what ranks them
+            ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities,
+                                        "identified" in s.variant) + ir.outputs
+    ir.outputs = full_names(lower, ir.outputs, fields)
+    ir.grain = count_grain(q, fields, s.collection) if ir.count else None
+    if ir.count and ir.outputs and not (ir.group_by or ir.aggregates):
+        inside = [k for k, _ in ir.sort if isinstance(k, Field)] + list(ir.outputs)
+        # the values named before the count ("nominees and the number of musicals");
+        # attributes after it ("how many patients have a reading") are conditions
+        at = q.word_at(COUNT_PATTERNS.search(lower).start())
+        before = {m.field.mql for m in mentions if m.end <= at}
+        if ir.distinct:
+            if before:  # "different denominations and the number of schools": a count per value
+                ir.group_by, ir.outputs, ir.distinct = [f for f in ir.outputs if f.mql in before], [], False
+        elif ir.grain and "." not in ir.grain and not any(ir.grain in f.arrays for f in inside):
+            # "products and the number of complaints": one row per product, its array's size
+            ir.sizes = [next(f for f in fields if f.mql == ir.grain)]
+            ir.filters.append(Filter(ir.sizes[0], "$gt", 0, size=True))
+            ir.count, ir.grain = False, None
+        else:
+            ir.group_by = [f for f in ir.outputs if f.mql in before]
+            ir.outputs = []
+    elif (len(ir.outputs) == 1 and not (ir.count or ir.aggregates or ir.group_by or ir.sort or ir.filters)
+          and re.search(r"\ball\b", lower) and plural_attribute(q, mentions, ir.outputs[0], s.plural)):
+        ir.distinct = True  # "show all majors": the set of majors
+
+
+def read_per_group(s: State) -> None:
+    """What aggregates are computed per, HAVING on aggregates, the top document
+    per group, and the default order when none is asked."""
+    q, ir = s.q, s.ir
+    if ir.aggregates and not ir.group_by and "ungrouped" not in s.variant:
+        # 'the title and maximum price of each film', 'job title and average salary': the
+        # values named before an aggregate are what it is computed per
+        ir.group_by = shown_before_aggregates(ir, s.mentions)
+        ir.outputs = [f for f in ir.outputs if f not in ir.group_by]
+    if ir.group_by and ir.aggregates:
+        ir.conditions = aggregate_conditions(q, ir, s.mentions)
+    if which_entity(q, s.collection) and ir.group_by and len(ir.aggregates) == 1 \
+            and ir.aggregates[0][0] in ("$max", "$min"):
+        top_per_group(ir, s.index, s.fields, q, s.entities, "identified" in s.variant)
+    ir.sort = ir.sort or default_order(ir, identifier(s.index, s.collection, s.fields))
+
+
+def read_coverage(s: State) -> None:
+    """The content words no pass explained (they lower confidence)."""
+    q, ir = s.q, s.ir
+    grounded = set(s.consumed) | s.entities
+    for m in s.mentions:
+        grounded.update(range(m.start, m.end))
+    content = [i for i, w in enumerate(q.raw) if w not in STOPWORDS and not w.isdigit()
+               and w not in AGG_WORDS and w not in DESC_WORDS and w not in ASC_WORDS]
+    covered = [i for i in content if i in grounded or intent_word(q.raw[i])]
+    ir.grounded_share = len(covered) / len(content) if content else 1.0
+    ir.unresolved = [q.raw[i] for i in content if i not in covered]
+    ir.missed = [q.raw[i] for i in content if i not in covered
+                 and any(word_match(q.stems[i], v) >= 0.85 for v in s.grounding.vocabulary)]
+
+
+def plan_traversal(s: State) -> None:
+    """Arrays unwound, maps expanded, and the issues that lower confidence."""
+    ir = s.ir
+    ir.unwinds = plan_unwinds(ir)
+    ir.inferred = [a for a in ir.unwinds if not names_array(s.q, a)]
+    ir.expand = plan_expansions(ir)
+    ir.issues += unrepresented(s.q)
+    validate(ir)
+
+
+PASSES = (read_limits, read_having, read_filters, read_literals, read_counts, read_grouping, read_aggregates,
+          read_order, read_outputs, read_per_group, read_coverage, plan_traversal)
+
+
+def read(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,
+         **reading) -> State:
+    """The State after every pass (`reading`: another reading, see State.of)."""
+    state = State.of(question, witnesses, index, grounding, **reading)
+    for step in PASSES:
+        step(state)
+    return state
+
+
+def build_ir(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,
+             **reading) -> IR:
+    """The intermediate representation of one question over one database's index
+    (`collection=`, `avoid=`, `variant=`: another reading than the preferred one)."""
+    return read(question, witnesses, index, grounding, **reading).ir

@@ -1,0 +1,260 @@
+"""Rendering: the aggregation pipeline of an IR."""
+
+from __future__ import annotations
+
+import re
+
+from nlq.methods.rules.vocabulary import DATE_PARTS
+from nlq.methods.rules.ir import Field, Filter, IR
+
+
+def _alias(map_path: str) -> str:
+    """The field an expanded map's {k, v} pairs are unwound into."""
+    name = re.sub(r"[^0-9A-Za-z]+", "_", map_path).strip("_")
+    depth = map_path.count("<*>")
+    return f"_{name}_{depth}" if depth else f"_{name}"
+
+
+def physical(path: str, ir: IR, key: bool = False) -> str:
+    """The stored path of a logical lattice path: a bound key replaces `<*>`
+    (`seasons.<*>.team` -> `seasons.2018.team`); under an expanded map the
+    path continues from its {k, v} pair (`_seasons.v.team`, the key `_seasons.k`)."""
+    parts = path.split(".")
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        if part != "<*>":
+            out.append(part)
+            continue
+        logical = ".".join(parts[:i])
+        if logical in ir.bound_keys:
+            out.append(str(ir.bound_keys[logical]))
+        elif logical in ir.expand:
+            out = [_alias(logical), "k" if key and i == len(parts) - 1 else "v"]
+        else:
+            out.append(part)
+    return ".".join(out)
+
+
+def _ref(f: Field, ir: IR):
+    ref = "$" + physical(f.mql, ir, key=f.kind == "key")
+    return {"$" + f.kind: ref} if f.kind in DATE_PARTS.values() else ref
+
+
+def _measure(f: Field, ir: IR):
+    """What an aggregate adds up: a value, or the number of an array's elements."""
+    return {"$size": {"$ifNull": [_ref(f, ir), []]}} if f.kind == "array" else _ref(f, ir)
+
+
+def _key_name(f: Field) -> str:
+    return re.sub(r"[^0-9A-Za-z_]+", "_", f.mql.replace(".<*>", "_key" if f.kind == "key" else "")).strip("_")
+
+
+def _out_name(f: Field, taken: set[str]) -> str:
+    name = "_".join(f.words) if f.kind == "key" else f.mql.split(".")[-1]
+    if name in taken or name == "_id" or not name:
+        name = _key_name(f)
+    taken.add(name)
+    return name
+
+
+def _filter_doc(filters: list[Filter], ir: IR) -> dict:
+    """The $match document of some filters; the two sides of a disjunction form an `$or`."""
+    doc = _conditions([f for f in filters if not f.branch], ir)
+    sides = [_conditions([f for f in filters if f.branch == b], ir) for b in (1, 2)]
+    if all(sides):
+        doc["$or"] = sides
+    return doc
+
+
+def _conditions(filters: list[Filter], ir: IR) -> dict:
+    doc: dict = {}
+    exprs = []
+    for f in filters:
+        path = physical(f.field.mql, ir, key=f.field.kind == "key")
+        if f.size:
+            exprs.append({f.op: [{"$size": {"$ifNull": ["$" + path, []]}}, f.value]})
+        elif f.average:
+            exprs.append({f.op: ["$" + path, "$" + AVERAGE_FIELD]})
+        elif f.op == "$exists" and f.key_of is None:
+            doc.setdefault(path, {})["$exists"] = f.value
+        elif f.op == "$exists":
+            doc.setdefault(f"{path}.{f.value}", {})["$exists"] = True
+        elif f.op == "$regex":
+            doc.setdefault(path, {}).update({"$regex": f.value, "$options": "i"})
+        elif f.op == "$not":
+            doc.setdefault(path, {})["$not"] = {"$regex": f.value, "$options": "i"}
+        elif f.op == "$eq":
+            existing = doc.get(path)
+            doc[path] = f.value if existing is None else {"$in": [existing, f.value]}
+        else:
+            slot = doc.setdefault(path, {})
+            if not isinstance(slot, dict):
+                slot = doc[path] = {"$eq": slot}
+            slot[f.op] = f.value
+    if exprs:
+        doc["$expr"] = exprs[0] if len(exprs) == 1 else {"$and": exprs}
+    return doc
+
+
+def _traversal(ir: IR) -> list[tuple[str, str]]:
+    """Unwinds and map expansions in the order the paths nest: (kind, logical path)."""
+    steps = [("unwind", a) for a in ir.unwinds] + [("expand", m) for m in ir.expand]
+    return sorted(steps, key=lambda s: (s[1].count("."), s[0] == "expand", s[1]))
+
+
+def _is_late(f: Filter, ir: IR) -> bool:
+    """A filter that must wait for an unwind or an expansion on its path."""
+    if f.size or f.op == "$elemMatch":
+        return False  # a condition on the whole array
+    return bool(set(f.field.arrays) & set(ir.unwinds)) or any(m in ir.expand for m in f.field.maps)
+
+
+def render(ir: IR) -> list[dict]:
+    """The aggregation pipeline of an IR."""
+    pipeline: list[dict] = []
+    late_branch = any(f.branch and _is_late(f, ir) for f in ir.filters)  # an $or stays whole
+    is_late = [_is_late(f, ir) or bool(f.branch and late_branch) for f in ir.filters]
+    early = [f for f, later in zip(ir.filters, is_late) if not later]
+    late = [f for f, later in zip(ir.filters, is_late) if later]
+    average = next((f for f in early if f.average), None)
+    if average is not None:  # the average over every document, before any other condition
+        pipeline.append(_average_window(average, ir))
+    if early:
+        pipeline.append({"$match": _filter_doc(early, ir)})
+    for other, local, foreign in ir.anti_joins:
+        alias = "_" + re.sub(r"[^0-9A-Za-z]+", "_", other)
+        pipeline.append({"$lookup": {"from": other, "localField": local, "foreignField": foreign, "as": alias}})
+        pipeline.append({"$match": {alias: {"$size": 0}}})
+    documents_first = _ranks_documents(ir, late)
+    if documents_first:  # 'the cities of the county with the most officers': pick the county, then unwind
+        pipeline += _ranking(ir)
+    for kind, path in _traversal(ir):
+        if kind == "unwind":
+            pipeline.append({"$unwind": "$" + physical(path, ir)})
+        else:
+            pipeline.append({"$addFields": {_alias(path): {"$objectToArray": "$" + physical(path, ir)}}})
+            pipeline.append({"$unwind": "$" + _alias(path)})
+    average = next((f for f in late if f.average), None)
+    if average is not None:
+        pipeline.append(_average_window(average, ir))
+    if late:
+        pipeline.append({"$match": _filter_doc(late, ir)})
+
+    taken: set[str] = set()
+    keys = ir.group_by or (ir.outputs if ir.distinct else [])
+    if ir.group_by or ir.aggregates or (ir.distinct and keys):
+        if ir.presort:
+            pipeline.append({"$sort": {physical(f.mql, ir): d for f, d in ir.presort}})
+        group: dict = {"_id": (_ref(keys[0], ir) if len(keys) == 1
+                               else {_key_name(k): _ref(k, ir) for k in keys} if keys else None)}
+        agg_names = []
+        for op, f in ir.aggregates:
+            name = f"{op[1:]}_{_key_name(f)}"
+            group[name] = {op: _measure(f, ir)}
+            agg_names.append(name)
+        if ir.count and ir.group_by and not ir.presort:
+            group["count"] = {"$sum": 1}  # shown when asked; else it ranks or filters the groups
+        extra = [f for f in ir.outputs if f not in keys and not any(f is a for _, a in ir.aggregates)]
+        if ir.group_by:
+            for f in extra:
+                group[_key_name(f)] = {"$first": _ref(f, ir)}
+        pipeline.append({"$group": group})
+        if ir.having and "count" in group:
+            pipeline.append({"$match": {"count": {ir.having[0]: ir.having[1]}}})
+        for k, op, value in ir.conditions:
+            pipeline.append({"$match": {agg_names[k]: {op: value}}})
+        if ir.count and not ir.group_by:
+            pipeline.append({"$count": "count"})  # how many distinct values / groups
+            return pipeline
+        if not documents_first:
+            _sort_and_limit(pipeline, _render_sort(ir, agg_names, keys), ir.limit)
+        project: dict = {"_id": 0}
+        if len(keys) == 1:
+            project[_out_name(keys[0], taken)] = "$_id"
+        else:
+            for k in keys:
+                project[_out_name(k, taken)] = "$_id." + _key_name(k)
+        for name in agg_names:
+            project[name] = 1 if ir.round is None else {"$round": ["$" + name, ir.round]}
+        if "count" in group and ir.count_asked:
+            project["count"] = 1
+        if ir.group_by:
+            for f in extra:
+                project[_out_name(f, taken)] = "$" + _key_name(f)
+        pipeline.append({"$project": project})
+        return pipeline
+    if ir.count:
+        pipeline.append({"$count": "count"})
+        return pipeline
+    if not documents_first:
+        pipeline += _ranking(ir)
+    project = {"_id": 0}
+    for f in ir.outputs:
+        project[_out_name(f, taken)] = _ref(f, ir)
+    for f in ir.sizes:
+        project["count" if "count" not in taken else f"count_{_key_name(f)}"] = {
+            "$size": {"$ifNull": [_ref(f, ir), []]}}
+        taken.add("count")
+    pipeline.append({"$project": project})
+    return pipeline
+
+
+AVERAGE_FIELD = "_average"
+
+
+def _average_window(f: Filter, ir: IR) -> dict:
+    """The field's average over all documents (or elements), set on each."""
+    return {"$setWindowFields": {"output": {AVERAGE_FIELD: {"$avg": _ref(f.field, ir)}}}}
+
+
+def _ranks_documents(ir: IR, late: list[Filter]) -> bool:
+    """The limit picks whole documents by document-level keys, before any array is
+    unwound or distinct values are taken ('the distinct ranges of the top 3 mountains')."""
+    keys = [k[1] if isinstance(k, tuple) else k for k, _ in ir.sort]
+    if not (ir.limit and keys) or late or ir.group_by or ir.aggregates or ir.count:
+        return False
+    top_level = all(isinstance(k, Field) and not k.maps and (not k.arrays or k.arrays == (k.mql,)) for k in keys)
+    if ir.distinct:
+        return top_level and not any(k in ir.outputs for k in keys)
+    return top_level and bool(ir.unwinds)
+
+
+def _ranking(ir: IR) -> list[dict]:
+    """The $sort and $limit of documents (after the size they rank by, if any)."""
+    stages: list[dict] = []
+    if any(isinstance(k, tuple) for k, _ in ir.sort):
+        size_of = next(k[1] for k, _ in ir.sort if isinstance(k, tuple))
+        stages.append({"$addFields": {"_size": {"$size": {"$ifNull": [_ref(size_of, ir), []]}}}})
+    _sort_and_limit(stages, _render_sort(ir, [], []), ir.limit)
+    return stages
+
+
+def _sort_and_limit(pipeline: list[dict], sort: dict, limit: int | None) -> None:
+    if sort:
+        pipeline.append({"$sort": sort})
+    if limit:
+        pipeline.append({"$limit": limit})
+
+
+def _render_sort(ir: IR, agg_names: list[str], keys: list[Field]) -> dict:
+    """The $sort document; after a $group (`keys` or `agg_names` given) keys are renamed."""
+    grouped = bool(keys or agg_names)
+    sort: dict = {}
+    for key, direction in ir.sort:
+        if key == "count":
+            if grouped and ir.count:
+                sort["count"] = direction
+        elif isinstance(key, tuple):  # ("size", array field)
+            if not grouped:
+                sort["_size"] = direction
+        elif grouped:
+            name = next((n for n, (_, f) in zip(agg_names, ir.aggregates) if f is key), None)
+            if name:
+                sort[name] = direction
+            elif key in keys:
+                sort["_id" if len(keys) == 1 else "_id." + _key_name(key)] = direction
+        else:
+            sort[physical(key.mql, ir, key=key.kind == "key")] = direction
+    if sort and grouped:
+        sort.setdefault("_id", 1)  # groups come in no defined order: make ties deterministic
+    return sort

@@ -1,0 +1,153 @@
+"""The schema `rules` reads from a grounding index: fields with the words that name them.
+
+    prepare(index)          -> Grounding(schema={collection: [Field]}, vocabulary)
+    join_edge(index, a, b)  trusted join edges; identifier(...) a document's identifier
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from nlq.text import normalize
+from nlq.methods.rules.ir import Field
+
+
+def split_name(name: str) -> list[str]:
+    """Words of a field name: `Openning_year` -> ['openning', 'year'], `StuID` -> ['stu', 'id']."""
+    name = name.replace("[]", "")
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|[_\-.\s]+", " ", name)
+    return [normalize(w) for w in spaced.split() if w and w != "<*>"]
+
+
+def lattice_to_mql(path: str) -> tuple[str, tuple[str, ...]]:
+    """`a[].b[].c` -> ('a.b.c', ('a', 'a.b'))."""
+    parts = path.split(".")
+    mql_parts, arrays = [], []
+    for part in parts:
+        is_array = part.endswith("[]")
+        mql_parts.append(part[:-2] if is_array else part)
+        if is_array:
+            arrays.append(".".join(mql_parts))
+    return ".".join(mql_parts), tuple(arrays)
+
+
+def map_key_words(map_name: str) -> tuple[str, ...]:
+    """What the keys of a map are called: 'values_by_year' -> ('year',), 'seasons' -> ('season',)."""
+    words = split_name(map_name)
+    if "by" in words[:-1]:
+        return tuple(words[words.index("by") + 1:])
+    return tuple(words)
+
+
+def _dominant_type(types: dict) -> str:
+    if not types:
+        return "missing"
+    real = {t: n for t, n in types.items() if t not in ("null", "missing")}
+    pool = real or types
+    return max(sorted(pool), key=lambda t: pool[t])
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """What `rules` derives once from an index: the fields of every collection and
+    the words of all collection and field names."""
+
+    schema: dict
+    vocabulary: frozenset
+
+
+def schema_of(index: dict) -> dict[str, list[Field]]:
+    """Fields of each collection from the index's lattice."""
+    return prepare(index).schema
+
+
+def prepare(index: dict) -> Grounding:
+    """The Grounding of an index (the method keeps one per database for a run)."""
+    schema: dict[str, list[Field]] = {c: [] for c in index.get("collections", {})}
+    year_paths = _year_paths(index.get("values", {}))
+    for entry in index.get("lattice", []):
+        path = entry["path"]
+        mql, arrays = lattice_to_mql(path)
+        if entry.get("kind") == "array" and not path.endswith("[]"):
+            arrays = arrays + (mql,)
+        names = [p for p in mql.split(".") if p != "<*>"]
+        if not names:
+            continue
+        parts = mql.split(".")
+        maps = tuple(".".join(parts[:i]) for i in range(1, len(parts)) if parts[i] == "<*>")
+        context = tuple(w for n in names[:-1] for w in split_name(n))
+        fields = schema.setdefault(entry["collection"], [])
+        fields.append(Field(
+            collection=entry["collection"], path=path, mql=mql, arrays=arrays,
+            kind=entry.get("kind", "scalar"), type=_dominant_type(entry.get("types", {})),
+            words=_field_words(names[-1], entry["collection"]), context=context, present=entry.get("present", 0),
+            maps=maps,
+            nulls=entry.get("null", 0), missing=entry.get("missing", 0), types=frozenset(entry.get("types", {})),
+            years=path in year_paths))
+        if entry.get("kind") == "dynamic_map":
+            # the map's keys are data ('seasons' -> a season, 'results_by_driver' -> a driver);
+            # a map directly inside another map has no name for its keys
+            key_words = () if parts[-1] == "<*>" else map_key_words(names[-1])
+            fields.append(Field(
+                collection=entry["collection"], path=path + ".<*>", mql=mql + ".<*>", arrays=arrays,
+                kind="key", type="string", words=key_words, context=context,
+                present=entry.get("present", 0), maps=maps + (mql,)))
+    vocabulary = frozenset(w for c in schema for w in split_name(c)) | frozenset(
+        w for fields in schema.values() for f in fields for w in f.words)
+    return Grounding(schema, vocabulary)
+
+
+def _field_words(name: str, collection: str) -> tuple[str, ...]:
+    """Words of a field name; an identifier named by the collection's initial
+    ('aid' in aircraft, 'eid' in employee) is that entity's id."""
+    words = split_name(name)
+    head = split_name(collection)[-1:]
+    if len(words) == 1 and re.fullmatch(r"[a-z]{1,2}id", words[0]) and head and head[0].startswith(words[0][:-2]):
+        return (head[0], "id")
+    return tuple(words)
+
+
+def _year_paths(values: dict) -> set[str]:
+    """Lattice paths whose witnessed numbers are all calendar years."""
+    years: dict[str, bool] = {}
+    for locations in values.values():
+        for loc in locations:
+            stored = loc.get("stored")
+            if loc.get("kind") == "value" and isinstance(stored, (int, float)) and not isinstance(stored, bool):
+                path = loc.get("path")
+                years[path] = years.get(path, True) and float(stored).is_integer() and 1000 <= stored <= 2100
+    return {p for p, all_years in years.items() if all_years}
+
+
+def join_edge(index: dict, collection: str, other: str) -> tuple[str, str] | None:
+    """(local path, foreign path) of a join edge between two collections, either
+    direction. Edges are induced from overlapping values, so small integers
+    overlap by chance: an edge is trusted when both ends carry the same field
+    name (`Author_ID` = `Author_ID`) or the local end names the other
+    collection (`author` -> authors.code); top-level ends first."""
+    trusted = []
+    for edge in index.get("join_edges", []):
+        a, b = edge.get("from", {}), edge.get("to", {})
+        for near, far in ((a, b), (b, a)):
+            if near.get("collection") != collection or far.get("collection") != other:
+                continue
+            local, foreign = lattice_to_mql(near["path"])[0], lattice_to_mql(far["path"])[0]
+            same = split_name(local.rsplit(".", 1)[-1]) == split_name(foreign.rsplit(".", 1)[-1])
+            names = set(split_name(local.rsplit(".", 1)[-1])) & set(split_name(other))
+            if same or names:
+                trusted.append((not same, local.count("."), foreign.count("."), local, foreign))
+    return min(trusted)[3:] if trusted else None
+
+
+def identifier(index: dict, collection: str, fields: list[Field]) -> Field | None:
+    """The top-level field that identifies a document: the target of a join
+    edge (other collections refer to it), else an always-present `..._id`."""
+    top = {f.mql: f for f in fields if f.kind == "scalar" and not f.arrays and not f.maps and f.mql != "_id"}
+    for edge in index.get("join_edges", []):
+        target = edge.get("to", {})
+        if target.get("collection") == collection and target.get("path") in top:
+            return top[target["path"]]
+    count = index.get("collections", {}).get(collection, {}).get("sampled", 0)
+    ids = [f for f in top.values() if f.words[-1:] == ("id",) and f.present >= count]
+    return min(ids, key=lambda f: (len(f.words), f.mql)) if ids else None

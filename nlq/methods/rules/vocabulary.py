@@ -1,0 +1,127 @@
+"""General English vocabulary of `rules`: count, aggregate, ordering and comparison words.
+
+No benchmark phrasings, databases or questions: only words and patterns any
+English question may use.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nlq.text import STOPWORDS as TEXT_STOPWORDS
+
+
+COUNT_PATTERNS = re.compile(r"\b(how many|numbers? of|count of|count the|count|total number)\b")
+
+
+AGG_WORDS = {
+    "average": "$avg", "avg": "$avg", "mean": "$avg",
+    "total": "$sum", "sum": "$sum", "combined": "$sum",
+    "maximum": "$max", "max": "$max", "highest": "$max", "largest": "$max", "biggest": "$max",
+    "greatest": "$max", "most": "$max", "top": "$max",
+    "minimum": "$min", "min": "$min", "lowest": "$min", "smallest": "$min", "least": "$min",
+    "fewest": "$min",
+}
+
+
+DISTINCT_WORDS = {"distinct", "different", "unique", "various", "individual"}
+
+
+GROUP_PATTERNS = re.compile(r"\b(?:(?:for|in|of|by|on|at|to|with) (?:each|every)|per|grouped by|group by|"
+                            r"broken down by|count by|counts by|for (?:the )?different|across (?:the )?different|"
+                            r"(?:classified|categori[sz]ed|separated|split|grouped|broken down) "
+                            r"(?:by|according to|into)(?: (?:their|its|the))?)\s+")
+
+
+DESC_WORDS = {"descending", "decreasing", "highest", "largest", "most", "biggest", "greatest",
+              "oldest", "latest", "newest", "longest", "top", "maximum"}
+
+
+ASC_WORDS = {"ascending", "increasing", "lowest", "smallest", "least", "fewest", "youngest",
+             "earliest", "shortest", "alphabetical", "alphabetically", "minimum", "cheapest"}
+
+
+# Superlatives that name their own measure (an age, a date, a length).
+MEASURE_SUPERLATIVES = {
+    "oldest": ("age", -1), "youngest": ("age", 1),
+    "newest": ("year", -1), "latest": ("date", -1), "earliest": ("date", 1),
+    "longest": ("length", -1), "shortest": ("length", 1),
+    "highest": ("height", -1), "tallest": ("height", -1), "lowest": ("height", 1),  # when no measure is named
+    "cheapest": ("price", 1), "priciest": ("price", -1),
+}
+
+
+# 'the most expensive', 'the least expensive': a price, ranked
+PRICE_PHRASE = re.compile(r"\b(most|least) (?:expensive|costly)\b")
+
+
+COMPARATORS = [
+    # (pattern, operator); N is a number captured as group "n"
+    (r"(?:more|greater|higher|larger|bigger|older|longer|heavier|later) than", "$gt"),
+    (r"(?:less|fewer|lower|smaller|younger|shorter|lighter|earlier) than", "$lt"),
+    (r"at least|no less than|not less than|minimum of|(?:greater|more|higher) than or equal to", "$gte"),
+    (r"at most|no more than|not more than|maximum of|(?:less|fewer|lower) than or equal to", "$lte"),
+    (r"since|from", "$gte"),  # 'since 1990' includes 1990
+    (r"over|above|exceeding|exceeds|after", "$gt"),
+    (r"under|below|before", "$lt"),
+]
+
+
+WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                "eight": 8, "nine": 9, "ten": 10}
+
+
+# a number as written: thousands separators allowed ('more than 1,000')
+NUMERAL = r"-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?"
+NUMBER = r"(?P<n>" + NUMERAL + "|" + "|".join(WORD_NUMBERS) + ")"
+
+
+BETWEEN = re.compile(r"\b(?:between|(?:with)?in the range (?:of|from|between))\s+" + NUMBER
+                     + r"\s+(?:and|to)\s+(?P<m>" + NUMERAL + ")")
+
+
+# 'N or more', '2011 or later': the bound is included (not in 'before 1900 or after 2000')
+OR_MORE = frozenset({"more", "greater", "higher", "above", "later", "after", "over"})
+
+
+OR_LESS = frozenset({"less", "fewer", "lower", "below", "earlier", "before", "under"})
+
+
+# ... unless another number follows ('before 1900 or after the year of 2000' is two bounds)
+OR_BOUND = re.compile(NUMBER + r"\s+or\s+(" + "|".join(sorted(OR_MORE | OR_LESS)) + r")\b"
+                      r"(?!\s+(?:the\s+)?(?:year\s+(?:of\s+)?)?\d)")
+
+
+NEGATIONS = {"not", "no", "except", "excluding", "other", "without", "never", "don't", "doesn't", "didn't",
+             "haven't", "hasn't", "none", "nobody", "non"}
+
+
+LIMIT_PATTERNS = re.compile(r"\b(?:top|first|last|highest|lowest|largest|smallest|best|worst)\s+(?P<n>\d+)\b"
+                            r"|\b(?:top\s+)?(?P<m>\d+|" + "|".join(WORD_NUMBERS) + r")\s+"
+                            r"(?:highest|lowest|largest|smallest|most|least|best|worst|top)\b")
+
+
+ALL_FIELDS_PATTERNS = re.compile(r"\ball (?:the )?(?:information|info|details|data|attributes|fields|columns)\b")
+
+
+# Words that carry no schema meaning: general stopwords plus request verbs.
+STOPWORDS = TEXT_STOPWORDS | frozenset(
+    "show list give find return display tell please provide retrieve get identify name names "
+    "value values record records entry entries".split())
+
+
+# Light synonyms: question word -> field words it may stand for.
+SYNONYMS = {
+    "age": ("age",), "old": ("age",), "year": ("year",), "when": ("date", "year"),
+    "called": ("name",), "named": ("name",), "title": ("name", "title"),
+    "cost": ("price", "cost"), "price": ("price", "cost"), "salary": ("salary", "pay", "wage"),
+    "city": ("city", "town"), "town": ("city", "town"),
+    "number": ("id", "no", "num"),  # 'employee number' is its identifier
+}
+
+
+DATE_PARTS = {"year": "year", "month": "month", "day": "dayOfMonth", "weekday": "dayOfWeek"}
+
+
+# Aggregate words that name a statistic (not a ranking such as 'most' or 'top').
+STATISTICS = frozenset(w for w, op in AGG_WORDS.items() if w not in ("most", "least", "fewest", "top"))
