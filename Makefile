@@ -5,8 +5,11 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := out/demo
 WORLDS  := fixtures/worlds
+# SecantusDB (GPL-2.0) is a test instrument for `make wire`: its own venv, never an nlq dependency.
+WIRE    := .venv-wire
+SECANTUS ?= secantusdb==0.7.0b3
 
-.PHONY: install test demo bench fixtures docs check clean
+.PHONY: install test demo bench fixtures docs check clean wire
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,6 +28,14 @@ bench: $(STAMP)
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/generate.py
 
+$(WIRE)/.installed:
+	test -x $(WIRE)/bin/python || $(PY) -m venv $(WIRE)
+	$(WIRE)/bin/python -m pip install -q '$(SECANTUS)'
+	touch $(WIRE)/.installed
+
+wire: $(STAMP) $(WIRE)/.installed
+	$(BIN)/python -m tests.secantus.run --server $(WIRE)/bin/secantusd-py
+
 docs: $(STAMP)
 	$(BIN)/python -m tests.readme
 
@@ -40,4 +51,4 @@ demo: $(STAMP)
 	$(BIN)/nlq report $(DEMO)/rules.scored.jsonl --by db --by labels.schema_flex --by labels.anti_sql
 
 clean:
-	rm -rf $(VENV) out .hypothesis
+	rm -rf $(VENV) $(WIRE) out .hypothesis

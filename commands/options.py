@@ -73,13 +73,16 @@ def backend_choice(data, uri):
     return data, uri
 
 
-def open_backend_from(data, uri):
-    """The backend for the options (usage errors exit 2, a backend that cannot be opened exits 1)."""
+def open_backend_from(data, uri, timeout):
+    """The backend for the options (usage errors exit 2, a backend that cannot be opened exits 1).
+
+    Use it as a context manager (`with open_backend_from(...) as backend:`): the
+    MongoDB client is closed when the command ends."""
     from nlq.backends import open_backend
 
     data, uri = backend_choice(data, uri)
     with errors_as_click():
-        return open_backend(data=data, uri=uri)
+        return open_backend(data=data, uri=uri, timeout=timeout)
 
 
 class errors_as_click:

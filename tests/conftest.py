@@ -54,3 +54,15 @@ def clinic_index_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("idx") / "clinic.index.jsonl"
     path.write_bytes(b"".join(orjson.dumps(doc) + b"\n" for doc in index.build(EmbeddedBackend(WORLDS), ["clinic"])))
     return path
+
+
+@pytest.fixture
+def wire_server():
+    """A wire-protocol server on 127.0.0.1 answering from the embedded engine over the fixture
+    worlds (tests/wire.py); stopped after the test."""
+    pytest.importorskip("mockupdb", reason="mockupdb (test extra) is not installed")
+    from nlq.backends import EmbeddedBackend
+    from tests.wire import WireServer
+
+    with WireServer(EmbeddedBackend(WORLDS)) as server:
+        yield server
