@@ -9,9 +9,9 @@ WORLDS  := fixtures/worlds
 WIRE    := .venv-wire
 SECANTUS ?= secantusdb==0.7.0b3
 
-.PHONY: install test demo bench fixtures docs check clean wire
+.PHONY: install test demo bench fixtures docs check clean browser wire
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
@@ -49,6 +49,13 @@ demo: $(STAMP)
 	  | $(BIN)/nlq generate --method rules --index $(DEMO)/index.jsonl \
 	  | $(BIN)/nlq score --data $(WORLDS) -o $(DEMO)/rules.scored.jsonl
 	$(BIN)/nlq report $(DEMO)/rules.scored.jsonl --by db --by labels.schema_flex --by labels.anti_sql
+	$(BIN)/nlq report $(DEMO)/rules.scored.jsonl --by db --by labels.schema_flex --by labels.anti_sql \
+	  --format html -o $(DEMO)/report.html
+	@echo "wrote $(DEMO)/report.html"
+
+# Headless Chromium (Debian's package) for the browser test of the HTML report.
+browser:
+	command -v chromium >/dev/null || { timeout 900 apt-get update -qq && timeout 900 apt-get install -y -qq chromium; }
 
 clean:
 	rm -rf $(VENV) $(WIRE) out .hypothesis

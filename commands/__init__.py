@@ -1,15 +1,20 @@
-"""The `nlq` command line: one thin click module per subcommand, loaded lazily."""
+"""The `nlq` command line: one thin click module per subcommand, loaded lazily.
+
+The modules live in the repository's commands/ folder and install as the
+package `nlq.commands` (see setup.py).
+"""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import signal
 
 import click
 
 from nlq import __version__
 
-# subcommand -> module under commands/ (each defines a click command `cli`)
+# subcommand -> module of this package (each defines a click command `cli`)
 COMMANDS = {
     "import": "import_",
     "exec": "exec_",
@@ -19,6 +24,7 @@ COMMANDS = {
     "generate": "generate",
     "score": "score",
     "report": "report",
+    "ask": "ask",
 }
 
 
@@ -30,12 +36,12 @@ class LazyGroup(click.Group):
 
     @staticmethod
     def _available(name: str) -> bool:
-        return importlib.util.find_spec(f"commands.{COMMANDS[name]}") is not None
+        return importlib.util.find_spec(f"{__name__}.{COMMANDS[name]}") is not None
 
     def get_command(self, ctx, name):
         if name not in COMMANDS or not self._available(name):
             return None
-        return importlib.import_module(f"commands.{COMMANDS[name]}").cli
+        return importlib.import_module(f"{__name__}.{COMMANDS[name]}").cli
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import errors_as_click
+from nlq.commands.options import errors_as_click
 from nlq import card as path_card
 from nlq import io
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import backend_options, errors_as_click, open_backend_from
+from nlq.commands.options import backend_options, errors_as_click, open_backend_from, warn
 
 
 @click.command(name="exec", epilog="""\b
@@ -45,8 +45,8 @@ def cli(data, uri, timeout, max_rows, query, db, tasks, rows, explain, output, s
             if tasks is not None:
                 records = io.read_records(tasks, strict=strict, stage="exec")
                 io.write_records(execute.run_tasks(records, backend, db=db, rows=rows, timeout=timeout,
-                                                   max_rows=max_rows), output)
+                                                   max_rows=max_rows, warn=warn), output)
             else:
                 result = execute.run_query(backend, db, execute.read_query_text(query), timeout=timeout,
-                                           max_rows=max_rows)
+                                           max_rows=max_rows, warn=warn)
                 io.write_records(result, output)

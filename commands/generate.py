@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import errors_as_click, io_options, with_progress
+from nlq.commands.options import errors_as_click, io_options, with_progress
 from nlq import generate, io, methods
 from nlq import index as grounding
 
@@ -27,7 +27,8 @@ def cli(input, output, strict, progress, method, index_path, min_confidence):
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
     channels it observed in `disclosure`. A question the method cannot answer
-    gets a typed `failure` and flows on.
+    gets a typed `failure` and flows on. A record without `witnesses` gets
+    them first, as `nlq witness` would compute them.
     """
     with errors_as_click():
         indexes = grounding.load(index_path)

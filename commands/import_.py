@@ -1,27 +1,50 @@
-"""`nlq import`: benchmark records (TEND v1, TEND-native) -> nlq task records."""
+"""`nlq import`: benchmark records (TEND v1, TEND-native) or any system's predictions -> nlq task records."""
 
 from __future__ import annotations
 
 import click
 
-from commands.options import errors_as_click, io_options, with_progress
 from nlq import importers
+from nlq.errors import InputError
+from nlq.commands.options import errors_as_click, io_options, with_progress
 from nlq.io import write_records
 
 
 @click.command(name="import", epilog="""\b
-Example:
+Examples:
+  nlq import --map question=nl,db=db_id,prediction=pred --tasks fixtures/tasks/clinic.jsonl \\
+    fixtures/predictions/other-system.jsonl | nlq score --data fixtures/worlds | nlq report
   echo '{"record_id": 1, "db_id": "clinic", "nl_queries": ["How many patients are there?"], "MQL": "db.patients.countDocuments({})"}' \\
     | nlq import --format tend-v1
 """)
-@click.option("--format", "fmt", type=click.Choice(sorted(importers.FORMATS)), required=True,
-              help="Benchmark record layout of INPUT (a JSON array or JSONL).")
+@click.option("--format", "fmt", type=click.Choice(sorted(importers.FORMATS) + ["mapped"]),
+              help="Record layout of INPUT (a JSON array or JSONL); `mapped` (the default with --map): "
+                   "another system's predictions.")
+@click.option("--map", "maps", multiple=True, metavar="TARGET=FIELD[,...]",
+              help=f"Where each target is in the input records (dotted fields; targets: "
+                   f"{', '.join(importers.MAP_TARGETS)}); unmapped targets are looked for under their own name.")
+@click.option("--tasks", type=click.Path(allow_dash=False, dir_okay=False),
+              help="Task records to join the predictions with (by id, else by db and question): "
+                   "they bring the gold and the labels.")
+@click.option("--method", metavar="NAME", help="Recorded as the predictions' `method` (mapped format).")
 @io_options
-def cli(input, output, strict, progress, fmt):
-    """Convert benchmark records to task records {id, db, question, paraphrases, gold_mql, labels}.
+def cli(input, output, strict, progress, fmt, maps, tasks, method):
+    """Convert benchmark records to task records {id, db, question, paraphrases, gold_mql, labels},
+    or another system's predictions (`--map`) to task records with `prediction`.
 
     One task record per input record, in order; a record lacking a required
-    field or a malformed line becomes a failure record (`--strict`: exit 1).
+    field, a prediction that matches no task of `--tasks`, or a malformed line
+    becomes a failure record (`--strict`: exit 1).
     """
+    fmt = fmt or ("mapped" if maps or tasks or method else None)
+    if fmt is None:
+        raise click.UsageError("give --format (tend-v1, tend-native) or --map for another system's predictions")
+    if fmt != "mapped" and (maps or tasks or method):
+        raise click.UsageError(f"--map, --tasks and --method go with the mapped format, not --format {fmt}")
+    try:
+        mapping = importers.parse_map(maps)
+    except InputError as exc:
+        raise click.BadParameter(exc.message, param_hint="--map") from None
     with errors_as_click():
-        write_records(with_progress(importers.run(input, fmt, strict=strict), progress, "import"), output)
+        records = importers.run(input, fmt, strict=strict, mapping=mapping, tasks=tasks, method=method)
+        write_records(with_progress(records, progress, "import"), output)

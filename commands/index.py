@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import backend_options, errors_as_click, open_backend_from
+from nlq.commands.options import backend_options, errors_as_click, open_backend_from
 from nlq import index as grounding
 from nlq import io
 

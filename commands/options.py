@@ -101,6 +101,11 @@ class errors_as_click:
         return False
 
 
+def warn(message: str) -> None:
+    """A warning on stderr (`nlq: warning: ...`), never in the output stream."""
+    click.echo(f"nlq: warning: {message}", err=True)
+
+
 def show_progress(flag: bool) -> bool:
     """Progress bars only when asked or when stderr is a terminal."""
     return flag or sys.stderr.isatty()

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
+
 import click
 
-from commands.options import errors_as_click
+from nlq.commands.options import errors_as_click
 
 
 @click.command(epilog="""\b
-Example:
+Examples:
   nlq score --data fixtures/worlds --self-check fixtures/tasks/clinic.jsonl \\
     | nlq report --by labels.schema_flex --format markdown
+  nlq score --data fixtures/worlds fixtures/tasks/club.jsonl -o club.scored.jsonl
+  nlq report club.scored.jsonl --layout paper --format html -o report.html
 """)
 @click.argument("scored", nargs=-1, type=click.Path(allow_dash=True))
 @click.option("--by", "by", multiple=True, metavar="FIELD",
@@ -18,22 +23,34 @@ Example:
 @click.option("--ref", metavar="RUN", help="Reference run (name or file) for the paired McNemar test.")
 @click.option("--name", "names", multiple=True, metavar="NAME",
               help="Run names, one per file in order (default: the file name).")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json", "latex"]),
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json", "latex", "html"]),
               default="table", show_default=True,
-              help="table (rich, for the terminal), markdown, json (fractions) or latex (booktabs).")
+              help="table (rich, for the terminal), markdown, json (fractions), latex (booktabs) "
+                   "or html (one self-contained page with charts).")
+@click.option("--layout", type=click.Choice(["full", "paper"]), default="full", show_default=True,
+              help="full (every outcome bucket) or paper (the TEND paper's compact columns, claim-axis "
+                   "slices and interaction economics).")
+@click.option("--cascade-fallback", metavar="RUN",
+              help="Run (name or file) a cascade falls back on: each run with confidence gets the "
+                   "EXC / calls-saved curve over all thresholds.")
+@click.option("--width", type=click.IntRange(min=40), metavar="COLUMNS",
+              help="Fit the table format in this many columns (default: the terminal's width; "
+                   "unlimited when not writing to a terminal).")
 @click.option("-o", "--output", default="-", type=click.Path(allow_dash=True), show_default=True,
               help="Where to write the report ('-' = stdout).")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% EXC interval (0 = none).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
-def cli(scored, by, ref, names, fmt, output, bootstrap, seed):
+def cli(scored, by, ref, names, fmt, layout, cascade_fallback, width, output, bootstrap, seed):
     """Report scored runs: each SCORED file (default stdin) is one run.
 
     """
     from nlq import io, report
 
+    if width is None and output == "-" and sys.stdout.isatty():
+        width = shutil.get_terminal_size().columns
     with errors_as_click():
-        text = report.run(list(scored), names=list(names), by=list(by), ref=ref, fmt=fmt,
-                          bootstrap=bootstrap, seed=seed)
+        text = report.run(list(scored), names=list(names), by=list(by), ref=ref, fmt=fmt, layout=layout,
+                          bootstrap=bootstrap, seed=seed, cascade_fallback=cascade_fallback, width=width)
         with io.open_output(output) as out:
             out.write(text.encode())

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from commands.options import backend_options, errors_as_click, io_options, open_backend_from, with_progress
+from nlq.commands.options import (backend_options, errors_as_click, io_options, open_backend_from, warn,
+                                  with_progress)
 
 
 @click.command(epilog="""\b
@@ -35,5 +36,5 @@ def cli(data, uri, timeout, max_rows, input, output, strict, progress, beta, sel
         records = with_progress(io.read_records(input, strict=strict, stage="score"), progress, "score")
         io.write_records(score.run(records, backend, beta=beta, timeout=timeout, max_rows=max_rows,
                                    self_check=self_check,
-                                   beta_sweep=beta_sweep, summary=lambda line: click.echo(line, err=True)),
+                                   beta_sweep=beta_sweep, summary=lambda line: click.echo(line, err=True), warn=warn),
                          output)

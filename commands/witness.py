@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from commands.options import errors_as_click, io_options, with_progress
+from nlq.commands.options import errors_as_click, io_options, with_progress
 from nlq import io
 from nlq import index as grounding
 from nlq import witness as witnesses

@@ -172,6 +172,38 @@ def _line(entry: dict, sampled: int, *, collapse: bool) -> str:
     return text + ("  " + ", ".join(markers) if markers else "")
 
 
+def lines_for(index: dict, fields: Iterable[tuple[str, str]]) -> list[str]:
+    """The card lines of the lattice paths behind `(collection, MQL path)` pairs, with their
+    parents, under a `collection:` heading each, in card order.
+
+    A dynamic map's `<*>` stands for any key (`seasons.2019.team` is `seasons.<*>.team`) and
+    array markers are invisible in MQL paths (`visits.date` is `visits[].date`); a field the
+    lattice does not hold contributes nothing."""
+    wanted: dict[str, list[list[str]]] = {}
+    for collection, path in fields:
+        wanted.setdefault(collection, []).append(path.split("."))
+    out = []
+    for collection, info in index["collections"].items():
+        paths = wanted.get(collection)
+        if not paths:
+            continue
+        entries = [e for e in index["lattice"] if e["collection"] == collection]
+        hits = {e["path"] for e in entries for path in paths if _names(e["path"], path)}
+        chosen = [e for e in entries
+                  if any(hit == e["path"] or hit.startswith((e["path"] + ".", e["path"] + "[]")) for hit in hits)]
+        if chosen:
+            out.append(f"{collection}:")
+            sampled = info.get("sampled") or 0
+            out.extend(_line(e, sampled, collapse=True) for e in sorted(chosen, key=lambda e: tree_key(e["path"])))
+    return out
+
+
+def _names(lattice_path: str, segments: list[str]) -> bool:
+    """Whether a lattice path is the MQL path `segments` (`<*>` matching any one key)."""
+    steps = lattice_path.replace("[]", "").split(".")
+    return len(steps) == len(segments) and all(a == "<*>" or a == b for a, b in zip(steps, segments))
+
+
 def run(indexes: Iterable[dict], *, dbs: Iterable[str] = (), **options) -> Iterator[dict]:
     """Cards (`build` results) for the index documents, only those of `dbs` when given.
 
@@ -193,4 +225,4 @@ def run(indexes: Iterable[dict], *, dbs: Iterable[str] = (), **options) -> Itera
                          hint="index it first: nlq index --data DIR --db " + missing[0])
 
 
-__all__ = ["render", "build", "run", "path_depth", "tree_key", "DEFAULT_MAX_ENTRIES"]
+__all__ = ["render", "build", "run", "lines_for", "path_depth", "tree_key", "DEFAULT_MAX_ENTRIES"]

@@ -110,10 +110,22 @@ class UnknownDatabaseError(InputError):
     type = "unknown_db"
 
 
+class UnmatchedTaskError(InputError):
+    """An imported prediction whose id or question matches no task (or several) of the task file."""
+
+    type = "unmatched_task"
+
+
 class AbstainedError(NlqError):
     """A generation method declined to answer (confidence below the threshold)."""
 
     type = "abstained"
+
+
+class NoAnswerError(NlqError):
+    """`nlq ask` could not answer: no pipeline was generated, or it failed to run."""
+
+    type = "no_answer"
 
 
 def failure(stage: str, type_: str, message: str) -> dict:

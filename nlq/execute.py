@@ -13,14 +13,16 @@ or read) is no fault of the record: it stops the run.
 
 from __future__ import annotations
 
+import difflib
 import sys
 import time
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from nlq import io
 from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import BackendError, InputError, NlqError, UnknownDatabaseError, failure, json_type
 from nlq.mql import serialize
+from nlq.mql.fields import named_collections
 from nlq.mql.parse import parse_query
 
 STAGE = "exec"
@@ -37,10 +39,55 @@ def read_query_text(text: str) -> str:
     return text
 
 
+class CollectionCheck:
+    """Tells `warn` once per (db, collection) when a query names a collection the database
+    does not hold, with the closest existing name. MongoDB answers such a query with no
+    documents, and so does nlq: the warning only explains the empty result.
+
+        database 'clinic' has no collection 'patient' (did you mean 'patients'?); it reads as empty
+    """
+
+    def __init__(self, backend, warn: Callable[[str], None] | None):
+        self.backend, self.warn = backend, warn
+        self._collections: dict[str, set[str] | None] = {}
+        self._told: set[tuple[str, str]] = set()
+
+    def __call__(self, db: str, query) -> None:
+        if self.warn is None:
+            return
+        for name in named_collections(query.collection, query.pipeline):
+            if (db, name) in self._told:
+                continue
+            existing = self._existing(db)
+            if existing is None or name in existing:
+                continue
+            self._told.add((db, name))
+            self.warn(f"database {db!r} has no collection {name!r}{_did_you_mean(name, existing)}; "
+                      "it reads as empty")
+
+    def _existing(self, db: str) -> set[str] | None:
+        if db not in self._collections:
+            try:
+                self._collections[db] = set(self.backend.collections(db))
+            except NlqError:
+                self._collections[db] = None  # an unknown database is reported on its own
+        return self._collections[db]
+
+
+def _did_you_mean(name: str, existing: set[str]) -> str:
+    lowered = {n.lower(): n for n in existing}
+    close = [lowered[name.lower()]] if name.lower() in lowered else \
+        difflib.get_close_matches(name, sorted(existing), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def run_query(backend, db: str, source, *, timeout: float = DEFAULT_TIMEOUT,
-              max_rows: int = DEFAULT_MAX_ROWS) -> list[dict]:
-    """Parse `source` (mongosh text, JSON text or a `{collection, pipeline}` dict) and run it on `db`."""
+              max_rows: int = DEFAULT_MAX_ROWS, warn: Callable[[str], None] | None = None) -> list[dict]:
+    """Parse `source` (mongosh text, JSON text or a `{collection, pipeline}` dict) and run it on `db`.
+
+    `warn` is told about collections the query names that `db` does not hold."""
     query = parse_query(source)
+    CollectionCheck(backend, warn)(db, query)
     return backend.aggregate(db, query.collection, query.pipeline, timeout=timeout, max_rows=max_rows)
 
 
@@ -58,15 +105,18 @@ def explain(source) -> dict:
 
 
 def run_tasks(records: Iterable[dict], backend, *, db: str | None = None, rows: bool = False,
-              timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS) -> Iterator[dict]:
+              timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
+              warn: Callable[[str], None] | None = None) -> Iterator[dict]:
     """Execute each task record's gold (`gold` object or `gold_mql` text) and add `execution`.
 
     `db` overrides the records' own `db`. With `rows=True` the result rows are
-    embedded as `execution.rows`.
+    embedded as `execution.rows`. `warn` is told (once each) about collections the
+    queries name that their database does not hold.
     """
     from nlq.score import gold_source, unknown_database
 
     databases: dict[str, str | None] = {}  # db -> None (usable) or why it is unknown
+    check_collections = CollectionCheck(backend, warn)
     for record in records:
         execution: dict = {"rows_count": None, "ms": None, "error": None}
         if io.has_failure(record):
@@ -87,6 +137,7 @@ def run_tasks(records: Iterable[dict], backend, *, db: str | None = None, rows: 
                 databases[target] = unknown_database(backend, target)
             if databases[target] is not None:
                 raise UnknownDatabaseError(databases[target])
+            check_collections(target, query)
             started = time.perf_counter()
             result = backend.aggregate(target, query.collection, query.pipeline, timeout=timeout,
                                        max_rows=max_rows)
@@ -103,4 +154,4 @@ def run_tasks(records: Iterable[dict], backend, *, db: str | None = None, rows: 
         yield {**record, "execution": execution}
 
 
-__all__ = ["run_query", "run_tasks", "explain", "read_query_text"]
+__all__ = ["run_query", "run_tasks", "explain", "read_query_text", "CollectionCheck"]

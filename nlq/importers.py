@@ -12,6 +12,10 @@ Formats:
   ``{record_id, db_id, NLQ, NLQ_colloquial, MQL}``. `question` is ``NLQ``,
   `paraphrases` ``[NLQ_colloquial]``.
 
+- ``mapped`` (any system's predictions, see :func:`map_record`): a record
+  holding a question, a db and a predicted query under any field names,
+  named with ``--map TARGET=FIELD``.
+
 Either file may be a JSON array or JSONL. The task record is
 ``{id: "<db_id>/<record_id>", db, question, paraphrases, gold_mql, labels}``;
 `gold_mql` is the MQL text as is (not parsed here), `labels` holds the
@@ -26,7 +30,7 @@ from typing import Iterable, Iterator
 
 import orjson
 
-from nlq.errors import InputError, failure
+from nlq.errors import InputError, UnmatchedTaskError, failure
 from nlq.io import Line, from_extjson, iter_lines, open_input
 
 STAGE = "import"
@@ -73,6 +77,170 @@ def to_task(record: dict, fmt: str) -> dict:
     labels.update((k, v) for k, v in record.items() if k not in consumed)
     return {"id": f"{db}/{record_id}", "db": db, "question": question, "paraphrases": paraphrases,
             "gold_mql": mql, "labels": labels}
+
+
+# --- any system's predictions ------------------------------------------------------
+
+MAP_TARGETS = ("id", "question", "db", "prediction", "collection", "method", "gold", "labels")
+# Where each target is looked for when --map does not name it.
+MAP_DEFAULTS = {"id": ("id",), "question": ("question",), "db": ("db",), "prediction": ("prediction",),
+                "collection": (), "method": (), "gold": ("gold", "gold_mql"), "labels": ("labels",)}
+
+
+def parse_map(specs) -> dict:
+    """`["question=nl,db=db_id", "prediction=out.mql"]` -> `{"question": "nl", ...}` (dotted sources).
+
+    Raises InputError on an unknown target, a malformed pair or a target named twice."""
+    mapping: dict = {}
+    for spec in specs:
+        for pair in filter(None, (p.strip() for p in spec.split(","))):
+            target, sep, source = (x.strip() for x in pair.partition("="))
+            if not sep or not target or not source:
+                raise InputError(f"--map {pair!r}: expected TARGET=FIELD", hint="e.g. --map question=nl,db=db_id")
+            if target not in MAP_TARGETS:
+                raise InputError(f"--map {pair!r}: unknown target {target!r} (one of {', '.join(MAP_TARGETS)})")
+            if target in mapping:
+                raise InputError(f"--map names {target!r} twice")
+            mapping[target] = source
+    return mapping
+
+
+_ABSENT = object()
+
+
+def _field(record: dict, path: str):
+    value = record
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value
+
+
+def _source(record: dict, target: str, mapping: dict) -> tuple[object, str | None]:
+    """The value for a target and the field it came from (`_ABSENT`, None when nowhere)."""
+    paths = (mapping[target],) if target in mapping else MAP_DEFAULTS[target]
+    for path in paths:
+        value = _field(record, path)
+        if value is not _ABSENT:
+            return value, path
+    return _ABSENT, None
+
+
+def _as_prediction(value, collection, method) -> dict | None:
+    """A predicted query in any of the forms systems publish, as a prediction nlq scores."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str):
+        prediction = {"mql": value}
+    elif isinstance(value, list):
+        if not isinstance(collection, str) or not collection:
+            raise InputError("the prediction is a bare pipeline and no collection is mapped",
+                             hint="add --map collection=FIELD")
+        prediction = {"collection": collection, "pipeline": value}
+    elif isinstance(value, dict) and (isinstance(value.get("mql"), str) or "pipeline" in value):
+        prediction = dict(value)
+        if "pipeline" in prediction and "collection" not in prediction and isinstance(collection, str):
+            prediction["collection"] = collection
+    else:
+        raise InputError(f"the prediction is a {type(value).__name__}, not a query "
+                         "(expected mongosh or JSON text, a pipeline list or {collection, pipeline})")
+    if method is not None:
+        prediction["method"] = method
+    return prediction
+
+
+def map_record(record: dict, mapping: dict, *, number: int, method: str | None = None) -> dict:
+    """Another system's record as a task record with `prediction`, by a field mapping.
+
+        >>> map_record({"nl": "How many?", "db_id": "clinic", "pred": "db.p.countDocuments({})"},
+        ...            {"question": "nl", "db": "db_id", "prediction": "pred"}, number=3)["prediction"]
+        {'mql': 'db.p.countDocuments({})'}
+
+    `mapping` names, per target (:data:`MAP_TARGETS`), the dotted field it is
+    read from; an unmapped target is looked for under its own name
+    (:data:`MAP_DEFAULTS`). `question`, `db` and `prediction` are required
+    (a null prediction is a no-submission); `id` defaults to `<db>/<number>`;
+    `gold` (mongosh text or `{collection, pipeline}`) becomes `gold_mql` or
+    `gold`; `method` (or the `method` argument) is recorded in the
+    prediction; the record's top-level fields that no target consumed go to
+    `labels`.
+    """
+    values, used = {}, set()
+    for target in MAP_TARGETS:
+        value, path = _source(record, target, mapping)
+        if value is not _ABSENT:
+            values[target] = value
+            used.add(path.split(".")[0])
+    missing = [t for t in ("question", "db", "prediction") if t not in values]
+    if missing:
+        raise InputError(f"record lacks {', '.join(f'{t} (field {mapping.get(t, t)!r})' for t in missing)}",
+                         hint="name the fields with --map question=FIELD,db=FIELD,prediction=FIELD")
+    db, question = values["db"], values["question"]
+    if not isinstance(db, str) or not db:
+        raise InputError("db must be a non-empty string")
+    if not isinstance(question, str) or not question:
+        raise InputError("question must be a non-empty string")
+    record_method = method if method is not None else values.get("method")
+    task = {"id": str(values["id"]) if "id" in values else f"{db}/{number}", "db": db, "question": question}
+    gold = values.get("gold")
+    if isinstance(gold, str):
+        task["gold_mql"] = gold
+    elif isinstance(gold, dict):
+        task["gold"] = gold
+    labels = dict(values["labels"]) if isinstance(values.get("labels"), dict) else {}
+    labels.update((k, v) for k, v in record.items() if k not in used)
+    task["labels"] = labels
+    task["prediction"] = _as_prediction(values["prediction"], values.get("collection"), record_method)
+    return task
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+class TaskIndex:
+    """Task records to join predictions with: by id, else by (db, question) ignoring case and spacing."""
+
+    def __init__(self, tasks):
+        self.by_id: dict = {}
+        self.by_question: dict = {}
+        for task in tasks:
+            if "failure" in task or not isinstance(task.get("question"), str):
+                continue
+            self.by_id[str(task.get("id"))] = task
+            key = (task.get("db"), _normalized(task["question"]))
+            self.by_question[key] = None if key in self.by_question else task  # None: ambiguous
+
+    def join(self, mapped: dict, has_id: bool) -> dict:
+        """The task the mapped record answers, with the record's prediction; InputError when none."""
+        task = self.by_id.get(mapped["id"]) if has_id else None
+        if task is None:
+            key = (mapped["db"], _normalized(mapped["question"]))
+            if key in self.by_question and self.by_question[key] is None:
+                raise UnmatchedTaskError(f"the question matches several tasks of db {mapped['db']}")
+            task = self.by_question.get(key)
+        if task is None:
+            raise UnmatchedTaskError(f"no task of db {mapped['db']} has this id or question")
+        joined = {k: v for k, v in task.items() if k != "prediction"}
+        joined["prediction"] = mapped["prediction"]
+        return joined
+
+
+def convert_mapped(lines: Iterable[Line], mapping: dict, *, tasks: TaskIndex | None = None,
+                   method: str | None = None, strict: bool = False, where: str = "line") -> Iterator[dict]:
+    """Task records with `prediction` from another system's records; bad ones become failure records."""
+    for line in lines:
+        try:
+            if line.error is not None:
+                raise InputError(line.error)
+            mapped = map_record(line.record, mapping, number=line.number, method=method)
+            yield tasks.join(mapped, _source(line.record, "id", mapping)[1] is not None) if tasks else mapped
+        except InputError as exc:
+            if strict:
+                raise InputError(f"{where} {line.number}: {exc}") if line.error is None else exc
+            yield {where: line.number,
+                   "failure": failure(STAGE, "malformed_input" if line.error else exc.type, str(exc))}
 
 
 def convert(lines: Iterable[Line], fmt: str, *, strict: bool = False, where: str = "line") -> Iterator[dict]:
@@ -127,10 +295,23 @@ def read_benchmark(source="-") -> tuple[str, Iterator[Line]]:
     return "line", iter_lines(data.splitlines(keepends=True))
 
 
-def run(source="-", fmt: str = "tend-v1", *, strict: bool = False) -> Iterator[dict]:
-    """`nlq import`: task records from a benchmark file (read whole: arrays need it)."""
+def run(source="-", fmt: str = "tend-v1", *, strict: bool = False, mapping: dict | None = None,
+        tasks: str | None = None, method: str | None = None) -> Iterator[dict]:
+    """`nlq import`: task records from a benchmark file (read whole: arrays need it).
+
+    With `mapping` (the `mapped` format) the input is another system's
+    predictions, optionally joined with the task records of the file `tasks`.
+    """
     where, lines = read_benchmark(source)
-    return convert(lines, fmt, strict=strict, where=where)
+    if fmt != "mapped":
+        return convert(lines, fmt, strict=strict, where=where)
+    index = None
+    if tasks is not None:
+        from nlq.io import read_records
+
+        index = TaskIndex(read_records(tasks, stage=STAGE))
+    return convert_mapped(lines, mapping or {}, tasks=index, method=method, strict=strict, where=where)
 
 
-__all__ = ["FORMATS", "to_task", "convert", "read_benchmark", "run"]
+__all__ = ["FORMATS", "MAP_TARGETS", "to_task", "convert", "read_benchmark", "parse_map", "map_record",
+           "TaskIndex", "convert_mapped", "run"]

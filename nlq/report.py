@@ -36,14 +36,43 @@ records only the run gets right, the exact McNemar p-value is the two-sided
 binomial test of c successes in b + c trials at 1/2
 (scipy.stats.binomtest); it is 1 when b + c = 0.
 
+What predictions carry, when they carry it (each part is absent from the
+report when no record has its fields):
+
+- confidence: `prediction.confidence`, else `repair.vote_share` (a number in
+  [0, 1]) -> `reliability`: ten equal-width confidence bins with their record
+  count, mean confidence and EXC, and the expected calibration error.
+- interaction economics -> `economics`: model calls and tokens per task from
+  `prediction.usage = {model_calls, prompt_tokens, completion_tokens, ...}`
+  (plus `repair.usage` when a repair stage called a model), repair rounds per
+  attempt from `repair.rounds` / `repair.attempts` (each an integer, or a list
+  with one entry per attempt), ReAct steps per task from `prediction.steps`
+  (an integer); each mean is over the records that carry the field.
+- cascade: a run whose predictions carry `prediction.cascade = {threshold,
+  answered_by}` (`answered_by` is `"rules"` when the LLM-free method's answer
+  was kept, anything else when the fallback model answered) is one measured
+  point: its threshold, EXC and the share of tasks answered without a model
+  call ("calls saved"). `cascade_fallback` names a run to fall back on: every
+  run with confidence then gets the curve a cascade would trace over all
+  thresholds (records paired by id; below the threshold the fallback run's
+  outcome counts), see :func:`cascade_curve`.
+
 Formats: `table` (rich, plain text), `markdown`, `json` (the numbers, as
-fractions), `latex` (booktabs tabulars, escaped, paper-ready).
+fractions), `latex` (booktabs tabulars, escaped, paper-ready) and `html` (one
+self-contained page with SVG charts, see :mod:`nlq.report_html`). Layouts:
+`full` (every bucket) and `paper` (the compact columns of the TEND paper's
+Tables III-V: NoSub, Exec, Empty, Struct. = order-only + subset + superset,
+Value, Invalid only when non-zero; the claim-axis slices as one row per run
+with the slice values as columns; the interaction economics). The table
+format fits `width` columns: when the full bucket set is wider, it falls back
+to the compact columns; a legend of the columns follows the tables.
 """
 
 from __future__ import annotations
 
 import io as _io
 import sys
+import textwrap
 from dataclasses import dataclass
 from typing import Callable
 from pathlib import Path
@@ -54,7 +83,7 @@ from nlq import io
 from nlq.errors import InputError
 from nlq.mql.values import MISSING
 
-FORMATS = ("table", "markdown", "json", "latex")
+FORMATS = ("table", "markdown", "json", "latex", "html")
 NEAR_MISS_BUCKETS = ("order_only", "row_subset", "row_superset", "value_mismatch")
 BUCKETS = ("correct", "no_submission", "invalid", "exec_error", "empty") + NEAR_MISS_BUCKETS
 EXTRA_BUCKETS = ("gold_error", "unscored")
@@ -189,9 +218,7 @@ def mcnemar(run: Run, ref: Run) -> dict:
 
 def field_value(record: dict, path: str) -> str:
     """The value of a dotted field as a slice label."""
-    value = record
-    for part in path.split("."):
-        value = value.get(part, MISSING) if isinstance(value, dict) else MISSING
+    value = _lookup(record, path)
     if value is MISSING:
         return MISSING_VALUE
     if isinstance(value, str):
@@ -220,8 +247,150 @@ def run_warnings(runs: list[Run]) -> list[str]:
     return out
 
 
+def _number(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _lookup(record: dict, path: str):
+    """The value at a dotted path, MISSING when a part is absent."""
+    value = record
+    for part in path.split("."):
+        value = value.get(part, MISSING) if isinstance(value, dict) else MISSING
+    return value
+
+
+def _get(record: dict, path: str):
+    value = _lookup(record, path)
+    return None if value is MISSING else value
+
+
+CONFIDENCE_FIELDS = ("prediction.confidence", "repair.vote_share")
+
+
+def confidence(record: dict) -> float | None:
+    """The record's confidence: `prediction.confidence`, else `repair.vote_share`; None when neither."""
+    for path in CONFIDENCE_FIELDS:
+        value = _number(_get(record, path))
+        if value is not None:
+            return value
+    return None
+
+
+def reliability(records: list, bins: int = 10) -> dict | None:
+    """Confidence bins against EXC (a reliability diagram's numbers) and the expected calibration error.
+
+    Bins are equal-width over [0, 1] (a confidence of 1 falls in the last);
+    records without a confidence are left out and counted in `without`.
+    """
+    pairs = [(c, _exc(r)) for r in records if (c := confidence(r)) is not None]
+    if not pairs:
+        return None
+    sources = [path for path in CONFIDENCE_FIELDS if any(_number(_get(r, path)) is not None for r in records)]
+    table = []
+    for i in range(bins):
+        lo, hi = i / bins, (i + 1) / bins
+        inside = [(c, e) for c, e in pairs if lo <= c < hi or (i == bins - 1 and c >= hi)]
+        table.append({"lo": lo, "hi": hi, "n": len(inside),
+                      "confidence": sum(c for c, _ in inside) / len(inside) if inside else None,
+                      "exc": sum(e for _, e in inside) / len(inside) if inside else None})
+    ece = sum(b["n"] * abs(b["exc"] - b["confidence"]) for b in table if b["n"]) / len(pairs)
+    return {"sources": sources, "n": len(pairs), "without": len(records) - len(pairs), "bins": table,
+            "ece": ece}
+
+
+def _usage(record: dict) -> list[dict]:
+    return [u for u in (_get(record, "prediction.usage"), _get(record, "repair.usage")) if isinstance(u, dict)]
+
+
+def _rounds_attempts(record: dict) -> tuple[float, float] | None:
+    rounds, attempts = _get(record, "repair.rounds"), _get(record, "repair.attempts")
+    if isinstance(rounds, list):
+        rounds = [_number(r) for r in rounds]
+        return (sum(rounds), len(rounds)) if rounds and None not in rounds else None
+    rounds = _number(rounds)
+    if rounds is None:
+        return None
+    attempts = len(attempts) if isinstance(attempts, list) else _number(attempts)
+    return (rounds, attempts) if attempts else None
+
+
+def economics(records: list) -> dict | None:
+    """Model calls, tokens and ReAct steps per task, repair rounds per attempt; None when nothing is recorded.
+
+    Each figure is a mean over the records that carry its field (their count
+    is given beside it), None when no record does.
+    """
+    usage = [(r, _usage(r)) for r in records]
+    usage = [u for _, u in usage if u]
+    calls = [sum(_number(u.get("model_calls")) or 0 for u in us) for us in usage]
+    tokens = [sum((_number(u.get("prompt_tokens")) or 0) + (_number(u.get("completion_tokens")) or 0) for u in us)
+              for us in usage]
+    repairs = [ra for r in records if (ra := _rounds_attempts(r)) is not None]
+    steps = [s for r in records if (s := _number(_get(r, "prediction.steps"))) is not None]
+    if not (usage or repairs or steps):
+        return None
+    attempts = sum(a for _, a in repairs)
+    return {"tasks_with_usage": len(usage),
+            "model_calls": sum(calls) / len(calls) if calls else None,
+            "tokens": sum(tokens) / len(tokens) if tokens else None,
+            "tasks_with_repair": len(repairs),
+            "repair_rounds": sum(r for r, _ in repairs) / attempts if attempts else None,
+            "tasks_with_steps": len(steps),
+            "react_steps": sum(steps) / len(steps) if steps else None}
+
+
+def cascade_point(run: Run) -> dict | None:
+    """A cascade run's measured point (threshold, EXC, share answered without a model), None if not a cascade."""
+    marks = [_get(r, "prediction.cascade") for r in run.records]
+    marks = [m for m in marks if isinstance(m, dict)]
+    if not marks:
+        return None
+    thresholds = sorted({t for m in marks if (t := _number(m.get("threshold"))) is not None})
+    if len(thresholds) != 1:
+        raise InputError(f"run {run.name}: cascade records carry {len(thresholds) or 'no'} distinct thresholds "
+                         "(expected one per run)")
+    n = len(run.records)
+    saved = sum(1 for m in marks if m.get("answered_by") == "rules")
+    return {"run": run.name, "threshold": thresholds[0], "exc": sum(map(_exc, run.records)) / n,
+            "calls_saved": saved / n, "n": n}
+
+
+def cascade_curve(cheap: Run, fallback: Run) -> dict | None:
+    """EXC and model calls saved of a cascade over every threshold: `cheap` answers at or above it.
+
+    Records are paired by unique id; a cheap record without a confidence
+    always falls back. At threshold t a paired task scores the cheap run's EXC
+    when its confidence is >= t, the fallback run's otherwise; calls saved is
+    the share answered by the cheap run. Thresholds are 0, every distinct
+    confidence, and 1 (everything below 1 falls back).
+    """
+    fb = _by_unique_id(fallback.records)
+    counts: dict = {}
+    for record in cheap.records:
+        key = record.get("id")
+        if key is not None:
+            counts[str(key)] = counts.get(str(key), 0) + 1
+    pairs = [(confidence(r), _exc(r), fb[str(r["id"])]) for r in cheap.records
+             if r.get("id") is not None and counts[str(r["id"])] == 1 and str(r["id"]) in fb]
+    if not pairs or all(c is None for c, _, _ in pairs):
+        return None
+    known = {c for c, _, _ in pairs if c is not None}
+    points = []
+    for t in sorted(known | {0.0} | ({1.0} if max(known) < 1.0 else set())):
+        kept = [(c is not None and c >= t) for c, _, _ in pairs]
+        exc = sum(e if k else f for k, (_, e, f) in zip(kept, pairs)) / len(pairs)
+        points.append({"threshold": t, "exc": exc, "calls_saved": sum(kept) / len(pairs)})
+    return {"run": cheap.name, "fallback": fallback.name, "paired": len(pairs), "points": points}
+
+
+def _present(runs: list[Run], path: str) -> bool:
+    return any(_lookup(r, path) is not MISSING for run in runs for r in run.records)
+
+
 def build(runs: list[Run], *, by: list[str] = (), ref: str | None = None, bootstrap: int = 1000,
-          seed: int = 0) -> dict:
+          seed: int = 0, cascade_fallback: str | None = None) -> dict:
     """The report of several runs: per-run numbers, slices and paired tests (the `json` format)."""
     if not runs:
         raise InputError("no runs to report")
@@ -229,16 +398,16 @@ def build(runs: list[Run], *, by: list[str] = (), ref: str | None = None, bootst
         which = "the run holds no" if len(runs) == 1 else f"none of the {len(runs)} runs holds a"
         raise InputError(f"nothing to report: {which} scored record",
                          hint="report reads the output of `nlq score` (records with a `score` field)")
-    reference = None
-    if ref is not None:
-        reference = next((r for r in runs if r.name == ref), None)
-        if reference is None:
-            raise InputError(f"--ref {ref}: no such run (runs: {', '.join(r.name for r in runs)})")
+    reference = _named(runs, ref, "--ref")
+    fallback = _named(runs, cascade_fallback, "--cascade-fallback")
     report_runs = []
     for run in runs:
         entry = {"name": run.name, **summarize(run.records)}
         entry["exc_ci"] = bootstrap_interval([_exc(r) for r in run.records], bootstrap, seed)
         entry["mcnemar"] = mcnemar(run, reference) if reference is not None and run is not reference else None
+        entry["reliability"] = reliability(run.records)
+        entry["economics"] = economics(run.records)
+        entry["cascade"] = cascade_point(run)
         report_runs.append(entry)
     slices = []
     for path in by:
@@ -248,18 +417,63 @@ def build(runs: list[Run], *, by: list[str] = (), ref: str | None = None, bootst
             per_run = []
             for run in runs:
                 records = [r for r in run.records if field_value(r, path) == label]
-                per_run.append({"name": run.name, **summarize(records)})
+                per_run.append({"name": run.name, **summarize(records),
+                                "exc_ci": bootstrap_interval([_exc(r) for r in records], bootstrap, seed)})
             values.append({"value": label, "runs": per_run})
-        slices.append({"by": path, "values": values})
+        slices.append({"by": path, "present": _present(runs, path), "values": values})
+    curves = []
+    if fallback is not None:
+        curves = [c for run in runs if run is not fallback and (c := cascade_curve(run, fallback))]
     extra = [b for b in EXTRA_BUCKETS if any(r["counts"][b] for r in report_runs)]
     return {"runs": report_runs, "ref": reference.name if reference is not None else None,
             "buckets": list(BUCKETS) + extra,
             "bootstrap": {"resamples": bootstrap, "seed": seed, "level": 0.95},
-            "slices": slices}
+            "slices": slices, "cascade_curves": curves}
+
+
+def _named(runs: list[Run], name: str | None, option: str) -> Run | None:
+    if name is None:
+        return None
+    found = next((r for r in runs if r.name == name), None)
+    if found is None:
+        raise InputError(f"{option} {name}: no such run (runs: {', '.join(r.name for r in runs)})")
+    return found
+
+
+def slice_warnings(report: dict) -> list[str]:
+    """A `--by` field that no record has: every record lands in `(missing)`, say so."""
+    return [f"--by {entry['by']}: no record has this field (every record is {MISSING_VALUE})"
+            for entry in report["slices"] if not entry["present"]]
 
 
 # ---------------------------------------------------------------------------
 # rendering
+
+LAYOUTS = ("full", "paper")
+# What each column means, for the legend under a table.
+LEGEND = (("EXC", "execution accuracy (column-tolerant, beta-bounded)"), ("EXF1", "result-set F1"),
+          ("NoSub", "no submission"), ("Invalid", "does not parse or uses a forbidden operator"),
+          ("Exec", "execution error"), ("Empty", "ran, returned no rows"),
+          ("Order", "right rows, wrong order"), ("Subset", "fewer rows, all of them gold rows"),
+          ("Superset", "every gold row plus extra rows"),
+          ("Struct.", "order-only + subset + superset near misses"),
+          ("Value", "other wrong rows (values differ)"), ("GoldErr", "the gold itself fails (benchmark defect)"),
+          ("Unscored", "a record without score"), ("Inv.", "invalid"), ("Str.", "structural near misses (order-only + subset + superset)"),
+          ("Gold", "GoldErr"), ("Unsc.", "unscored"))
+# Shorter headers for narrow terminals (the legend spells them out).
+_SHORT = {"Invalid": "Inv.", "Struct.": "Str.", "GoldErr": "Gold", "Unscored": "Unsc."}
+STRUCT = ("order_only", "row_subset", "row_superset")
+
+
+@dataclass
+class Table:
+    """One table of a text report: a title, a header, rows of cells, and how many label columns lead."""
+
+    title: str
+    header: list
+    rows: list
+    labels: int = 1
+    narrow: list | None = None  # what replaces this table in a terminal too narrow for it
 
 
 def _pct(x: float) -> str:
@@ -270,81 +484,255 @@ def _p(x: float) -> str:
     return f"{x:.3g}"
 
 
-def _run_table(report: dict) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the main table, shared by every text format."""
+def _p_paper(x: float) -> str:
+    return "<0.001" if x < 0.001 else f"{x:.3f}"
+
+
+def _columns(report: dict, compact: bool) -> list[tuple[str, tuple]]:
+    """(header, buckets summed) of the outcome columns after EXC."""
     shown = report["buckets"][1:]  # `correct` is the EXC column
-    header = ["Run", "n", "EXC", "95% CI", "EXF1"] + [_HEADERS[b] for b in shown]
-    if report["ref"] is not None:
+    if not compact:
+        return [(_HEADERS[b], (b,)) for b in shown]
+    columns = []
+    for b in shown:
+        if b in STRUCT:
+            if b == "order_only":
+                columns.append(("Struct.", STRUCT))
+        else:
+            columns.append((_HEADERS[b], (b,)))
+    return columns
+
+
+def _share(cell: dict, buckets: tuple) -> float:
+    return sum(cell["fractions"][b] for b in buckets)
+
+
+def _run_table(report: dict, compact: bool = False) -> Table:
+    columns = _columns(report, compact)
+    header = ["Run", "n", "EXC", "95% CI", "EXF1"] + [_SHORT.get(h, h) if compact else h for h, _ in columns]
+    paired = report["ref"] is not None and not compact  # compact: the test gets its own table
+    if paired:
         header += [f"p vs {report['ref']}", "paired"]
     rows = []
     for run in report["runs"]:
         ci = run["exc_ci"]
-        row = [run["name"], str(run["n"]), _pct(run["exc"]),
-               f"[{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "-", _pct(run["exf1"])]
-        row += [_pct(run["fractions"][b]) for b in shown]
-        if report["ref"] is not None:
+        interval = (f"{_pct(ci[0])}-{_pct(ci[1])}" if compact else f"[{_pct(ci[0])}, {_pct(ci[1])}]") if ci else "-"
+        row = [run["name"], str(run["n"]), _pct(run["exc"]), interval, _pct(run["exf1"])]
+        row += [_pct(_share(run, b)) for _, b in columns]
+        if paired:
             test = run["mcnemar"]
             row += [_p(test["p"]), str(test["paired"])] if test else ["ref", "-"]
         rows.append(row)
-    return header, rows
+    title = "EXC, EXF1 and outcome decomposition (% of n)"
+    if compact:
+        return Table(title, header, rows)
+    narrow = [_run_table(report, compact=True)]
+    if any(r["mcnemar"] for r in report["runs"]):
+        narrow.append(_mcnemar_table(report))
+    return Table(title, header, rows, narrow=narrow)
 
 
-def _slice_table(report: dict, entry: dict) -> tuple[list[str], list[list[str]]]:
+def _mcnemar_table(report: dict) -> Table:
+    rows = [[r["name"], str(t["paired"]), str(t["ref_only"]), str(t["run_only"]), _p(t["p"])]
+            for r in report["runs"] if (t := r["mcnemar"])]
+    return Table(f"Exact McNemar test against {report['ref']} (records paired by id)",
+                 ["Run", "paired", "ref only", "run only", "p"], rows)
+
+
+def _slice_table(report: dict, entry: dict, compact: bool = False) -> Table:
     """One row per slice value (per value and run when there are several runs)."""
     several = len(report["runs"]) > 1
-    shown = report["buckets"][1:]
-    header = [entry["by"]] + (["Run"] if several else []) + ["n", "EXC", "EXF1"] + [_HEADERS[b] for b in shown]
+    columns = _columns(report, compact)
+    header = [entry["by"]] + (["Run"] if several else []) + ["n", "EXC", "EXF1"]
+    header += [_SHORT.get(h, h) if compact else h for h, _ in columns]
     rows = []
     for value in entry["values"]:
         for cell in value["runs"]:
-            numbers = [cell["exc"], cell["exf1"]] + [cell["fractions"][b] for b in shown]
+            numbers = [cell["exc"], cell["exf1"]] + [_share(cell, b) for _, b in columns]
             row = [value["value"]] + ([cell["name"]] if several else []) + [str(cell["n"])]
             rows.append(row + [_pct(x) if cell["n"] else "-" for x in numbers])
-    return header, rows
+    table = Table(f"By {entry['by']}", header, rows, 2 if several else 1)
+    if not compact:
+        table.narrow = [_slice_table(report, entry, compact=True)]
+    return table
 
 
-def _labels(header: list[str]) -> int:
-    """How many leading columns hold labels (left-aligned) rather than numbers."""
-    return 2 if header[1:2] == ["Run"] else 1
+def _mean(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{x:,.{digits}f}"
 
 
-def _tables(report: dict):
-    yield "EXC, EXF1 and outcome decomposition (% of n)", _run_table(report)
-    for entry in report["slices"]:
-        yield f"By {entry['by']}", _slice_table(report, entry)
+def _economics_table(report: dict) -> Table | None:
+    """Model calls, tokens, repair rounds and ReAct steps per run; None when no run recorded any."""
+    runs = [r for r in report["runs"] if r["economics"]]
+    if not runs:
+        return None
+    fields = [("Calls/task", "model_calls", 2), ("Tokens/task", "tokens", 0),
+              ("Rounds/attempt", "repair_rounds", 2), ("Steps/task", "react_steps", 1)]
+    fields = [f for f in fields if any(r["economics"][f[1]] is not None for r in runs)]
+    header = ["Run", "n"] + [h for h, _, _ in fields]
+    rows = [[r["name"], str(r["n"])] + [_mean(r["economics"][key], digits) for _, key, digits in fields]
+            for r in report["runs"] if r["economics"]]
+    return Table("Interaction economics (means over the records that record them)", header, rows)
 
 
-def render_table(report: dict) -> str:
+def _calibration_table(report: dict) -> Table | None:
+    runs = [r for r in report["runs"] if r["reliability"]]
+    if not runs:
+        return None
+    rows = [[r["name"], str(r["reliability"]["n"]), " / ".join(r["reliability"]["sources"]),
+             f"{r['reliability']['ece']:.3f}"] for r in runs]
+    return Table("Confidence calibration (expected calibration error over 10 bins)",
+                 ["Run", "with conf.", "field", "ECE"], rows)
+
+
+def _cascade_table(report: dict) -> Table | None:
+    points = sorted((r["cascade"] for r in report["runs"] if r["cascade"]), key=lambda c: c["threshold"])
+    if not points:
+        return None
+    rows = [[c["run"], f"{c['threshold']:g}", _pct(c["exc"]), _pct(c["calls_saved"])] for c in points]
+    return Table("Cascade runs (% of n; calls saved = tasks answered without a model)",
+                 ["Run", "threshold", "EXC", "calls saved"], rows)
+
+
+def _full_tables(report: dict) -> list[Table]:
+    tables = [_run_table(report)]
+    tables += [_slice_table(report, entry) for entry in report["slices"]]
+    tables += [t for t in (_economics_table(report), _calibration_table(report), _cascade_table(report)) if t]
+    return tables
+
+
+PAPER_SLICES = ("labels.schema_flex", "labels.anti_sql")
+
+
+def _paper_main(report: dict) -> Table:
+    """Table III/V of the paper: EXC, EXF1, the compact decomposition and p vs the reference."""
+    columns = [(h, b) for h, b in _columns(report, compact=True)
+               if h != "Invalid" or any(r["counts"]["invalid"] for r in report["runs"])]
+    header = ["Method", "EXC", "EXF1"] + [h for h, _ in columns]
+    if report["ref"] is not None:
+        header.append(f"p vs {report['ref']}")
+    rows = []
+    for run in report["runs"]:
+        row = [run["name"], _pct(run["exc"]), _pct(run["exf1"])] + [_pct(_share(run, b)) for _, b in columns]
+        if report["ref"] is not None:
+            row.append(_p_paper(run["mcnemar"]["p"]) if run["mcnemar"] else "-")
+        rows.append(row)
+    return Table("Accuracy and outcome decomposition (%)", header, rows)
+
+
+def _paper_slice(report: dict, entry: dict) -> Table:
+    """Table IV of the paper: EXC per slice value, one row per run, record counts in the header.
+
+    Its narrow form turns it around: one row per slice value, one column per run."""
+    header, same = ["Method"], []
+    for value in entry["values"]:
+        counts = {cell["n"] for cell in value["runs"]}
+        same.append(len(counts) == 1)
+        header.append(f"{value['value']} ({counts.pop()})" if same[-1] else value["value"])
+
+    def cell_text(cell, with_count):
+        text = _pct(cell["exc"]) if cell["n"] else "-"
+        return f"{text} ({cell['n']})" if with_count else text
+
+    rows = [[run["name"]] + [cell_text(value["runs"][i], not ok) for value, ok in zip(entry["values"], same)]
+            for i, run in enumerate(report["runs"])]
+    title = f"EXC (%) by {entry['by']} (record counts in parentheses)"
+    turned = [[value["value"] + (f" ({value['runs'][0]['n']})" if ok else "")]
+              + [cell_text(cell, not ok) for cell in value["runs"]] for value, ok in zip(entry["values"], same)]
+    narrow = Table(title, [entry["by"]] + [r["name"] for r in report["runs"]], turned)
+    return Table(title, header, rows, narrow=[narrow])
+
+
+def _paper_tables(report: dict) -> list[Table]:
+    tables = [_paper_main(report)]
+    tables += [_paper_slice(report, entry) for entry in report["slices"]]
+    tables += [t for t in (_economics_table(report), _cascade_table(report)) if t]
+    return tables
+
+
+def tables(report: dict, layout: str = "full") -> list[Table]:
+    """The tables of a report in a layout (each may carry its narrow replacement)."""
+    if layout not in LAYOUTS:
+        raise InputError(f"unknown report layout {layout!r} (choose from {', '.join(LAYOUTS)})")
+    return _paper_tables(report) if layout == "paper" else _full_tables(report)
+
+
+def legend(shown: list[Table]) -> str:
+    """One line naming what each outcome column of these tables means."""
+    used = {h for t in shown for h in t.header}
+    return "; ".join(f"{name} = {text}" for name, text in LEGEND if name in used) + "."
+
+
+def _rich_table(t: Table, width: int, tight: bool = False) -> str:
     from rich import box
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Table as RichTable
     from rich.text import Text
 
     buffer = _io.StringIO()
-    console = Console(file=buffer, width=400, color_system=None, force_terminal=False,
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False,
                       highlight=False, emoji=False)
-    for title, (header, rows) in _tables(report):
-        table = Table(title=Text(title), box=box.SIMPLE_HEAD, title_justify="left")
-        for i, name in enumerate(header):
-            table.add_column(Text(name), justify="left" if i < _labels(header) else "right", no_wrap=True)
-        for row in rows:  # Text: a run named "[red]x" is not rich markup
-            table.add_row(*map(Text, row))
-        console.print(table)
-    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()).strip("\n") + "\n"
+    console.print(Text(t.title))  # not the table's title: rich would wrap it to the table's width
+    table = RichTable(box=box.SIMPLE_HEAD, collapse_padding=tight, pad_edge=not tight)
+    for i, name in enumerate(t.header):
+        # When space is short, headers wrap and long labels are cut with an ellipsis;
+        # a number never breaks, so each record stays on one line.
+        cells = max((len(row[i]) for row in t.rows), default=1)
+        if i < t.labels:
+            table.add_column(Text(name), justify="left", no_wrap=True, overflow="ellipsis",
+                             min_width=min(cells, 14))
+        else:
+            table.add_column(Text(name), justify="right", overflow="fold", min_width=cells)
+    for row in t.rows:  # Text: a run named "[red]x" is not rich markup
+        table.add_row(*map(Text, row))
+    console.print(table)
+    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()).strip("\n")
+
+
+_UNLIMITED = 1000
+
+
+def _fit(t: Table, limit: int) -> list[tuple[Table, str]]:
+    """The table rendered, or its narrow replacement when it is wider than `limit`.
+
+    Without a narrow form, a wide table first loses its cell padding, then is
+    squeezed by rich (headers wrap, labels are cut)."""
+    for tight in (False, True):
+        text = _rich_table(t, _UNLIMITED, tight)
+        if max(map(len, text.splitlines())) <= limit:
+            return [(t, text)]
+        if t.narrow:
+            return [pair for n in t.narrow for pair in _fit(n, limit)]
+    return [(t, _rich_table(t, limit, tight=True))]
+
+
+def render_table(report: dict, layout: str = "full", width: int | None = None) -> str:
+    """Plain-text tables (rich) within `width` columns (None: as wide as they need), then a legend.
+
+    A table wider than `width` is replaced by its narrow form (compact columns
+    with near misses summed into Struct. and the paired test in a table of its
+    own; paper slices turned around), and only then squeezed.
+    """
+    limit = width or _UNLIMITED
+    fitted = [pair for t in tables(report, layout) for pair in _fit(t, limit)]
+    note = textwrap.fill(legend([t for t, _ in fitted]), width=min(limit, 100))
+    return "\n\n".join(text for _, text in fitted) + f"\n\n{note}\n"
 
 
 def _md_cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|")
 
 
-def render_markdown(report: dict) -> str:
+def render_markdown(report: dict, layout: str = "full") -> str:
     parts = []
-    for title, (header, rows) in _tables(report):
-        lines = [f"### {_md_cell(title)}", "",
-                 "| " + " | ".join(_md_cell(h) for h in header) + " |",
-                 "|" + "|".join([":---"] * _labels(header) + ["---:"] * (len(header) - _labels(header))) + "|"]
-        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    shown = tables(report, layout)
+    for t in shown:
+        lines = [f"### {_md_cell(t.title)}", "",
+                 "| " + " | ".join(_md_cell(h) for h in t.header) + " |",
+                 "|" + "|".join([":---"] * t.labels + ["---:"] * (len(t.header) - t.labels)) + "|"]
+        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
         parts.append("\n".join(lines))
+    parts.append(_md_cell(legend(shown)))
     return "\n\n".join(parts) + "\n"
 
 
@@ -358,21 +746,26 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_ESCAPES.get(c, c) for c in text)
 
 
-def render_latex(report: dict) -> str:
+def _latex_cell(text: str) -> str:
+    return r"$<$0.001" if text == "<0.001" else latex_escape(text)
+
+
+def render_latex(report: dict, layout: str = "full") -> str:
     best = {}
     if len(report["runs"]) > 1:
-        for key, column in (("exc", 2), ("exf1", 4)):
+        offset = 1 if layout == "paper" else 2  # paper: Method, EXC, EXF1; full: Run, n, EXC, CI, EXF1
+        for key, column in (("exc", offset), ("exf1", offset + (1 if layout == "paper" else 2))):
             top = max(r[key] for r in report["runs"])
             best[column] = {i for i, r in enumerate(report["runs"]) if r[key] == top}
     parts = []
-    for index, (title, (header, rows)) in enumerate(_tables(report)):
-        head = [latex_escape(h) for h in header]
+    for index, t in enumerate(tables(report, layout)):
+        head = [latex_escape(h) for h in t.header]
         head = [r"EXF\textsubscript{1}" if h == "EXF1" else h for h in head]
-        labels = _labels(header)
-        lines = [r"% " + latex_escape(title), r"\begin{tabular}{" + "l" * labels + "r" * (len(header) - labels) + "}",
+        lines = [r"% " + latex_escape(t.title),
+                 r"\begin{tabular}{" + "l" * t.labels + "r" * (len(t.header) - t.labels) + "}",
                  r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
-        for i, row in enumerate(rows):
-            cells = [latex_escape(c) for c in row]
+        for i, row in enumerate(t.rows):
+            cells = [_latex_cell(c) for c in row]
             if index == 0:
                 for column, winners in best.items():
                     if i in winners:
@@ -383,14 +776,22 @@ def render_latex(report: dict) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def render(report: dict, fmt: str = "table") -> str:
-    """The report as text in one of :data:`FORMATS`."""
+def render(report: dict, fmt: str = "table", layout: str = "full", width: int | None = None) -> str:
+    """The report as text in one of :data:`FORMATS` and :data:`LAYOUTS` (`width`: table format only)."""
+    if layout not in LAYOUTS:
+        raise InputError(f"unknown report layout {layout!r} (choose from {', '.join(LAYOUTS)})")
     if fmt == "json":
         return io.dumps(report, indent=True).decode() + "\n"
-    renderers = {"table": render_table, "markdown": render_markdown, "latex": render_latex}
+    if fmt == "table":
+        return render_table(report, layout, width)
+    if fmt == "html":
+        from nlq import report_html
+
+        return report_html.render(report, layout)
+    renderers = {"markdown": render_markdown, "latex": render_latex}
     if fmt not in renderers:
         raise InputError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
-    return renderers[fmt](report)
+    return renderers[fmt](report, layout)
 
 
 def _stderr(line: str) -> None:
@@ -398,21 +799,33 @@ def _stderr(line: str) -> None:
 
 
 def run(paths: list[str], *, names: list[str] = (), by: list[str] = (), ref: str | None = None,
-        fmt: str = "table", bootstrap: int = 1000, seed: int = 0,
+        fmt: str = "table", layout: str = "full", bootstrap: int = 1000, seed: int = 0,
+        cascade_fallback: str | None = None, width: int | None = None,
         warn: Callable[[str], None] | None = None) -> str:
     """Load the scored files, build the report and render it (the whole `nlq report`).
 
-    Each line of :func:`run_warnings` goes to `warn` (default: stderr, as `nlq: warning: ...`).
+    `--ref` and `--cascade-fallback` may name a file instead of a run. The
+    paper layout with no `by` slices by the claim axes (`labels.schema_flex`,
+    `labels.anti_sql`) that the records have. Each line of
+    :func:`run_warnings` and :func:`slice_warnings` goes to `warn` (default:
+    stderr, as `nlq: warning: ...`).
     """
     runs = load_runs(paths, names)
-    if ref is not None and ref in paths:  # --ref may name the file instead of the run
-        ref = runs[list(paths).index(ref)].name
-    built = build(runs, by=by, ref=ref, bootstrap=bootstrap, seed=seed)
-    for line in run_warnings(runs):
+
+    def by_file(name):
+        return runs[list(paths).index(name)].name if name is not None and name in paths else name
+
+    if layout == "paper" and not by:
+        by = [path for path in PAPER_SLICES if _present(runs, path)]
+    built = build(runs, by=by, ref=by_file(ref), bootstrap=bootstrap, seed=seed,
+                  cascade_fallback=by_file(cascade_fallback))
+    for line in run_warnings(runs) + slice_warnings(built):
         (warn or _stderr)(line)
-    return render(built, fmt)
+    return render(built, fmt, layout, width)
 
 
-__all__ = ["Run", "load_run", "load_runs", "run_name", "bucket", "summarize", "bootstrap_interval",
-           "mcnemar", "field_value", "run_warnings", "build", "render", "render_table", "render_markdown",
-           "render_latex", "latex_escape", "run", "FORMATS", "BUCKETS", "EXTRA_BUCKETS"]
+__all__ = ["Run", "Table", "load_run", "load_runs", "run_name", "bucket", "summarize", "bootstrap_interval",
+           "mcnemar", "field_value", "confidence", "reliability", "economics", "cascade_point",
+           "cascade_curve", "run_warnings", "slice_warnings", "build", "tables", "legend", "render",
+           "render_table", "render_markdown", "render_latex", "latex_escape", "run", "FORMATS", "LAYOUTS",
+           "BUCKETS", "EXTRA_BUCKETS"]

@@ -82,6 +82,7 @@ from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import (BackendError, ExecutionError, InputError, NlqError,
                         UnknownDatabaseError, UnknownOperatorError, UnsupportedOperatorError, failure,
                         json_type)
+from nlq.execute import CollectionCheck
 from nlq.mql import analyze
 from nlq.mql.parse import parse_query
 from nlq.mql.values import ObjectId
@@ -118,8 +119,9 @@ class Scorer:
     """Scores records against one backend, caching gold results."""
 
     def __init__(self, backend, *, beta: int = DEFAULT_BETA, timeout: float = DEFAULT_TIMEOUT,
-                 max_rows: int = DEFAULT_MAX_ROWS):
+                 max_rows: int = DEFAULT_MAX_ROWS, warn: Callable[[str], None] | None = None):
         self.backend, self.beta, self.timeout, self.max_rows = backend, beta, timeout, max_rows
+        self.check_collections = CollectionCheck(backend, warn)
         self._gold: dict = {}
         self._databases: dict = {}  # db -> None (usable) or why it is unknown
 
@@ -178,6 +180,7 @@ class Scorer:
 
     # -- execution -------------------------------------------------------------------
     def execute(self, db: str, query) -> list:
+        self.check_collections(db, query)
         return self.backend.aggregate(db, query.collection, query.pipeline,
                                       timeout=self.timeout, max_rows=self.max_rows)
 
@@ -352,13 +355,16 @@ def submitted_query(prediction):
 
 def run(records: Iterable[dict], backend, *, beta: int = DEFAULT_BETA, timeout: float = DEFAULT_TIMEOUT,
         max_rows: int = DEFAULT_MAX_ROWS, self_check: bool = False,
-        beta_sweep: bool = False, summary: Callable[[str], None] | None = None) -> Iterator[dict]:
+        beta_sweep: bool = False, summary: Callable[[str], None] | None = None,
+        warn: Callable[[str], None] | None = None) -> Iterator[dict]:
     """Yield each record with its `score` added (see the module docstring).
 
     With `self_check` or `beta_sweep` the prediction is the record's own gold;
     their findings are passed line by line to `summary` once the input ends.
+    `warn` is told (once each) about collections a gold or a prediction names that
+    its database does not hold; they read as empty, as in MongoDB.
     """
-    scorer = Scorer(backend, beta=beta, timeout=timeout, max_rows=max_rows)
+    scorer = Scorer(backend, beta=beta, timeout=timeout, max_rows=max_rows, warn=warn)
     check = self_check or beta_sweep
     defects: list[str] = []
     empties: list[str] = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 
@@ -10,3 +12,12 @@ def assert_raises(error: type[Exception], message: str, fn, *args) -> None:
     with pytest.raises(error) as info:
         fn(*args)
     assert message in str(info.value)
+
+
+def help_examples(help_text: str) -> list[str]:
+    """The shell commands under the `Example:`/`Examples:` heading a `--help` text ends with,
+    continuation lines joined."""
+    parts = re.split(r"^\s*Examples?:\s*$", help_text, flags=re.M)
+    tail = parts[-1] if len(parts) > 1 else ""
+    joined = re.sub(r"\\\n\s*", " ", tail)
+    return [line.strip() for line in joined.splitlines() if line.strip()]

@@ -156,7 +156,7 @@ def test_open_backend_chooses_by_option(tmp_path):
 def test_exec_command_over_uri_uses_the_mongo_backend(runner, client, monkeypatch):
     import json
 
-    from commands import cli
+    from nlq.commands import cli
     from nlq.backends import mongo
 
     monkeypatch.setattr(mongo, "_pymongo_client", lambda uri: client)

@@ -6,7 +6,7 @@ import orjson
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from commands import cli
+from nlq.commands import cli
 from nlq import card as path_card
 from nlq import io
 from nlq.errors import InputError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from commands import cli
+from nlq.commands import cli
 from tests.conftest import WORLDS
 
 TASK = orjson.dumps({"id": "c/1", "db": "clinic", "question": "How many patients are there?"}).decode()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from commands import COMMANDS, cli
+from nlq.commands import COMMANDS, cli
 from tests.conftest import ROOT, SHARED
 
 README = (ROOT / "README.md").read_text()
@@ -60,7 +60,8 @@ def test_readme_examples_run(tmp_path):
     (work / "fixtures").symlink_to(ROOT / "fixtures")
     if SHARED.exists():
         (tmp_path / "shared").symlink_to(SHARED)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}  # `nlq ask` keeps its index cache out of the home folder
     ran = 0
     for command in readme_commands():
         if "../shared" in command and not SHARED.exists():

@@ -7,7 +7,7 @@ import json
 import orjson
 import pytest
 
-from commands import cli
+from nlq.commands import cli
 from tests.conftest import WORLDS
 from nlq.execute import run_tasks
 
@@ -130,3 +130,34 @@ def test_tasks_help_example_runs_on_fixture_tasks(runner):
     out = lines(result)
     assert len(out) == len(tasks.read_text().splitlines())
     assert [r["id"] for r in out if r["execution"]["error"]] == []
+
+
+# ---------------------------------------------------------------------------
+# a collection the database does not hold: MongoDB's empty result, and a warning on stderr
+
+def test_exec_warns_about_a_missing_collection_with_a_did_you_mean(runner):
+    result = runner.invoke(cli, ["exec", "--data", str(WORLDS), "--db", "clinic", "db.patient.find({})"])
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr == ("nlq: warning: database 'clinic' has no collection 'patient' "
+                             "(did you mean 'patients'?); it reads as empty\n")
+
+
+def test_exec_warns_about_a_missing_lookup_collection_once(runner, tmp_path):
+    tasks = tmp_path / "t.jsonl"
+    gold = {"collection": "patients", "pipeline": [
+        {"$lookup": {"from": "labs", "localField": "patient_id", "foreignField": "patient_id", "as": "l"}},
+        {"$limit": 1}]}
+    tasks.write_text("\n".join(orjson.dumps({"id": i, "db": "clinic", "gold": gold}).decode() for i in range(3)))
+    result = runner.invoke(cli, ["exec", "--data", str(WORLDS), "--tasks", str(tasks)])
+    assert result.exit_code == 0
+    assert [orjson.loads(line)["execution"]["rows_count"] for line in result.stdout.splitlines()] == [1, 1, 1]
+    assert result.stderr.count("has no collection 'labs'") == 1
+    assert "nlq: warning" not in result.stdout
+
+
+def test_no_warning_for_existing_collections_or_documents_stages(runner):
+    documents = '{"collection": "none", "pipeline": [{"$documents": [{"a": 1}]}]}'
+    for query in ("db.patients.countDocuments({})", documents):
+        result = runner.invoke(cli, ["exec", "--data", str(WORLDS), "--db", "clinic", query])
+        assert result.exit_code == 0, result.output
+        assert result.stderr == ""

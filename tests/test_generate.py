@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from commands import cli
+from nlq.commands import cli
 from nlq import generate
 from nlq.methods import rules
 
@@ -854,3 +854,32 @@ def test_grounding_is_prepared_once_per_database_per_run(monkeypatch):
                for i, db in enumerate(["fleet", "labs", "fleet", "labs", "fleet"])]
     assert len(list(generate.run(records, "rules", context))) == 5
     assert calls == ["fleet", "labs"]
+
+
+def test_generate_without_witnesses_finds_them_itself(clinic_index_file):
+    """`generate` alone and `witness | generate` give the same records (issue: a question's
+    filters were silently dropped when the record had no witnesses)."""
+    from nlq import index as grounding
+    from nlq import witness
+    from tests.conftest import FIXTURES
+
+    indexes = grounding.load(str(clinic_index_file))
+    tasks = [orjson.loads(line) for line in (FIXTURES / "tasks" / "clinic.jsonl").read_bytes().splitlines()]
+    alone = list(generate.run([dict(t) for t in tasks], "rules", generate.Context(indexes)))
+    piped = list(generate.run(witness.run([dict(t) for t in tasks], indexes), "rules", generate.Context(indexes)))
+    for a, b in zip(alone, piped, strict=True):
+        a["prediction"].pop("ms"), b["prediction"].pop("ms")
+        assert a == b
+    penicillin = next(r for r in alone if "penicillin" in r["question"])
+    assert penicillin["witnesses"] and {"$match": {"allergies": "penicillin"}} in penicillin["prediction"]["pipeline"]
+
+
+def test_empty_witnesses_are_kept_as_given():
+    """`witnesses: []` means a witness stage ran and found nothing: generate does not redo it."""
+    indexes = {"fleet": {**INDEX, "values": {"panama": PANAMA["matches"]}}}
+    question = {"id": "x", "db": "fleet", "question": "How many ships fly the Panama flag?"}
+    found = next(generate.run([dict(question)], "rules", generate.Context(indexes)))
+    given = next(generate.run([{**question, "witnesses": []}], "rules", generate.Context(indexes)))
+    assert [w["term"] for w in found["witnesses"]] == ["Panama"] and given["witnesses"] == []
+    assert "Panama" in orjson.dumps(found["prediction"]["pipeline"]).decode()
+    assert "Panama" not in orjson.dumps(given["prediction"]["pipeline"]).decode()

@@ -7,9 +7,10 @@ import json
 import orjson
 import pytest
 
-from commands import cli
+from nlq.commands import cli
 from nlq.errors import InputError
-from nlq.importers import run, to_task
+from nlq.importers import map_record, parse_map, run, to_task
+from tests.conftest import FIXTURES, SHARED, need
 
 V1 = {"record_id": 3, "db_id": "concert_singer", "nl_queries": ["How many singers?", "Count the singers."],
       "ref_sql": "SELECT count(*) FROM singer", "MQL": "db.singer.countDocuments({})"}
@@ -131,3 +132,103 @@ def test_shared_tend_native(runner, tend_native):
     assert not any("failure" in r for r in records)
     assert len({r["id"] for r in records}) == 1210
     assert all(len(r["paraphrases"]) == 1 for r in records)
+
+
+# --- another system's predictions (--map) ----------------------------------------------
+
+OTHER = FIXTURES / "predictions" / "other-system.jsonl"
+CLINIC = FIXTURES / "tasks" / "clinic.jsonl"
+
+
+def test_parse_map_pairs_and_errors():
+    assert parse_map(["question=nl, db=db_id", "prediction=out.mql"]) == {
+        "question": "nl", "db": "db_id", "prediction": "out.mql"}
+    for bad, message in ((["nl"], "expected TARGET=FIELD"), (["answer=x"], "unknown target 'answer'"),
+                         (["db=a,db=b"], "names 'db' twice"), (["db="], "expected TARGET=FIELD")):
+        with pytest.raises(InputError, match=message):
+            parse_map(bad)
+
+
+def test_map_record_reads_any_field_names():
+    record = {"nl": "How many?", "db_id": "clinic", "out": {"query": [{"$count": "n"}], "coll": "patients"},
+              "qid": 7, "split": "dev"}
+    task = map_record(record, parse_map(["question=nl,db=db_id,prediction=out.query,collection=out.coll,id=qid"]),
+                      number=1, method="other")
+    assert task == {"id": "7", "db": "clinic", "question": "How many?", "labels": {"split": "dev"},
+                    "prediction": {"collection": "patients", "pipeline": [{"$count": "n"}], "method": "other"}}
+
+
+def test_map_record_defaults_gold_and_no_submission():
+    record = {"question": "Q?", "db": "club", "gold_mql": "db.members.countDocuments({})", "prediction": None,
+              "labels": {"paraphrase": 2}}
+    task = map_record(record, {}, number=4)
+    assert task == {"id": "club/4", "db": "club", "question": "Q?", "gold_mql": "db.members.countDocuments({})",
+                    "labels": {"paraphrase": 2}, "prediction": None}
+
+
+def test_map_record_errors_are_typed():
+    with pytest.raises(InputError, match=r"record lacks prediction \(field 'pred'\)"):
+        map_record({"question": "Q", "db": "x"}, {"prediction": "pred"}, number=1)
+    with pytest.raises(InputError, match="bare pipeline and no collection"):
+        map_record({"question": "Q", "db": "x", "prediction": [{"$limit": 1}]}, {}, number=1)
+    with pytest.raises(InputError, match="the prediction is a int"):
+        map_record({"question": "Q", "db": "x", "prediction": 3}, {}, number=1)
+
+
+def test_cli_maps_and_joins_the_shipped_example(runner):
+    result = runner.invoke(cli, ["import", "--map", "question=nl,db=db_id,prediction=pred", "--tasks", str(CLINIC),
+                                 "--method", "other", str(OTHER)])
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(x) for x in result.stdout.splitlines()]
+    # joined by question (the third one is upper-cased in the file): gold and labels come from the tasks
+    assert [r["id"] for r in records] == ["clinic/1", "clinic/2", "clinic/4", "clinic/5", "clinic/6"]
+    assert all("gold" in r and r["labels"]["schema_flex"] for r in records)
+    assert records[0]["prediction"]["method"] == "other" and records[3]["prediction"] is None
+
+
+def test_the_shipped_example_scores_without_glue(runner):
+    imported = runner.invoke(cli, ["import", "--map", "question=nl,db=db_id,prediction=pred", "--tasks",
+                                   str(CLINIC), str(OTHER)])
+    scored = runner.invoke(cli, ["score", "--data", str(FIXTURES / "worlds")], input=imported.stdout)
+    assert scored.exit_code == 0, scored.stderr
+    outcomes = [json.loads(x)["score"]["outcome"] for x in scored.stdout.splitlines()]
+    assert outcomes == ["correct", "wrong_rows", "correct", "no_submission", "empty"]
+
+
+def test_unmatched_and_ambiguous_predictions_are_failures_in_place(runner, tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("\n".join(line(t) for t in (
+        {"id": "a/1", "db": "a", "question": "Same?"}, {"id": "a/2", "db": "a", "question": "same?"},
+        {"id": "a/3", "db": "a", "question": "Other?"})) + "\n")
+    preds = "\n".join(line(p) for p in ({"question": "Nope?", "db": "a", "prediction": "db.c.find()"},
+                                        {"question": "Same?", "db": "a", "prediction": "db.c.find()"},
+                                        {"question": "other?  ", "db": "a", "prediction": "db.c.find()"},
+                                        {"id": "a/2", "question": "Same?", "db": "a", "prediction": "x"})) + "\n"
+    result = runner.invoke(cli, ["import", "--tasks", str(tasks)], input=preds)
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(x) for x in result.stdout.splitlines()]
+    assert [r.get("failure", {}).get("type") for r in records] == ["unmatched_task", "unmatched_task", None, None]
+    assert "matches several tasks" in records[1]["failure"]["message"] and records[0]["line"] == 1
+    assert [r.get("id") for r in records[2:]] == ["a/3", "a/2"]  # by question, then by id
+
+
+def test_mapped_usage_errors(runner):
+    for args in (["import", "--format", "tend-v1", "--map", "db=x"], ["import", "--map", "nope=x"], ["import"]):
+        result = runner.invoke(cli, args, input="")
+        assert result.exit_code == 2, (args, result.output)
+
+
+def test_recorded_predictions_of_another_system(runner, tend_v1):
+    recorded = need(SHARED / "recorded" / "kimi-k3.tend-v1.jsonl")
+    head = b"".join(recorded.read_bytes().splitlines(keepends=True)[:40])
+    result = runner.invoke(cli, ["import", "--map", "prediction=prediction.mql,method=prediction.method"],
+                           input=head)
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(x) for x in result.stdout.splitlines()]
+    assert len(records) == 40 and not any("failure" in r for r in records)
+    assert all(r["prediction"]["method"] == "kimi-k3-direct" and r["gold_mql"] and r["labels"]["paraphrase"]
+               for r in records)
+    scored = runner.invoke(cli, ["score", "--data", str(tend_v1 / "mongodb_data")], input=result.stdout)
+    assert scored.exit_code == 0, scored.stderr
+    excs = [json.loads(x)["score"]["exc"] for x in scored.stdout.splitlines()]
+    assert len(excs) == 40 and sum(excs) >= 20  # the recorded model is right on most of them

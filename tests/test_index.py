@@ -9,7 +9,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from commands import cli
+from nlq.commands import cli
 from nlq import index as grounding
 from nlq import io
 from nlq.backends import EmbeddedBackend

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import binomtest
 
-from commands import cli
+from nlq.commands import cli
 from nlq import io, report
 from nlq.errors import InputError
 
@@ -210,7 +210,7 @@ def test_cli_errors_are_one_line(runner, runs):
     result = runner.invoke(cli, ["report", runs[0], "--ref", "nope"])
     assert result.exit_code == 1
     assert result.stderr == "nlq: --ref nope: no such run (runs: baseline)\n"
-    result = runner.invoke(cli, ["report", "--format", "html", runs[0]])
+    result = runner.invoke(cli, ["report", "--format", "pdf", runs[0]])
     assert result.exit_code == 2
 
 
@@ -253,3 +253,164 @@ def test_cli_warns_on_a_partly_scored_run_and_fails_on_nothing(runner, tmp_path)
         assert result.stderr.splitlines() == [
             "nlq: nothing to report: the run holds no scored record",
             "hint: report reads the output of `nlq score` (records with a `score` field)"]
+
+
+# --- the paper layout, narrow terminals, warnings ----------------------------------
+
+def _paper_runs(tmp_path, invalid=False):
+    """Two runs with claim-axis labels; the second has one invalid record when asked."""
+    paths = []
+    for name, outcomes in (("react", BASELINE if invalid else [o if o != ("invalid",) else ("empty",)
+                                                                for o in BASELINE]), ("sag", SAG)):
+        records = _records(outcomes, name)
+        for i, r in enumerate(records):
+            r["labels"]["anti_sql"] = "strong" if i % 3 else "medium"
+        path = tmp_path / f"{name}.scored.jsonl"
+        io.write_records(records, str(path))
+        paths.append(str(path))
+    return paths
+
+
+def test_paper_layout_has_the_compact_columns_and_p_against_the_reference(tmp_path):
+    paths = _paper_runs(tmp_path)
+    text = report.run(paths, layout="paper", ref="sag", fmt="markdown", bootstrap=0)
+    lines = text.splitlines()
+    assert lines[0] == "### Accuracy and outcome decomposition (%)"
+    assert lines[2] == "| Method | EXC | EXF1 | NoSub | Exec | Empty | Struct. | Value | p vs sag |"
+    # react: empty 3, order 1 + subset 1 = Struct. 20.0; p of 5 discordant pairs all for sag
+    assert lines[4] == "| react | 20.0 | 43.0 | 10.0 | 10.0 | 30.0 | 20.0 | 10.0 | 0.062 |"
+    assert lines[5] == "| sag | 70.0 | 87.5 | 0.0 | 0.0 | 0.0 | 20.0 | 10.0 | - |"
+    # the claim axes are the default slices, with counts in the header
+    schema = text.split("### EXC (%) by labels.schema_flex")[1].splitlines()
+    assert schema[2] == ("| Method | dynamic_key (5) | missing_vs_present (1) | nested_array (2) "
+                         "| polymorphic (2) |")
+    assert schema[4] == "| react | 20.0 | 0.0 | 50.0 | 0.0 |"
+    anti = text.split("### EXC (%) by labels.anti_sql")[1].splitlines()
+    assert anti[2] == "| Method | medium (4) | strong (6) |"
+    assert "Struct. = order-only + subset + superset near misses" in text
+
+
+def test_paper_layout_shows_invalid_only_when_non_zero(tmp_path):
+    with_invalid = report.run(_paper_runs(tmp_path, invalid=True), layout="paper", fmt="markdown", bootstrap=0)
+    assert "| Method | EXC | EXF1 | NoSub | Invalid | Exec |" in with_invalid
+    without = report.run(_paper_runs(tmp_path), layout="paper", fmt="markdown", bootstrap=0)
+    assert "Invalid" not in without.split("\n\n")[1]
+
+
+def test_paper_layout_in_latex_bolds_the_best_and_writes_small_p(tmp_path):
+    text = report.run(_paper_runs(tmp_path), layout="paper", ref="react", fmt="latex", bootstrap=0)
+    assert r"Method & EXC & EXF\textsubscript{1} & NoSub & Exec & Empty & Struct. & Value & p vs react \\" in text
+    assert r"sag & \textbf{70.0} & \textbf{87.5} &" in text
+    assert report._latex_cell("<0.001") == r"$<$0.001" and report._p_paper(0.0004) == "<0.001"
+
+
+def test_uneven_slice_counts_are_shown_per_cell(tmp_path):
+    a = [{"id": "1", "db": "x", "score": _score("correct")}, {"id": "2", "db": "x", "score": _score("empty")}]
+    built = report.build([report.Run("a", a), report.Run("b", a[:1])], by=["db"], bootstrap=0)
+    table = report.tables(built, "paper")[1]
+    assert table.header == ["Method", "x"] and table.rows == [["a", "50.0 (2)"], ["b", "100.0 (1)"]]
+
+
+@pytest.mark.parametrize("layout", ["full", "paper"])
+def test_the_table_fits_80_columns_with_one_record_per_line(tmp_path, layout):
+    paths = _paper_runs(tmp_path, invalid=True)
+    text = report.run(paths, layout=layout, by=["db", "labels.schema_flex", "labels.anti_sql"], ref="sag",
+                      width=80, bootstrap=200)
+    assert max(map(len, text.splitlines())) <= 80
+    # every run still has a row of its own in the first table, with all its numbers on it
+    first = text.split("\n\n")[1].splitlines()
+    assert [line.split()[0] for line in first[-2:]] == ["react", "sag"]
+    assert first[-1].split()[1:3] == (["10", "70.0"] if layout == "full" else ["70.0", "87.5"])
+    assert "NoSub = no submission" in text and "Empty = ran, returned no rows" in text
+    if layout == "full":
+        assert "Exact McNemar test against sag" in text  # moved out of the narrow main table
+    wide = report.run(paths, layout=layout, by=["db"], ref="sag", bootstrap=0)
+    assert "p vs sag" in wide
+
+
+def test_by_a_field_no_record_has_warns(runs):
+    warnings = []
+    report.run(runs, by=["db", "labels.nope"], bootstrap=0, warn=warnings.append)
+    assert warnings == ["--by labels.nope: no record has this field (every record is (missing))"]
+
+
+def test_cli_warns_on_an_absent_by_field(runner, runs):
+    result = runner.invoke(cli, ["report", runs[0], "--by", "labels.nope", "--bootstrap", "0"])
+    assert result.exit_code == 0
+    assert "nlq: warning: --by labels.nope: no record has this field" in result.stderr
+
+
+def test_a_null_field_is_present(runs):
+    built = report.build([report.Run("r", [{"id": "a", "x": None, "score": _score("correct")}])], by=["x"],
+                         bootstrap=0)
+    assert report.slice_warnings(built) == []
+
+
+# --- what predictions carry: confidence, economics, cascade --------------------------
+
+def test_reliability_bins_and_expected_calibration_error():
+    records = [{"prediction": {"confidence": c}, "score": _score("correct" if ok else "empty")}
+               for c, ok in ((0.95, 1), (0.91, 1), (0.92, 0), (0.35, 0), (0.31, 1), (1.0, 1))]
+    records.append({"repair": {"vote_share": 0.66}, "prediction": {}, "score": _score("correct")})
+    records.append({"prediction": {"confidence": None}, "score": _score("correct")})
+    rel = report.reliability(records)
+    assert (rel["n"], rel["without"]) == (7, 1)
+    assert rel["sources"] == ["prediction.confidence", "repair.vote_share"]
+    top, third, sixth = rel["bins"][9], rel["bins"][3], rel["bins"][6]
+    assert (top["n"], top["exc"]) == (4, 0.75) and top["confidence"] == pytest.approx((0.95 + 0.91 + 0.92 + 1) / 4)
+    assert (third["n"], third["exc"]) == (2, 0.5) and (sixth["n"], sixth["exc"]) == (1, 1.0)
+    assert rel["bins"][0] == {"lo": 0.0, "hi": 0.1, "n": 0, "confidence": None, "exc": None}
+    expected = (4 * abs(0.75 - top["confidence"]) + 2 * abs(0.5 - 0.33) + 1 * abs(1 - 0.66)) / 7
+    assert rel["ece"] == pytest.approx(expected)
+    assert report.reliability([{"score": _score("correct")}]) is None
+
+
+def test_economics_from_usage_repair_and_steps():
+    records = [
+        {"prediction": {"usage": {"model_calls": 3, "prompt_tokens": 100, "completion_tokens": 20}},
+         "repair": {"rounds": [1, 2, 0], "attempts": 3, "usage": {"model_calls": 2, "prompt_tokens": 5}},
+         "score": _score("correct")},
+        {"prediction": {"usage": {"model_calls": 1, "prompt_tokens": 50, "completion_tokens": 10}, "steps": 14},
+         "repair": {"rounds": 2, "attempts": 1}, "score": _score("empty")},
+        {"prediction": {"steps": 6}, "score": _score("empty")},
+        {"prediction": None, "score": _score("no_submission")},
+    ]
+    econ = report.economics(records)
+    assert econ == {"tasks_with_usage": 2, "model_calls": 3.0, "tokens": (125 + 60) / 2,
+                    "tasks_with_repair": 2, "repair_rounds": 5 / 4, "tasks_with_steps": 2, "react_steps": 10.0}
+    assert report.economics([{"score": _score("correct")}]) is None
+    built = report.build([report.Run("sag", records)], bootstrap=0)
+    table = report.tables(built)[-2 if built["runs"][0]["reliability"] else -1]
+    assert table.header == ["Run", "n", "Calls/task", "Tokens/task", "Rounds/attempt", "Steps/task"]
+    assert table.rows == [["sag", "4", "3.00", "92", "1.25", "10.0"]]
+
+
+def _cascade_records(threshold, answers):
+    return [{"id": str(i), "prediction": {"method": "cascade", "confidence": 0.5,
+                                          "cascade": {"threshold": threshold, "answered_by": by}},
+             "score": _score("correct" if ok else "empty")} for i, (by, ok) in enumerate(answers)]
+
+
+def test_a_cascade_run_is_one_measured_point():
+    run = report.Run("c", _cascade_records(0.8, [("rules", 1), ("rules", 0), ("card", 1), ("card", 1)]))
+    assert report.cascade_point(run) == {"run": "c", "threshold": 0.8, "exc": 0.75, "calls_saved": 0.5, "n": 4}
+    assert report.cascade_point(report.Run("r", [{"score": _score("correct")}])) is None
+    mixed = report.Run("m", _cascade_records(0.8, [("rules", 1)]) + _cascade_records(0.5, [("rules", 1)]))
+    with pytest.raises(InputError, match="2 distinct thresholds"):
+        report.cascade_point(mixed)
+
+
+def test_cascade_curve_over_every_threshold():
+    cheap = report.Run("rules", [{"id": str(i), "prediction": {"confidence": c}, "score": _score("correct" if ok else "empty")}
+                                 for i, (c, ok) in enumerate(((0.9, 1), (0.6, 0), (0.3, 1), (None, 0)))])
+    model = report.Run("llm", [{"id": str(i), "score": _score("correct" if ok else "empty")}
+                               for i, ok in enumerate((0, 1, 0, 1))])
+    curve = report.cascade_curve(cheap, model)
+    assert (curve["run"], curve["fallback"], curve["paired"]) == ("rules", "llm", 4)
+    got = [(p["threshold"], p["exc"], p["calls_saved"]) for p in curve["points"]]
+    # t=0: rules answers 3 (1, 0, 1), the one without confidence falls back (1) -> 3/4
+    assert got == [(0.0, 0.75, 0.75), (0.3, 0.75, 0.75), (0.6, 0.5, 0.5), (0.9, 0.75, 0.25), (1.0, 0.5, 0.0)]
+    built = report.build([cheap, model], cascade_fallback="llm", bootstrap=0)
+    assert built["cascade_curves"] == [curve]
+    with pytest.raises(InputError, match="--cascade-fallback nope: no such run"):
+        report.build([cheap, model], cascade_fallback="nope")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from commands import cli
+from nlq.commands import cli
 from tests.conftest import WORLDS
 
 GOOD = {"id": "clinic/ok", "db": "clinic", "question": "How many patients are there?",

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from commands import cli
+from nlq.commands import cli
 from nlq import importers, io, score
 from nlq.backends import EmbeddedBackend
 from nlq.errors import BackendError
@@ -435,3 +435,14 @@ def test_failed_records_without_gold_are_no_submission_not_defects(backend):
     plain = [r["score"] for r in score.run(records, backend)]
     assert [s["outcome"] for s in plain] == ["no_submission", "no_submission", "no_submission", "no_submission"]
     assert plain[2]["error"] == failed and plain[3]["error"] is None
+
+
+def test_score_warns_once_about_a_prediction_on_a_missing_collection(runner, data):
+    wrong = {"collection": "item", "pipeline": [{"$project": {"_id": 0, "name": 1}}]}
+    lines = [orjson.dumps({"id": i, "db": "shop", "gold": NAMES, "prediction": wrong}).decode() for i in range(2)]
+    result = runner.invoke(cli, ["score", "--data", str(data)], input="\n".join(lines) + "\n")
+    assert result.exit_code == 0, result.output
+    scored = [orjson.loads(line)["score"] for line in result.stdout.splitlines()]
+    assert [s["outcome"] for s in scored] == ["empty", "empty"] and [s["pred_rows"] for s in scored] == [0, 0]
+    assert result.stderr == ("nlq: warning: database 'shop' has no collection 'item' (did you mean 'items'?); "
+                             "it reads as empty\n")

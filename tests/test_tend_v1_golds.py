@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from commands import cli
+from nlq.commands import cli
 from tests.conftest import TEND_V1
 
 DATA = TEND_V1 / "mongodb_data"

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from commands import cli
+from nlq.commands import cli
 from nlq import io
 from nlq import witness as witnesses
 from nlq.errors import InputError

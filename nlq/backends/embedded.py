@@ -11,6 +11,7 @@ the backend; the engine does not modify them either.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from nlq import io
@@ -42,26 +43,48 @@ class EmbeddedBackend(Closing):
             return cached
         collections: dict[str, list[dict]] = {}
         single = self.root / f"{db}.json"
-        folder = self.root / db
-        if single.is_file():
-            data = io.load_json_file(single)
-            if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
-                raise BackendError(f"{single}: expected {{collection: [documents]}}")
-            collections.update(data)
-        if folder.is_dir():
-            for path in sorted(folder.iterdir()):
-                if path.suffix == ".jsonl":
-                    collections[path.stem] = _read_jsonl(path)
-                elif path.suffix == ".json" and path.name != "manifest.json":
-                    docs = io.load_json_file(path)
-                    if not isinstance(docs, list):
-                        raise BackendError(f"{path}: expected a JSON array of documents")
-                    collections[path.stem] = docs
-        if not collections and not single.is_file() and not folder.is_dir():
-            known = ", ".join(self.databases()) or "none"
-            raise BackendError(f"no database {db!r} under {self.root} (found: {known})")
+        for path in self._files(db):
+            if path == single:
+                data = io.load_json_file(single)
+                if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+                    raise BackendError(f"{single}: expected {{collection: [documents]}}")
+                collections.update(data)
+            elif path.suffix == ".jsonl":
+                collections[path.stem] = _read_jsonl(path)
+            else:
+                docs = io.load_json_file(path)
+                if not isinstance(docs, list):
+                    raise BackendError(f"{path}: expected a JSON array of documents")
+                collections[path.stem] = docs
         self._dbs[db] = collections
         return collections
+
+    def _files(self, db: str) -> list[Path]:
+        """The files that hold `db`, in reading order (BackendError when there are none)."""
+        single = self.root / f"{db}.json"
+        folder = self.root / db
+        if not single.is_file() and not folder.is_dir():
+            known = ", ".join(self.databases()) or "none"
+            raise BackendError(f"no database {db!r} under {self.root} (found: {known})")
+        files = [single] if single.is_file() else []
+        if folder.is_dir():
+            files += [path for path in sorted(folder.iterdir()) if path.is_file() and (
+                path.suffix == ".jsonl" or (path.suffix == ".json" and path.name != "manifest.json"))]
+        return files
+
+    def content_hash(self, db: str) -> str:
+        """SHA-256 (hex) of the names and bytes of the files that hold `db`: equal hashes, equal data."""
+        digest = hashlib.sha256()
+        for path in self._files(db):
+            digest.update(path.relative_to(self.root).as_posix().encode() + b"\0")
+            try:
+                with open(path, "rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 20), b""):
+                        digest.update(chunk)
+            except OSError as exc:
+                raise BackendError(f"cannot read {path}: {exc.strerror}") from None
+            digest.update(b"\0")
+        return digest.hexdigest()
 
     def collections(self, db: str) -> list[str]:
         return sorted(self._load(db))

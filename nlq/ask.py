@@ -1,0 +1,213 @@
+"""One question, one answer: index (cached), witness, generate, execute.
+
+    record = ask.run("How many patients are there?", EmbeddedBackend("fixtures/worlds"), "clinic")
+    record["execution"]["rows"]   # [{"count": 900}]
+
+The same stages as `nlq index | nlq witness | nlq generate | nlq exec`, for a
+single question. The record that comes back is the task record those stages
+would write (`db`, `question`, `witnesses`, `prediction` or a typed
+`failure`, `execution = {rows_count, ms, error, rows}`) plus `explain`: how the
+grounding index was obtained, the card lines of the fields the pipeline reads,
+the pipeline as mongosh text (after `use <db>`, so it pastes into mongosh)
+and the time each step took.
+
+The grounding index of a `--data` database is cached in the user cache folder
+(`$XDG_CACHE_HOME/nlq/index/`, by default `~/.cache/nlq/index/`; the data
+folder may be read-only), under a key made of the SHA-256 of the database's
+files, the index parameters and the index code: changed data, other
+parameters or another nlq build give a new key, so a stale index is never
+reused. A MongoDB database is sampled afresh on every call: a server's
+content has no cheap hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+import orjson
+
+from nlq import __version__, card, execute, generate, io, witness
+from nlq import index as grounding
+from nlq import text as text_module
+from nlq.errors import BackendError, NlqError, NoAnswerError, failure
+from nlq.mql import serialize
+from nlq.mql.fields import read_paths
+from nlq.mql.parse import parse_query
+
+STAGE = "ask"
+SHOWN_MATCHES = 3  # witness matches listed per witness by explain_text
+
+
+def cache_root() -> Path:
+    """The user cache folder of nlq: `$XDG_CACHE_HOME/nlq`, else `~/.cache/nlq`."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "nlq"
+
+
+def index_key(backend, db: str, params: dict) -> str | None:
+    """The cache key of `db`'s grounding index, or None when the backend cannot hash its content."""
+    content_hash = getattr(backend, "content_hash", None)
+    if content_hash is None:
+        return None
+    code = hashlib.sha256()
+    for module in (grounding, text_module):
+        code.update(Path(module.__file__).read_bytes())
+    key = {"nlq": __version__, "code": code.hexdigest(), "db": db, "data": content_hash(db), "params": params}
+    return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def grounding_index(backend, db: str, *, cache: bool = True, sample: int = grounding.DEFAULT_SAMPLE,
+                    seed: int = grounding.DEFAULT_SEED, max_depth: int = grounding.DEFAULT_MAX_DEPTH,
+                    warn: Callable[[str], None] | None = None) -> tuple[dict, dict]:
+    """`(index document, {source, path})` of `db`: read from the cache when its key is there,
+    else built (and saved when `cache`). `source` is `cache`, `built` or `built_uncached`.
+
+    A cache folder that cannot be written is reported through `warn` and the index is
+    still built; an unreadable cache file is rebuilt."""
+    params = {"sample": sample, "seed": seed, "max_depth": max_depth}
+    key = index_key(backend, db, params) if cache else None
+    path = cache_root() / "index" / f"{db}-{key[:24]}.json" if key else None
+    if path is not None and path.is_file():
+        try:
+            return io.loads(path.read_bytes()), {"source": "cache", "path": str(path)}
+        except (OSError, ValueError, NlqError):
+            pass  # unreadable or truncated: build it again below
+    index, = grounding.build(backend, [db], **params)
+    if path is None:
+        return index, {"source": "built_uncached", "path": None}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        partial.write_bytes(io.dumps(index))
+        os.replace(partial, path)  # atomic: a concurrent reader sees the whole file or none
+    except OSError as exc:
+        if warn is not None:
+            warn(f"cannot write the index cache {path.parent}: {exc.strerror}; the index is not kept")
+        return index, {"source": "built_uncached", "path": None}
+    return index, {"source": "built", "path": str(path)}
+
+
+def run(question: str, backend, db: str, *, method: str = "rules", cache: bool = True,
+        timeout: float = 20.0, max_rows: int = 100_000, options: dict | None = None,
+        warn: Callable[[str], None] | None = None) -> dict:
+    """The answer record of one question on `db` (see the module docstring).
+
+    A question that gets no pipeline keeps its typed `failure` (stage `witness` or
+    `generate`); a pipeline that fails to run gets `execution.error` and the same
+    object as `failure` (stage `exec`). BackendError (the database cannot be read)
+    is raised."""
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def lap(name: str, since: float) -> float:
+        now = time.perf_counter()
+        timings[name] = round((now - since) * 1000, 3)
+        return now
+
+    index, how = grounding_index(backend, db, cache=cache, warn=warn)
+    t = lap("index", started)
+    indexes = {db: index}
+    record, = witness.run([{"db": db, "question": question}], indexes)
+    t = lap("witness", t)
+    context = generate.Context(indexes, backend=backend, **(options or {}))
+    record, = generate.run([record], method, context)
+    t = lap("generate", t)
+    record["execution"] = {"rows_count": None, "ms": None, "error": None, "rows": None}
+    explain = {"index": how, "card_lines": [], "mongosh": None, "timings": timings}
+    prediction = record.get("prediction")
+    if prediction and not io.has_failure(record):
+        try:
+            query = parse_query(prediction)
+            explain["mongosh"] = f"use {db}\n{serialize.to_mongosh(query)}"
+            explain["card_lines"] = card.lines_for(index, read_paths(query.collection, query.pipeline))
+            backend.collections(db)  # reads an embedded database's files: timed apart from the query
+            t = lap("load", t)
+            rows = execute.run_query(backend, db, query, timeout=timeout, max_rows=max_rows, warn=warn)
+            record["execution"].update(rows_count=len(rows), ms=round((time.perf_counter() - t) * 1000, 3),
+                                       rows=rows)
+        except BackendError:
+            raise
+        except NlqError as exc:
+            record["execution"]["error"] = record["failure"] = exc.to_failure("exec")
+        except Exception as exc:  # noqa: BLE001 - an engine bug is this answer's failure, named
+            record["execution"]["error"] = record["failure"] = failure(
+                "exec", "internal_error", f"{type(exc).__name__}: {exc}")
+        t = lap("exec", t)
+    timings["total"] = round((time.perf_counter() - started) * 1000, 3)
+    record["explain"] = explain
+    return record
+
+
+def check_answered(record: dict) -> None:
+    """Raise NoAnswerError with the reason when the record carries a failure instead of rows."""
+    problem = record.get("failure")
+    if problem:
+        hint = "`nlq ask --explain` shows the witnesses and the pipeline" if record.get("witnesses") else None
+        raise NoAnswerError(f"no answer ({problem['stage']}: {problem['type']}): {problem['message']}", hint=hint)
+
+
+def explain_text(record: dict) -> str:
+    """A readable account of an answer record: witnesses, card lines, pipeline, confidence,
+    timings, then the rows (one JSON line each)."""
+    explain = record["explain"]
+    out = [f"question: {record['question']}", f"database: {record['db']}", ""]
+    witnesses = record.get("witnesses") or []
+    out.append(f"witnesses ({len(witnesses)}):" if witnesses else "witnesses: none")
+    for w in witnesses:
+        out.append(f"  {orjson.dumps(w['term']).decode()} ({w['source']}{', hard' if w['hard'] else ''}): "
+                   f"{_matches(w['matches'])}")
+    out.append("")
+    lines = explain["card_lines"]
+    out.append("card lines used:" if lines else "card lines used: none")
+    out.extend("  " + line for line in lines)
+    out.append("")
+    prediction = record.get("prediction")
+    if prediction:
+        out.append(f"pipeline ({prediction.get('method')}, confidence {_confidence(prediction)}):")
+        out.extend("  " + line for line in (explain["mongosh"] or "").splitlines())
+    else:
+        out.append("pipeline: none")
+    out.append("")
+    timings = explain["timings"]
+    steps = ", ".join(f"{name} {timings[name]:.1f} ms" for name in ("index", "witness", "generate", "load", "exec")
+                      if name in timings)
+    out.append(f"timings: {steps}; total {timings['total']:.1f} ms "
+               f"(index {_INDEX_SOURCES[explain['index']['source']]})")
+    problem = record.get("failure")
+    if problem:
+        out.append("")
+        out.append(f"no answer ({problem['stage']}: {problem['type']}): {problem['message']}")
+        return "\n".join(out) + "\n"
+    rows = record["execution"]["rows"] or []
+    out.append("")
+    out.append(f"rows ({len(rows)}):")
+    out.extend(io.dumps(row).decode() for row in rows)
+    return "\n".join(out) + "\n"
+
+
+_INDEX_SOURCES = {"cache": "read from the cache", "built": "built and cached",
+                  "built_uncached": "built, not cached"}
+
+
+def _confidence(prediction: dict) -> str:
+    value = prediction.get("confidence")
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _matches(matches: list[dict]) -> str:
+    if not matches:
+        return "no stored value or key"
+    shown = []
+    for m in matches[:SHOWN_MATCHES]:
+        what = "year of" if m.get("part") == "year" else f"{m['kind']} of"
+        stored = "" if m.get("part") == "year" else " " + io.dumps(m["stored"]).decode()
+        shown.append(f"{what} {m['collection']}.{m['path']}{stored} ({m['frequency']}x)")
+    more = len(matches) - SHOWN_MATCHES
+    return "; ".join(shown) + (f"; +{more} more" if more > 0 else "")
+
+
+__all__ = ["run", "check_answered", "explain_text", "grounding_index", "index_key", "cache_root"]

@@ -1,0 +1,79 @@
+"""nlq installed the way users install it: a built wheel in a fresh venv.
+
+The editable install that `make` uses hides packaging mistakes (a module left
+out of the wheel, a top-level name, an import that only works from the source
+tree), so this test builds the wheel from a copy of the tree, installs it into
+a new virtual environment (pip resolves the dependencies, reusing its cache)
+and runs `nlq --help`, every subcommand's `--help` and every example those
+help texts end with, on the shipped fixtures.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from nlq.commands import COMMANDS
+from tests.conftest import FIXTURES, ROOT
+from tests.helpers import help_examples
+
+SKIP = shutil.ignore_patterns(".venv", ".git", "build", "dist", "out", "*.egg-info", "__pycache__", ".hypothesis")
+
+
+def run(args, **kwargs) -> subprocess.CompletedProcess:
+    result = subprocess.run(args, capture_output=True, text=True, timeout=600, **kwargs)
+    assert result.returncode == 0, f"{args}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The bin/ folder of a fresh venv holding nlq installed from its wheel."""
+    tmp = tmp_path_factory.mktemp("install")
+    source = tmp / "src"
+    shutil.copytree(ROOT, source, ignore=SKIP)
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(source), "-w", str(tmp / "dist")])
+    wheel, = (tmp / "dist").glob("nlq-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names} == {"nlq", wheel.name.split("-py")[0] + ".dist-info"}, \
+        "the wheel installs a top-level name other than nlq"
+    assert "nlq/commands/__init__.py" in names
+    venv = tmp / "venv"
+    run([sys.executable, "-m", "venv", str(venv)])
+    run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)])
+    return venv / "bin"
+
+
+@pytest.mark.slow
+def test_the_wheel_runs_every_help_and_its_examples(installed, tmp_path):
+    work = tmp_path / "proj"
+    work.mkdir()
+    (work / "fixtures").symlink_to(FIXTURES)
+    # Only the venv's nlq on PATH; run outside the source tree so nothing imports from it.
+    env = {**os.environ, "PATH": f"{installed}{os.pathsep}{os.environ['PATH']}", "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("PYTHONPATH", None)
+    listed = run([str(installed / "nlq"), "--help"], cwd=work, env=env).stdout
+    assert all(name in listed for name in COMMANDS)
+    ran = 0
+    for name in COMMANDS:
+        text = run([str(installed / "nlq"), name, "--help"], cwd=work, env=env).stdout
+        examples = help_examples(text)
+        assert examples, f"`nlq {name} --help` shows no example"
+        for command in examples:
+            result = run(command, shell=True, cwd=work, env=env)
+            assert result.stdout.strip() or " -o " in command, f"no output from: {command}"
+            ran += 1
+    assert ran >= len(COMMANDS)
+
+
+@pytest.mark.slow
+def test_the_installed_package_has_no_top_level_commands_module(installed, tmp_path):
+    python = str(installed / "python")
+    probe = "import importlib.util, nlq.commands; print(importlib.util.find_spec('commands') is None)"
+    assert run([python, "-c", probe], cwd=tmp_path).stdout.strip() == "True"
