@@ -14,7 +14,7 @@ import time
 import pytest
 from bson import ObjectId
 
-from commands import cli
+from nlq.commands import cli
 from nlq import execute, index, io, score
 from nlq.backends import EmbeddedBackend
 from nlq.backends import mongo as mongo_backend

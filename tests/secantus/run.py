@@ -12,9 +12,15 @@ exactly, result rows as the differential harness compares them (documents as
 mappings, numeric types significant, order only where a `$sort` defines it),
 scores by outcome, EXC, EXF1, row counts and error type.
 
+Known server divergences are listed in tests/secantus/divergences.jsonl, each
+with the manual's verdict and a minimal repro whose `expected` result is the
+manual's answer: the repro runs on the server (it must still differ) and on the
+engine (it must give `expected`). tests/secantus/verdicts.jsonl names the
+divergence behind every differing record.
+
 Prints the agreement per command and every disagreement; exits 1 when one is
-not triaged in tests/secantus/verdicts.jsonl, or a recorded one no longer
-occurs. The server binds 127.0.0.1, keeps its data in memory and is stopped at
+not triaged, a recorded one no longer occurs, or a repro does not behave as
+recorded. The server binds 127.0.0.1, keeps its data in memory and is stopped at
 the end (and by the kernel if this process dies first).
 """
 
@@ -22,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import signal
 import socket
 import subprocess
@@ -38,8 +43,9 @@ WORLDS = ROOT / "fixtures" / "worlds"
 TASKS = ROOT / "fixtures" / "tasks"
 TEND_V1 = ROOT.parent / "shared" / "tend-v1"
 VERDICTS = Path(__file__).resolve().parent / "verdicts.jsonl"
+DIVERGENCES = Path(__file__).resolve().parent / "divergences.jsonl"
 NLQ = Path(sys.executable).parent / "nlq"
-VERDICT_KINDS = ("server_wrong", "both_acceptable")
+VERDICT_KINDS = ("server_wrong", "both_acceptable")  # never "nlq_wrong": that is a bug to fix
 
 
 def _die_with_parent() -> None:
@@ -191,29 +197,68 @@ def compare_score(uri_out: list[dict], data_out: list[dict]) -> dict[str, str]:
     return differences
 
 
-def verdicts() -> dict[str, dict]:
-    rows = [json.loads(line) for line in VERDICTS.read_text().splitlines() if line.strip()]
+def _jsonl(path: Path) -> list[dict]:
+    return [io.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def divergences() -> dict[str, dict]:
+    rows = _jsonl(DIVERGENCES)
+    for row in rows:
+        if set(row) != {"cause", "verdict", "summary", "manual", "collections", "collection", "pipeline", "expected"} \
+                or row["verdict"] not in VERDICT_KINDS or not row["manual"].startswith("https://www.mongodb.com/docs/"):
+            raise SystemExit(f"{DIVERGENCES}: malformed divergence {row}")
+    return {row["cause"]: row for row in rows}
+
+
+def verdicts(causes: dict[str, dict]) -> dict[str, dict]:
+    rows = _jsonl(VERDICTS)
     by_id = {row["id"]: row for row in rows}
     if len(by_id) != len(rows):
         raise SystemExit(f"{VERDICTS}: an id appears twice")
     for row in rows:
-        if set(row) != {"id", "verdict", "reason", "manual"} or row["verdict"] not in VERDICT_KINDS \
-                or not row["manual"].startswith("https://www.mongodb.com/docs/"):
+        if set(row) != {"id", "cause", "reason"} or row["cause"] not in causes or len(row["reason"]) < 40:
             raise SystemExit(f"{VERDICTS}: malformed verdict {row}")
     return by_id
+
+
+def check_repros(uri: str, causes: dict[str, dict]) -> list[str]:
+    """Each divergence's repro on the server and on the engine; the problems found."""
+    import pymongo
+
+    from nlq.mql import engine
+    from tests.differential.harness import canonical
+
+    problems = []
+    with pymongo.MongoClient(uri, tz_aware=True) as client:
+        for cause, row in causes.items():
+            db = client[f"nlq_repro_{cause}"[:60]]
+            colls = row["collections"]
+            for name, docs in colls.items():
+                db[name].insert_many([dict(doc) for doc in docs])
+            served = list(db[row["collection"]].aggregate(row["pipeline"]))
+            mine = engine.aggregate(colls[row["collection"]], row["pipeline"], catalog=lambda n: colls.get(n, []))
+            expected = [canonical(r) for r in row["expected"]]
+            if [canonical(r) for r in mine] != expected:
+                problems.append(f"REPRO {cause}: the engine gives {mine!r}, the manual {row['expected']!r}: fix nlq")
+            if [canonical(r) for r in served] == expected:
+                problems.append(f"REPRO {cause}: the server now gives the manual's answer (remove the divergence)")
+            client.drop_database(db.name)
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", required=True, help="the secantusd-py executable (in its own venv)")
     args = parser.parse_args(argv)
-    recorded = verdicts()
+    causes = divergences()
+    recorded = verdicts(causes)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nlq-wire-") as name:
         tmp = Path(name)
         data, tasks, held = prepare(tmp)
         print(f"wire: SecantusDB vs the embedded engine on {', '.join(held)}")
         with Server(args.server, tmp / "secantus.log") as server:
+            problems = check_repros(server.uri, causes)
             load(server.uri, data)
             sides = {"--uri": ["--uri", server.uri], "--data": ["--data", str(data)]}
             runs = {}
@@ -234,18 +279,22 @@ def main(argv: list[str] | None = None) -> int:
             found.setdefault(key, []).append(f"{command}: {difference}")
     untriaged = sorted(k for k in found if k not in recorded)
     stale = sorted(k for k in recorded if k not in found)
-    by_verdict: dict[str, int] = {}
+    by_cause: dict[str, int] = {}
     for key in found:
         if key in recorded:
-            by_verdict[recorded[key]["verdict"]] = by_verdict.get(recorded[key]["verdict"], 0) + 1
-    print(f"  {len(found)} records or databases differ: "
-          + (", ".join(f"{n} {v}" for v, n in sorted(by_verdict.items())) or "none triaged")
-          + f", {len(untriaged)} untriaged ({time.monotonic() - started:.0f} s)")
+            by_cause[recorded[key]["cause"]] = by_cause.get(recorded[key]["cause"], 0) + 1
+    print(f"  {len(found)} records or databases differ, {len(untriaged)} untriaged "
+          f"({time.monotonic() - started:.0f} s); triaged by known server divergence:")
+    for cause, n in sorted(by_cause.items(), key=lambda item: -item[1]):
+        print(f"    {n:3}  {causes[cause]['verdict']}: {cause} — {causes[cause]['manual']}")
+    print(f"  {len(causes)} known divergences, repro checked on both: {len(problems)} problems")
+    for problem in problems:
+        print(problem)
     for key in untriaged:
         print(f"UNTRIAGED {key}:\n    " + "\n    ".join(found[key]))
     for key in stale:
         print(f"STALE {key}: recorded in {VERDICTS.name} but no longer differs (remove it)")
-    return 1 if untriaged or stale else 0
+    return 1 if untriaged or stale or problems else 0
 
 
 if __name__ == "__main__":
