@@ -5,8 +5,11 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := out/demo
 WORLDS  := fixtures/worlds
+# SecantusDB (GPL-2.0) is a test instrument for `make wire`: its own venv, never an nlq dependency.
+WIRE    := .venv-wire
+SECANTUS ?= secantusdb==0.7.0b3
 
-.PHONY: install test demo bench calibrate fixtures docs check clean browser
+.PHONY: install test demo bench calibrate fixtures docs check clean browser wire
 
 $(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -27,6 +30,14 @@ calibrate: $(STAMP)
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/generate.py
+
+$(WIRE)/.installed:
+	test -x $(WIRE)/bin/python || $(PY) -m venv $(WIRE)
+	$(WIRE)/bin/python -m pip install -q '$(SECANTUS)'
+	touch $(WIRE)/.installed
+
+wire: $(STAMP) $(WIRE)/.installed
+	$(BIN)/python -m tests.secantus.run --server $(WIRE)/bin/secantusd-py
 
 docs: $(STAMP)
 	$(BIN)/python -m tests.readme
@@ -52,4 +63,4 @@ browser:
 	command -v chromium >/dev/null || { timeout 900 apt-get update -qq && timeout 900 apt-get install -y -qq chromium; }
 
 clean:
-	rm -rf $(VENV) out .hypothesis
+	rm -rf $(VENV) $(WIRE) out .hypothesis

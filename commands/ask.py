@@ -40,8 +40,7 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_conf
     """
     from nlq import ask, io
 
-    backend = open_backend_from(data, uri)
-    with errors_as_click():
+    with open_backend_from(data, uri, timeout) as backend, errors_as_click():
         record = ask.run(question, backend, db, method=method, repair=use_repair, cache=not no_cache,
                          timeout=timeout, max_rows=max_rows, options={"min_confidence": min_confidence},
                          warn=warn)

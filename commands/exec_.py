@@ -43,12 +43,12 @@ def cli(data, uri, timeout, max_rows, query, db, tasks, rows, explain, output, a
             return
         if query is not None and not db:
             raise click.UsageError("--db is required with a QUERY")
-        backend = open_backend_from(data, uri)
-        if tasks is not None:
-            records = io.read_records(tasks, strict=strict, stage="exec", **limits)
-            io.write_records(execute.run_tasks(records, backend, db=db, rows=rows, timeout=timeout,
-                                               max_rows=max_rows, warn=warn), output, append=append)
-        else:
-            result = execute.run_query(backend, db, execute.read_query_text(query), timeout=timeout,
-                                       max_rows=max_rows, warn=warn)
-            io.write_records(result, output, append=append)
+        with open_backend_from(data, uri, timeout) as backend:
+            if tasks is not None:
+                records = io.read_records(tasks, strict=strict, stage="exec", **limits)
+                io.write_records(execute.run_tasks(records, backend, db=db, rows=rows, timeout=timeout,
+                                                   max_rows=max_rows, warn=warn), output, append=append)
+            else:
+                result = execute.run_query(backend, db, execute.read_query_text(query), timeout=timeout,
+                                           max_rows=max_rows, warn=warn)
+                io.write_records(result, output, append=append)

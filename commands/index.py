@@ -34,8 +34,7 @@ def cli(data, uri, timeout, max_rows, dbs, db_options, sample, seed, max_depth, 
     (with dynamic-key maps collapsed to <*>), valid prefixes, top-level
     fields, data-witnessed join edges and the value index. See README.
     """
-    backend = open_backend_from(data, uri)
     named = list(dict.fromkeys(list(dbs) + list(db_options)))  # each database once, first mention's order
-    with errors_as_click():
+    with open_backend_from(data, uri, timeout) as backend, errors_as_click():
         io.write_records(grounding.build(backend, named, sample=sample,
                                          seed=seed, max_depth=max_depth), output)

@@ -134,15 +134,18 @@ def backend_choice(data, uri):
     return data, uri
 
 
-def open_backend_from(data, uri):
-    """The backend for the options (usage errors exit 2, a backend that cannot be opened exits 1)."""
+def open_backend_from(data, uri, timeout):
+    """The backend for the options (usage errors exit 2, a backend that cannot be opened exits 1).
+
+    Use it as a context manager (`with open_backend_from(...) as backend:`): the
+    MongoDB client is closed when the command ends."""
     from nlq.backends import open_backend
 
     data, uri = backend_choice(data, uri)
     ctx = click.get_current_context(silent=True)
     skip = bool(ctx is not None and ctx.meta.get("nlq.skip_bad_lines"))
     with errors_as_click():
-        return open_backend(data=data, uri=uri, skip_bad_lines=skip, warn=warn)
+        return open_backend(data=data, uri=uri, timeout=timeout, skip_bad_lines=skip, warn=warn)
 
 
 class errors_as_click:

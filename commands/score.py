@@ -32,8 +32,7 @@ def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, l
     """
     from nlq import io, score
 
-    backend = open_backend_from(data, uri)
-    with errors_as_click():
+    with open_backend_from(data, uri, timeout) as backend, errors_as_click():
         records = with_progress(io.read_records(input, strict=strict, stage="score", **limits), progress, "score")
         io.write_records(score.run(records, backend, beta=beta, timeout=timeout, max_rows=max_rows,
                                    self_check=self_check,

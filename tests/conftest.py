@@ -63,3 +63,15 @@ def fake_llm():
 
     with FakeLLM() as fake:
         yield fake
+
+
+@pytest.fixture
+def wire_server():
+    """A wire-protocol server on 127.0.0.1 answering from the embedded engine over the fixture
+    worlds (tests/wire.py); stopped after the test."""
+    pytest.importorskip("mockupdb", reason="mockupdb (test extra) is not installed")
+    from nlq.backends import EmbeddedBackend
+    from tests.wire import WireServer
+
+    with WireServer(EmbeddedBackend(WORLDS)) as server:
+        yield server

@@ -3,7 +3,7 @@
 Each line of ``tests/conformance/<family>.jsonl`` is one case::
 
     {"id", "source", "docs", "collections"?, "pipeline",
-     "expected" | "error", "ordered", "set_fields"?, "key_order"?}
+     "expected" | "error", "ordered", "set_fields"?, "key_order"?, "exact"?}
 
 `source` is the manual page the example comes from. `docs` is the collection
 the pipeline runs on, `collections` the other collections of the database
@@ -21,7 +21,9 @@ How a result is compared with `expected` (choices, stated once):
   returning 10 instead of 10.0, or `$dateDiff` returning an int instead of a
   long, fails). Doubles compare with a relative tolerance of 1e-12, because
   MongoDB's own sums use compensated arithmetic and the manual prints rounded
-  doubles; ints, longs and decimals compare exactly by value (a decimal's
+  doubles (cases marked `"exact": true` compare doubles bit for bit: sums whose
+  last bit is what the server's double-double summation gives, expected values
+  computed by that algorithm); ints, longs and decimals compare exactly by value (a decimal's
   trailing zeros, e.g. 200.0 vs 200, are not compared).
 - Documents compare as mappings: the same field names with equal values. Field
   order is compared only in cases marked `"key_order": true`, where MongoDB
@@ -99,7 +101,7 @@ def _is_number(t: str) -> bool:
     return t in ("int", "long", "double", "decimal")
 
 
-def difference(expected, actual, path: str = "", *, key_order: bool = False) -> str | None:
+def difference(expected, actual, path: str = "", *, key_order: bool = False, exact: bool = False) -> str | None:
     """Where `actual` differs from `expected` (None when they agree), per the module's rules."""
     te, ta = bson_type(expected), bson_type(actual)
     if te != ta:
@@ -112,7 +114,7 @@ def difference(expected, actual, path: str = "", *, key_order: bool = False) -> 
         if key_order and ek != ak:
             return f"{path or 'document'}: field order {ek} expected, got {ak}"
         for k in ek:
-            d = difference(expected[k], actual[k], f"{path}.{k}" if path else k, key_order=key_order)
+            d = difference(expected[k], actual[k], f"{path}.{k}" if path else k, key_order=key_order, exact=exact)
             if d:
                 return d
         return None
@@ -120,14 +122,14 @@ def difference(expected, actual, path: str = "", *, key_order: bool = False) -> 
         if len(expected) != len(actual):
             return f"{path or 'array'}: {len(expected)} elements expected, got {len(actual)}: {actual!r}"
         for i, (e, a) in enumerate(zip(expected, actual)):
-            d = difference(e, a, f"{path}[{i}]", key_order=key_order)
+            d = difference(e, a, f"{path}[{i}]", key_order=key_order, exact=exact)
             if d:
                 return d
         return None
     if te == "double":
         if math.isnan(expected) and math.isnan(actual):
             return None
-        if expected == actual or math.isclose(expected, actual, rel_tol=REL_TOL, abs_tol=REL_TOL):
+        if expected == actual or (not exact and math.isclose(expected, actual, rel_tol=REL_TOL, abs_tol=REL_TOL)):
             return None
         return f"{path or 'value'}: expected {expected!r}, got {actual!r}"
     if te == "decimal":
@@ -156,9 +158,10 @@ def multiset_difference(expected: list, actual: list, what: str, match) -> str |
 
 def row_difference(expected: dict, actual, case: dict) -> str | None:
     key_order = case.get("key_order", False)
+    exact = case.get("exact", False)
     set_fields = case.get("set_fields", ())
     if not set_fields or not isinstance(expected, dict) or not isinstance(actual, dict):
-        return difference(expected, actual, key_order=key_order)
+        return difference(expected, actual, key_order=key_order, exact=exact)
     rest_e = {k: v for k, v in expected.items() if k not in set_fields}
     rest_a = {k: v for k, v in actual.items() if k not in set_fields}
     d = difference(rest_e, rest_a, key_order=False)
@@ -253,6 +256,8 @@ def test_comparison_is_type_sensitive():
     # The harness itself must tell int from double and long, and honour field order when asked.
     from bson.int64 import Int64
     assert difference(10.0, 10) is not None
+    assert difference(694.4, 694.4000000000001) is None
+    assert difference(694.4, 694.4000000000001, exact=True) is not None
     assert difference(Int64(5), 5) is not None
     assert difference(Decimal128("1.0"), Decimal128("1")) is None
     assert difference({"a": 1, "b": 2}, {"b": 2, "a": 1}) is None

@@ -16,17 +16,18 @@ the backend; the engine does not modify them either.
 from __future__ import annotations
 
 import hashlib
-import random
 from pathlib import Path
 from typing import Callable
 
 from nlq import io
+from nlq.backends import sampling
+from nlq.backends.base import Closing
 from nlq.errors import BackendError, InputError, json_type
 from nlq.mql import engine
 from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 
 
-class EmbeddedBackend:
+class EmbeddedBackend(Closing):
     name = "embedded"
 
     def __init__(self, root: str | Path, *, skip_bad_lines: bool = False,
@@ -132,11 +133,7 @@ class EmbeddedBackend:
         return len(self.documents(db, collection))
 
     def sample(self, db: str, collection: str, n: int, seed: int = 0) -> list[dict]:
-        docs = self.documents(db, collection)
-        if n >= len(docs):
-            return list(docs)
-        picked = sorted(random.Random(seed).sample(range(len(docs)), n))
-        return [docs[i] for i in picked]
+        return sampling.sample(self.documents(db, collection), n, seed)
 
     def aggregate(self, db: str, collection: str, pipeline: list, *,
                   timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
@@ -158,9 +155,12 @@ def _documents(docs: list, problems: list[str], where: str = "") -> list:
     return kept
 
 
-def open_backend(data: str | None = None, uri: str | None = None, *, skip_bad_lines: bool = False,
-                 warn: Callable[[str], None] | None = None):
+def open_backend(data: str | None = None, uri: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+                 skip_bad_lines: bool = False, warn: Callable[[str], None] | None = None):
     """The backend for `--data DIR` or `--uri URI` (`file:DIR` is the embedded one).
+
+    `timeout` bounds every operation a server backend sends that is not a query
+    (listing, counting, sampling); queries take their own `timeout`.
 
     Library-level check of the choice (the CLI rejects misuse first, as a usage
     error): exactly one of `data` and `uri`, `file:` included. `skip_bad_lines`
@@ -174,5 +174,5 @@ def open_backend(data: str | None = None, uri: str | None = None, *, skip_bad_li
     if uri:
         from nlq.backends.mongo import MongoBackend
 
-        return MongoBackend(uri)
+        return MongoBackend(uri, timeout=timeout)
     raise InputError("no database: give --data DIR (embedded) or --uri mongodb://... (or set NLQ_DATA / NLQ_URI)")

@@ -1,38 +1,58 @@
 """The MongoDB backend: a real deployment through pymongo, used read-only.
 
-Only listing, counting, `find` of `_id`s and documents (for samples) and
-`aggregate` are ever called. Every aggregate is checked for forbidden
-operators before it is sent, runs with `maxTimeMS` from the timeout and
-`allowDiskUse=False`, and its cursor is read with a row cap.
+Only listing, counting, `find` (for samples) and `aggregate` are ever sent.
+Every aggregate is checked for forbidden operators before it is sent, runs
+with `allowDiskUse=False`, and its cursor is read with the row and byte caps.
 
-Deterministic sample (`$sample` is forbidden and random): the `_id`s of the
-collection are read in ascending `_id` order, `random.Random(seed)` picks `n`
-positions, and the picked documents are returned in `_id` order. The same
-seed over the same data always gives the same documents.
+Every operation runs under a client-side operation timeout (pymongo's
+`timeoutMS`, `pymongo.timeout(seconds)`): the query's `timeout` for an
+aggregate, the backend's `timeout` for listing, counting and sampling. pymongo
+derives the server's `maxTimeMS` from what is left of it and stops reading the
+socket when it runs out, so a query that outlives its limit is a QueryTimeout
+(a per-record `exec_error`) after about `timeout` seconds, never retried past
+it; a server that cannot be reached stays a BackendError (the run stops).
+
+Samples follow the one rule of nlq.backends.sampling (seeded positions in
+`_id` order). A collection of at most ID_SCAN_LIMIT documents is sampled by
+reading its `_id`s in order (a covered scan of the `_id` index) and fetching
+the picked documents; a larger one by walking the `_id` index from one picked
+position to the next (`find({_id: {$gt: previous}}).sort({_id: 1}).skip(k)
+.limit(1)`), so only the sampled documents cross the network.
 """
 
 from __future__ import annotations
 
-import random
+import contextlib
 import re
 from typing import Callable
 
+from nlq.backends import sampling
+from nlq.backends.base import Closing
 from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import BackendError, ExecutionError, QueryTimeout
 
-# pymongo reports these when the server cannot be reached (any pymongo version).
-_CONNECTION_ERRORS = ("ServerSelectionTimeoutError", "ConnectionFailure", "AutoReconnect", "NetworkTimeout",
-                      "ConfigurationError", "InvalidURI")
+ID_SCAN_LIMIT = 100_000  # up to this many documents, a sample reads the collection's _ids in one scan
+
+# pymongo raises these for a URI it cannot read (a syntax or option error, not a server down).
+_URI_ERRORS = ("InvalidURI", "ConfigurationError")
+
+_SYSTEM_DATABASES = {"admin", "config", "local"}
+
+# Client options nlq sets unless the URI sets them itself.
+_CLIENT_DEFAULTS = {"serverSelectionTimeoutMS": 5000, "appname": "nlq"}
 
 
 def _pymongo_client(uri: str):
     import pymongo
 
-    return pymongo.MongoClient(uri, tz_aware=True, serverSelectionTimeoutMS=5000, appname="nlq")
+    # The option names of the URI, read without resolving a mongodb+srv:// host.
+    given = {part.split("=", 1)[0].lower() for part in re.split("[&;]", uri.partition("?")[2]) if part}
+    options = {k: v for k, v in _CLIENT_DEFAULTS.items() if k.lower() not in given}
+    return pymongo.MongoClient(uri, tz_aware=True, **options)
 
 
-# pymongo raises these for a URI it cannot read (a syntax or option error, not a server down).
-_URI_ERRORS = ("InvalidURI", "ConfigurationError")
+def _classes(exc: Exception) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
 
 
 # URI options whose values are secrets (matched without regard to case): passwords of any
@@ -79,74 +99,122 @@ def _scrub(text: str, uri: str) -> str:
     return text
 
 
-class MongoBackend:
+class MongoBackend(Closing):
     name = "mongo"
 
-    def __init__(self, uri: str, *, client_factory: Callable[[str], object] | None = None):
+    def __init__(self, uri: str, *, timeout: float = DEFAULT_TIMEOUT,
+                 client_factory: Callable[[str], object] | None = None):
         self.uri = uri
+        self.timeout = timeout
+        self._reached = False
         try:
             self._client = (client_factory or _pymongo_client)(uri)
         except Exception as exc:  # noqa: BLE001 - pymongo raises several classes for a bad URI
             raise self._backend_error(exc) from None
+
+    def close(self) -> None:
+        close = getattr(self._client, "close", None)
+        if close is not None:
+            close()
 
     # -- errors ----------------------------------------------------------------------
     def _backend_error(self, exc: Exception) -> BackendError:
         shown = redact(self.uri)
         # pymongo appends a long topology description after the reason; keep the reason.
         reason = _scrub(str(exc), self.uri).split(" (configured timeouts")[0].split(", Timeout:")[0][:300]
-        if any(cls.__name__ in _URI_ERRORS for cls in type(exc).__mro__):
+        if _classes(exc) & set(_URI_ERRORS):
             hint = "check the URI: mongodb://[user:password@]host[:port][/?options] (percent-encode '@' and ':' " \
                    "in a password)"
         else:
             hint = f"is MongoDB running at {shown}?"
         return BackendError(f"cannot use MongoDB at {shown}: {reason}", hint=hint)
 
-    def _translate(self, exc: Exception) -> Exception:
-        """A pymongo exception as the NlqError it means."""
-        name = type(exc).__name__
-        if name in ("ExecutionTimeout",) or getattr(exc, "code", None) == 50:
-            return QueryTimeout(f"query exceeded the time limit (maxTimeMS): {exc}", code=50)
-        if any(cls.__name__ in _CONNECTION_ERRORS for cls in type(exc).__mro__):
+    def _translate(self, exc: Exception, what: str, timeout: float, query: bool) -> Exception:
+        """A pymongo exception as the NlqError it means: for a query (`query=True`) a timeout is a
+        QueryTimeout and a server error an ExecutionError (both per record); for listing, counting
+        and sampling both stop the run (BackendError). An unreachable server always stops it."""
+        classes = _classes(exc)
+        if "ServerSelectionTimeoutError" in classes:
             return self._backend_error(exc)
-        if any(cls.__name__ == "OperationFailure" for cls in type(exc).__mro__):
+        if getattr(exc, "timeout", False) or getattr(exc, "code", None) == 50:
+            message = f"{what} exceeded the time limit of {timeout:g} s"
+            if query:
+                return QueryTimeout(f"query exceeded the time limit of {timeout:g} s (maxTimeMS)", code=50)
+            return BackendError(f"MongoDB at {redact(self.uri)}: {message}",
+                                hint="raise --timeout, or check the server's load")
+        if classes & ({"ConnectionFailure"} | set(_URI_ERRORS)):
+            return self._backend_error(exc)
+        if "OperationFailure" in classes:
             details = getattr(exc, "details", None) or {}
-            return ExecutionError(details.get("errmsg") or str(exc), code=getattr(exc, "code", None))
-        if any(cls.__name__ == "PyMongoError" for cls in type(exc).__mro__):
+            message = details.get("errmsg") or str(exc)
+            if query:
+                return ExecutionError(message, code=getattr(exc, "code", None))
+            return BackendError(f"MongoDB at {redact(self.uri)} refused {what}: {message}",
+                                hint="nlq needs the read role on the database (see README: using a deployment)")
+        if "PyMongoError" in classes:
             return BackendError(f"MongoDB error: {exc}")
         return exc
 
-    def _call(self, fn, *args, **kwargs):
+    def _call(self, what: str, fn, *args, timeout: float | None = None, query: bool = False, **kwargs):
+        """`fn(*args, **kwargs)` within one client-side operation timeout, errors translated."""
+        import pymongo
+
+        limit = self.timeout if timeout is None else timeout
         try:
-            return fn(*args, **kwargs)
+            if not self._reached:
+                self._reach()
+            with pymongo.timeout(limit):
+                return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - translated to NlqError below
-            translated = self._translate(exc)
+            translated = self._translate(exc, what, limit, query)
             if translated is exc:
                 raise
             raise translated from None
 
+    def _reach(self) -> None:
+        """Ping the server once, within the client's serverSelectionTimeoutMS: under an operation
+        timeout pymongo waits the whole of it for a server, so an unreachable one would cost
+        `--timeout` on the first call instead of failing fast."""
+        import pymongo
+
+        if isinstance(self._client, pymongo.MongoClient):  # not a test's stand-in client
+            with pymongo.timeout(min(self._client.options.server_selection_timeout, self.timeout)):
+                self._client.admin.command("ping")
+        self._reached = True
+
     # -- interface -------------------------------------------------------------------
     def databases(self) -> list[str]:
-        return sorted(self._call(self._client.list_database_names))
+        """The databases of the deployment, without MongoDB's own (admin, config, local)."""
+        names = self._call("listDatabases", self._client.list_database_names)
+        return sorted(n for n in names if n not in _SYSTEM_DATABASES)
 
     def collections(self, db: str) -> list[str]:
-        if db not in self.databases():
-            raise BackendError(f"no database {db!r} at {redact(self.uri)}")
-        names = self._call(self._client[db].list_collection_names)
+        names = self._call(f"listCollections on {db}", self._client[db].list_collection_names)
+        if not names and db not in self.databases():
+            known = ", ".join(self.databases()) or "none"
+            raise BackendError(f"no database {db!r} at {redact(self.uri)} (found: {known})")
         return sorted(n for n in names if not n.startswith("system."))
 
     def count(self, db: str, collection: str) -> int:
-        return int(self._call(self._client[db][collection].count_documents, {}))
+        return int(self._call(f"counting {db}.{collection}", self._client[db][collection].count_documents, {}))
 
     def sample(self, db: str, collection: str, n: int, seed: int = 0) -> list[dict]:
         coll = self._client[db][collection]
-
-        def read():
-            ids = [doc["_id"] for doc in coll.find({}, {"_id": 1}).sort("_id", 1)]
-            if n >= len(ids):
-                return list(coll.find({}).sort("_id", 1))
-            picked = [ids[i] for i in sorted(random.Random(seed).sample(range(len(ids)), n))]
-            return list(coll.find({"_id": {"$in": picked}}).sort("_id", 1))
-        return self._call(read)
+        what = f"sampling {db}.{collection}"
+        count = self.count(db, collection)
+        picked = sampling.positions(count, n, seed)
+        if len(picked) >= count:
+            return self._call(what, lambda: list(coll.find({}).sort("_id", 1)))
+        if count <= ID_SCAN_LIMIT:
+            return self._call(what, _by_id_scan, coll, picked)
+        docs, previous, at = [], None, -1
+        for position in picked:
+            doc = self._call(what, _next_in_id_order, coll, previous, position - at - 1, position)
+            if doc is None:  # the collection shrank while it was sampled
+                break
+            docs.append(doc)
+            previous, at = doc["_id"], position
+        return docs
 
     def aggregate(self, db: str, collection: str, pipeline: list, *,
                   timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
@@ -160,14 +228,38 @@ class MongoBackend:
         capped = list(pipeline) + [{"$limit": max_rows + 1}]
 
         def read():
-            cursor = coll.aggregate(capped, maxTimeMS=max(1, int(timeout * 1000)), allowDiskUse=False)
-            try:
+            cursor = coll.aggregate(capped, allowDiskUse=False)
+            with contextlib.closing(cursor) if hasattr(cursor, "close") else contextlib.nullcontext():
                 return capped_rows(cursor, max_rows=max_rows, max_bytes=max_bytes)
-            finally:
-                close = getattr(cursor, "close", None)
-                if close is not None:
-                    close()
-        return self._call(read)
+        return self._call(f"aggregate on {db}.{collection}", read, timeout=timeout, query=True)
 
 
-__all__ = ["MongoBackend", "redact"]
+def _by_id_scan(coll, picked: list[int]) -> list[dict]:
+    """The documents at `picked` positions: the `_id`s read in order, then the picked ones fetched."""
+    from nlq.mql.values import sort_key
+
+    ids = [doc["_id"] for doc in coll.find({}, {"_id": 1}).sort("_id", 1)]
+    wanted = [ids[i] for i in picked if i < len(ids)]
+    keys = {sort_key(v) for v in wanted}
+    # $in treats a regular expression as a pattern: keep only the exact _ids asked for.
+    return [doc for doc in coll.find({"_id": {"$in": wanted}}).sort("_id", 1) if sort_key(doc["_id"]) in keys]
+
+
+def _next_in_id_order(coll, previous, skip: int, position: int):
+    """The document `skip` places after `previous` in `_id` order (at `position` from the start).
+
+    `$gt` compares within one BSON type (the manual's type bracketing), so when
+    the documents of `previous`'s type run out the position is read from the start."""
+    if previous is not None:
+        try:
+            doc = next(iter(coll.find({"_id": {"$gt": previous}}).sort("_id", 1).skip(skip).limit(1)), None)
+        except Exception as exc:  # noqa: BLE001 - an _id that $gt cannot take (a regex): read from the start
+            if "OperationFailure" not in _classes(exc):
+                raise
+            doc = None
+        if doc is not None:
+            return doc
+    return next(iter(coll.find({}).sort("_id", 1).skip(position).limit(1)), None)
+
+
+__all__ = ["ID_SCAN_LIMIT", "MongoBackend", "redact"]

@@ -97,10 +97,29 @@ class _ConstSum(_Count):
         return integer_result(self.constant * self.n, kind(self.constant))
 
 
+class _ConstDoubleSum:
+    """`{$sum: 2.5}` (a double constant): the server adds the constant plainly, without the
+    compensated summation of `$sum` over values (its constant-sum shortcut)."""
+
+    __slots__ = ("constant", "total")
+
+    def __init__(self, constant: float):
+        self.constant = constant
+        self.total = 0.0
+
+    def add(self, vars):
+        self.total += self.constant
+
+    def result(self):
+        return self.total
+
+
 @registry.implements(ACCUMULATOR, "$sum")
 def _sum(arg) -> Factory:
     if type(arg) is int or type(arg) is Int64:
         return lambda: _ConstSum(arg)
+    if type(arg) is float:
+        return lambda: _ConstDoubleSum(arg)
     fn = compile_expression(arg)
     return lambda: _Sum(fn)
 

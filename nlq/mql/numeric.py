@@ -122,97 +122,101 @@ def is_zero(value) -> bool:
 
 
 class Summation:
-    """An exact running sum of numeric values with MongoDB's result typing.
+    """A running sum of numeric values, computed the way MongoDB's server computes it.
 
-    Integers are summed exactly, doubles with Shewchuk's error-free partials
-    (what `math.fsum` does, so the sum is correctly rounded, close to
-    MongoDB's double-double summation), decimals with 34 digits. The result
-    has the widest input type, promoted on overflow (int -> long -> double).
+    Integers and doubles go, in input order, into one double-double sum (the
+    server's DoubleDoubleSummation): each value is first added to the running
+    compensation with Fast2Sum (Dekker), the result to the running sum with
+    2Sum (Møller, Knuth), the remainder kept as the new compensation. A 32-bit
+    integer is added as one double, a 64-bit one as two (its high 32 bits and
+    the rest), so integer sums stay exact. The double result is the running sum
+    itself — close to, but not always, the correctly rounded total — and an
+    average divides it by the count: `$avg` of [235.98, 182, 220.98, ...] is
+    345.15999999999997 on a server, not 345.16. NaN and infinities are also
+    summed plainly, the result when the compensated sum turns NaN. Decimals are
+    summed apart with 34 digits and the double-double added at the end. The
+    result has the widest input type, promoted on overflow (int -> long -> double).
     """
 
-    __slots__ = ("width", "ints", "partials", "special", "decimal", "count")
+    __slots__ = ("width", "ints", "high", "low", "special", "decimal", "count", "doubles")
 
     def __init__(self):
         self.width = INT
-        self.ints = 0
-        self.partials: list[float] = []
-        self.special = 0.0  # running sum of infinities / NaN
+        self.ints = 0  # the exact integer total, for int and long results
+        self.high = 0.0  # the double-double sum: high + low
+        self.low = 0.0
+        self.special = 0.0  # the plain sum, used when the compensated one is NaN
         self.decimal: Decimal | None = None
         self.count = 0
+        self.doubles = False  # whether a double was added
 
     def add(self, value) -> None:
         """Fold in a numeric value (callers filter out non-numerics)."""
         self.count += 1
         t = type(value)
         if t is int or t is Int64:
-            if self.width == INT and (t is Int64 or not INT32_MIN <= value <= INT32_MAX):
-                self.width = LONG
-            self.ints += int(value)
+            n = int(value)
+            if t is int and INT32_MIN <= n <= INT32_MAX:
+                self._add_double(float(n))
+            else:
+                if self.width == INT:
+                    self.width = LONG
+                high = -((-n) >> 32 << 32) if n < 0 else n >> 32 << 32  # truncated toward zero, as C++ divides
+                self._add_double(float(n - high))
+                self._add_double(float(high))
+            self.ints += n
         elif t is float:
             if self.width < DOUBLE:
                 self.width = DOUBLE
-            if math.isfinite(value):
-                self._add_float(value)
-            else:
-                self.special += value
+            self.doubles = True
+            self._add_double(value)
         else:
             self.width = DECIMAL
             d = value.to_decimal()
             self.decimal = d if self.decimal is None else DECIMAL_CONTEXT.add(self.decimal, d)
 
-    def _add_float(self, x: float) -> None:
-        partials = self.partials
-        i = 0
-        for y in partials:
-            if abs(x) < abs(y):
-                x, y = y, x
-            hi = x + y
-            if not math.isfinite(hi):  # the double sum overflowed: it is ±infinity from now on
-                self.special += hi
-                self.partials = []
-                return
-            lo = y - (hi - x)
-            if lo:
-                partials[i] = lo
-                i += 1
-            x = hi
-        partials[i:] = [x]
+    def _add_double(self, x: float) -> None:
+        self.special += x
+        s = x + self.low  # Fast2Sum(x, low): the compensation is the smaller part
+        x, self.low = s, self.low - (s - x)
+        s = self.high + x  # 2Sum(high, x): x may be the larger part
+        a = s - x
+        b = s - a
+        self.high, x = s, (self.high - a) + (x - b)
+        self.low += x
 
-    def float_total(self) -> float:
-        if self.special:  # an infinity or NaN absorbs every finite addend
-            return self.special
-        if not self.ints:
-            return math.fsum(self.partials)
-        high = float(self.ints)  # split so that integers beyond 2**53 still add exactly
-        return math.fsum(self.partials + [high, float(self.ints - int(high))])
+    def double(self) -> float:
+        """The double total (the server's getDouble)."""
+        return self.special if math.isnan(self.high) else self.high
 
-    def exact_decimal(self) -> Decimal:
+    def _decimal_total(self) -> Decimal:
+        """Integers exactly, plus the doubles' total with 34 digits, plus the decimals."""
         total = Decimal(self.ints)
-        if self.partials:
-            total = DECIMAL_CONTEXT.add(total, double_to_decimal(math.fsum(self.partials), 34))
-        if self.special:
-            total = DECIMAL_CONTEXT.add(total, Decimal(self.special))
-        if self.decimal is not None:
-            total = DECIMAL_CONTEXT.add(total, self.decimal)
-        return total
+        if self.doubles:
+            if math.isfinite(self.high):
+                with decimal.localcontext() as exact:
+                    exact.prec = 1000  # the double-double and the integers, subtracted exactly
+                    doubles = float(Decimal(self.high) + Decimal(self.low) - total)
+                total = DECIMAL_CONTEXT.add(total, double_to_decimal(doubles, 34))
+            else:
+                total = DECIMAL_CONTEXT.add(total, Decimal(self.special))
+        return total if self.decimal is None else DECIMAL_CONTEXT.add(total, self.decimal)
 
     def result(self):
         """The sum, typed as MongoDB types it (0 when nothing was added)."""
         if self.width <= LONG:
-            return integer_result(self.ints, self.width)
+            return integer_result(self.ints, self.width, self.double())
         if self.width == DOUBLE:
-            return self.float_total()
-        return make_decimal(self.exact_decimal())
+            return self.double()
+        return make_decimal(self._decimal_total())
 
     def mean(self):
         """The average as a double (a decimal when a decimal was added), None when empty."""
         if not self.count:
             return None
         if self.width == DECIMAL:
-            return make_decimal(DECIMAL_CONTEXT.divide(self.exact_decimal(), Decimal(self.count)))
-        if self.width <= LONG:
-            return self.ints / self.count
-        return self.float_total() / self.count
+            return make_decimal(DECIMAL_CONTEXT.divide(self._decimal_total(), Decimal(self.count)))
+        return self.double() / self.count
 
 
 def int_value(op: str, what: str, value) -> int:

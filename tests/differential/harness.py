@@ -83,26 +83,28 @@ def canonical(value):
     return (bson_type(value), sort_key(value))
 
 
-def compare(pipeline: list, mine: list, theirs: list) -> str | None:
-    """None when the two results agree, else a short description of the first difference."""
+def compare(pipeline: list, mine: list, theirs: list, names: tuple[str, str] = ("engine", "mongomock")) -> str | None:
+    """None when the two results agree, else a short description of the first difference
+    (`names` label the two sides)."""
+    me, them = names
     a = [canonical(r) for r in mine]
     b = [canonical(r) for r in theirs]
     if ordered(pipeline):
         if a == b:
             return None
         if len(a) != len(b):
-            return f"engine {len(a)} rows, mongomock {len(b)} rows"
+            return f"{me} {len(a)} rows, {them} {len(b)} rows"
         i = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
-        return f"row {i}: engine {mine[i]!r} vs mongomock {theirs[i]!r}"
+        return f"row {i}: {me} {mine[i]!r} vs {them} {theirs[i]!r}"
     if Counter(a) == Counter(b):
         return None
     if len(a) != len(b):
-        return f"engine {len(a)} rows, mongomock {len(b)} rows"
+        return f"{me} {len(a)} rows, {them} {len(b)} rows"
     only_a = list((Counter(a) - Counter(b)).elements())
     only_b = list((Counter(b) - Counter(a)).elements())
     ra = mine[a.index(only_a[0])]
     rb = theirs[b.index(only_b[0])]
-    return f"{len(only_a)} rows differ, e.g. engine {ra!r} vs mongomock {rb!r}"
+    return f"{len(only_a)} rows differ, e.g. {me} {ra!r} vs {them} {rb!r}"
 
 
 class Mongomock:
