@@ -16,6 +16,10 @@ Examples:
     | nlq report --by labels.schema_flex --format markdown
   nlq score --data fixtures/worlds fixtures/tasks/club.jsonl -o club.scored.jsonl
   nlq report club.scored.jsonl --layout paper --format html -o report.html
+  nlq index --data fixtures/worlds --db racing -o racing.index.jsonl
+  nlq generate --index racing.index.jsonl fixtures/tasks/racing.jsonl \\
+    | nlq score --data fixtures/worlds -o racing.scored.jsonl
+  nlq report racing.scored.jsonl --explain racing/6
 """)
 @click.argument("scored", nargs=-1, type=click.Path(allow_dash=True))
 @click.option("--by", "by", multiple=True, metavar="FIELD",
@@ -36,12 +40,14 @@ Examples:
 @click.option("--width", type=click.IntRange(min=40), metavar="COLUMNS",
               help="Fit the table format in this many columns (default: the terminal's width; "
                    "unlimited when not writing to a terminal).")
+@click.option("--explain", "explain_id", metavar="ID",
+              help="Instead of the report: why the record with this id got its verdict (score.diff, readably).")
 @click.option("-o", "--output", default="-", type=click.Path(allow_dash=True), show_default=True,
               help="Where to write the report ('-' = stdout).")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% EXC interval (0 = none).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
-def cli(scored, by, ref, names, fmt, layout, cascade_fallback, width, output, bootstrap, seed):
+def cli(scored, by, ref, names, fmt, layout, cascade_fallback, width, explain_id, output, bootstrap, seed):
     """Report scored runs: each SCORED file (default stdin) is one run.
 
     """
@@ -50,7 +56,10 @@ def cli(scored, by, ref, names, fmt, layout, cascade_fallback, width, output, bo
     if width is None and output == "-" and sys.stdout.isatty():
         width = shutil.get_terminal_size().columns
     with errors_as_click():
-        text = report.run(list(scored), names=list(names), by=list(by), ref=ref, fmt=fmt, layout=layout,
-                          bootstrap=bootstrap, seed=seed, cascade_fallback=cascade_fallback, width=width)
+        if explain_id is not None:
+            text = report.explain(list(scored), explain_id, names=list(names))
+        else:
+            text = report.run(list(scored), names=list(names), by=list(by), ref=ref, fmt=fmt, layout=layout,
+                              bootstrap=bootstrap, seed=seed, cascade_fallback=cascade_fallback, width=width)
         with io.open_output(output) as out:
             out.write(text.encode())

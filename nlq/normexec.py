@@ -69,9 +69,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import numpy as np
+import orjson
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_flow
 
+from nlq.io import to_extjson
 from nlq.mql.values import (MISSING, Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex,
                             Timestamp, date_to_millis)
 
@@ -343,7 +345,89 @@ def compare(pred, gold, *, ordered: bool = False, beta: int = DEFAULT_BETA) -> C
     return Comparison(0, f1, WRONG_ROWS, near_miss(pred, gold, ordered=ordered, beta=beta))
 
 
-__all__ = ["canonical", "row_values", "row_identity", "Rows", "prepare", "contains", "max_alignment",
+# ---------------------------------------------------------------------------
+# why a verdict is not `correct`
+
+DIFF_VALUES = 5  # values listed per side of a diff (the counts are always complete)
+
+
+def _value_pool(rows) -> tuple[Counter, dict]:
+    """The multiset of every top-level value of a result, and one original per canonical value."""
+    pool: Counter = Counter()
+    shown: dict = {}
+    for row in rows:
+        values = [v for v in row.values() if v is not MISSING] if isinstance(row, dict) else [row]
+        for value in values:
+            key = canonical(value)
+            pool[key] += 1
+            shown.setdefault(key, value)
+    return pool, shown
+
+
+def _listed(extra: Counter, shown: dict) -> dict:
+    values = [shown[key] for key in shown if extra[key] > 0]
+    return {"count": sum(extra.values()), "values": values[:DIFF_VALUES]}
+
+
+def diff(pred_rows: list, gold_rows: list, *, ordered: bool = False, beta: int = DEFAULT_BETA) -> dict:
+    """What differs between an executed prediction and the gold result, short and machine-readable.
+
+        >>> d = diff([{"total": 5}], [{"_id": None, "total": 5}])
+        >>> d["missing"], d["surplus"]["count"], d["summary"]
+        ({'count': 1, 'values': [None]}, 0, '1 gold value with no partner: null')
+
+    - `rows`: `{gold, pred, aligned}` row counts; `aligned` is the size of a maximum
+      one-to-one alignment (the same containment and beta rule as EXC, order ignored);
+    - `missing`: the gold values (all rows pooled, as a multiset) that no predicted
+      value equals, `{count, values}` with the first DIFF_VALUES of them;
+    - `surplus`: the predicted values that equal no gold value, likewise;
+    - `order`: for an order-sensitive gold, the first position whose rows do not
+      align `{position, gold, pred}` (0-based), else null;
+    - `summary`: one line saying the above.
+    """
+    gold, pred = prepare(gold_rows), prepare(pred_rows)
+    gold_pool, gold_shown = _value_pool(gold_rows)
+    pred_pool, pred_shown = _value_pool(pred_rows)
+    missing, surplus = _listed(gold_pool - pred_pool, gold_shown), _listed(pred_pool - gold_pool, pred_shown)
+    order = None
+    if ordered:
+        for i, (gv, gs, pv, ps) in enumerate(zip(gold.values, gold.sizes, pred.values, pred.sizes)):
+            if not contains(pv, ps, gv, gs, beta):
+                order = {"position": i, "gold": gold_rows[i], "pred": pred_rows[i]}
+                break
+    rows = {"gold": len(gold), "pred": len(pred), "aligned": max_alignment(gold, pred, beta=beta)}
+    return {"rows": rows, "missing": missing, "surplus": surplus, "order": order,
+            "summary": _diff_summary(rows, missing, surplus, order, beta)}
+
+
+def _shown(values: list, count: int) -> str:
+    texts = (orjson.dumps(to_extjson(v)).decode() for v in values)
+    text = ", ".join(t if len(t) <= 40 else t[:39] + "…" for t in texts)
+    return text + (", ..." if count > len(values) else "")
+
+
+def _diff_summary(rows: dict, missing: dict, surplus: dict, order: dict | None, beta: int) -> str:
+    parts = []
+    if rows["pred"] != rows["gold"]:
+        parts.append(f"{rows['pred']} row{'s' if rows['pred'] != 1 else ''} instead of {rows['gold']}")
+    if missing["count"]:
+        n = missing["count"]
+        parts.append(f"{n} gold value{'s' if n != 1 else ''} with no partner: {_shown(missing['values'], n)}")
+    if surplus["count"]:
+        n = surplus["count"]
+        parts.append(f"{n} surplus value{'s' if n != 1 else ''}: {_shown(surplus['values'], n)} "
+                     f"(a row may carry {beta})")
+    if order is not None:
+        parts.append(f"first order mismatch at row {order['position']}")
+    if not parts:
+        unaligned = rows["gold"] - rows["aligned"]
+        parts.append(f"the same values, grouped into rows differently ({unaligned} gold "
+                     f"row{'s' if unaligned != 1 else ''} without a predicted row holding all its values "
+                     f"with at most {beta} more)")
+    return "; ".join(parts)
+
+
+__all__ = ["diff", "DIFF_VALUES", "canonical", "row_values", "row_identity", "Rows", "prepare", "contains", "max_alignment",
            "aligned_in_order", "exc", "exf1", "near_miss", "compare", "Comparison", "DEFAULT_BETA",
            "CORRECT", "EMPTY", "WRONG_ROWS", "ORDER_ONLY", "ROW_SUBSET", "ROW_SUPERSET",
            "VALUE_MISMATCH", "NEAR_MISSES"]

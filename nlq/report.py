@@ -823,7 +823,54 @@ def run(paths: list[str], *, names: list[str] = (), by: list[str] = (), ref: str
     return render(built, fmt, layout, width)
 
 
-__all__ = ["Run", "Table", "load_run", "load_runs", "run_name", "bucket", "summarize", "bootstrap_interval",
+def explain(paths: list[str], record_id: str, *, names: list[str] = ()) -> str:
+    """Why record `record_id` got its verdict, in each run that holds it (`nlq report --explain ID`):
+    the outcome, then its `score.diff` as readable lines (row counts, gold values with no partner,
+    surplus values, the first order mismatch) or the error of an outcome decided before rows were
+    compared. InputError when no run holds the id."""
+    runs = load_runs(paths, names)
+    out = []
+    for run in runs:
+        for record in run.records:
+            if str(record.get("id")) != record_id:
+                continue
+            out.extend(_explained(run.name, record) + [""])
+    if not out:
+        raise InputError(f"no record with id {record_id!r} in {', '.join(r.name for r in runs)}",
+                         hint="ids are the records' `id` fields, e.g. clinic/7")
+    return "\n".join(out)
+
+
+def _explained(run_name_: str, record: dict) -> list[str]:
+    score = record.get("score")
+    head = f"{record.get('id')} in run {run_name_}"
+    if not isinstance(score, dict):
+        return [f"{head}: not scored (run `nlq score` first)"]
+    near = f" ({score['near_miss']})" if score.get("near_miss") else ""
+    lines = [f"{head}: {score.get('outcome')}{near}, EXC {score.get('exc')}, EXF1 {score.get('exf1', 0):.2f}"]
+    if record.get("question"):
+        lines.append(f"  question: {record['question']}")
+    diff = score.get("diff")
+    if score.get("outcome") == "correct" or not isinstance(diff, dict):
+        return lines
+    lines.append(f"  why: {diff.get('summary')}")
+    rows = diff.get("rows")
+    if rows:
+        lines.append(f"  rows: gold {rows['gold']}, prediction {rows['pred']}, aligned one-to-one {rows['aligned']}")
+    for key, label in (("missing", "gold values with no partner"), ("surplus", "surplus values")):
+        part = diff.get(key)
+        if part and part.get("count"):
+            shown = ", ".join(io.dumps(v).decode() for v in part["values"])
+            more = f" (first {len(part['values'])} shown)" if part["count"] > len(part["values"]) else ""
+            lines.append(f"  {label} ({part['count']}){more}: {shown}")
+    order = diff.get("order")
+    if order:
+        lines.append(f"  first order mismatch at row {order['position']}: gold {io.dumps(order['gold']).decode()}, "
+                     f"prediction {io.dumps(order['pred']).decode()}")
+    return lines
+
+
+__all__ = ["explain", "Run", "Table", "load_run", "load_runs", "run_name", "bucket", "summarize", "bootstrap_interval",
            "mcnemar", "field_value", "confidence", "reliability", "economics", "cascade_point",
            "cascade_curve", "run_warnings", "slice_warnings", "build", "tables", "legend", "render",
            "render_table", "render_markdown", "render_latex", "latex_escape", "run", "FORMATS", "LAYOUTS",

@@ -7,7 +7,12 @@ Each record gains `score`:
 
     {"exc": 0|1, "exf1": float, "outcome": str, "near_miss": str|null,
      "order_sensitive": bool|null, "gold_rows": int|null, "pred_rows": int|null,
-     "ms": float|null, "error": {"stage", "type", "message"}|null}
+     "ms": float|null, "error": {"stage", "type", "message"}|null, "diff": object|null}
+
+`diff` explains every verdict but `correct` (null): for an executed
+prediction, `nlq.normexec.diff` (row counts, gold values with no partner,
+surplus values, the first order mismatch, a `summary` line); for an outcome
+decided before rows are compared, `{summary}` naming the error.
 
 Input: `gold` (`{collection, pipeline}`) or `gold_mql` (mongosh or JSON text),
 `db`, and `prediction`: `{collection, pipeline}`, `{mql}` (mongosh or JSON
@@ -86,7 +91,7 @@ from nlq.execute import CollectionCheck
 from nlq.mql import analyze
 from nlq.mql.parse import parse_query
 from nlq.mql.values import ObjectId
-from nlq.normexec import DEFAULT_BETA, Rows, compare, exc, prepare
+from nlq.normexec import DEFAULT_BETA, Rows, compare, diff, exc, prepare
 
 NO_SUBMISSION, INVALID, EXEC_ERROR, GOLD_ERROR = "no_submission", "invalid", "exec_error", "gold_error"
 OUTCOMES = ("correct", NO_SUBMISSION, INVALID, EXEC_ERROR, "empty", "wrong_rows")
@@ -228,9 +233,11 @@ class Scorer:
             return _score(EXEC_ERROR, error=_internal("prediction", exc_), ms=_ms(started), **base)
         ms = _ms(started)
         verdict = compare(rows, gold.prepared, ordered=gold.ordered, beta=self.beta)
+        explained = None if verdict.exc else diff(rows, gold.rows, ordered=gold.ordered, beta=self.beta)
         return {"exc": verdict.exc, "exf1": verdict.exf1, "outcome": verdict.outcome,
                 "near_miss": verdict.near_miss, "order_sensitive": gold.ordered,
-                "gold_rows": len(gold.rows), "pred_rows": len(rows), "ms": ms, "error": None}
+                "gold_rows": len(gold.rows), "pred_rows": len(rows), "ms": ms, "error": None,
+                "diff": explained}
 
     # -- metric validation -----------------------------------------------------------
     def probes(self, record: dict) -> dict | None:
@@ -327,9 +334,17 @@ def _ms(started: float) -> float:
 
 
 def _score(outcome: str, *, error=None, order_sensitive=None, gold_rows=None, ms=None) -> dict:
+    """The score of an outcome decided without comparing rows; its `diff` only says why."""
     return {"exc": 0, "exf1": 0.0, "outcome": outcome, "near_miss": None,
             "order_sensitive": order_sensitive, "gold_rows": gold_rows, "pred_rows": None,
-            "ms": ms, "error": error}
+            "ms": ms, "error": error, "diff": {"summary": _reason(outcome, error)}}
+
+
+def _reason(outcome: str, error: dict | None) -> str:
+    if error is None:
+        return "no prediction was submitted" if outcome == NO_SUBMISSION else outcome
+    message = str(error.get("message") or "").split("\n", 1)[0]
+    return f"{outcome}: {error.get('stage')} {error.get('type')}: {message}"
 
 
 def gold_source(record: dict):

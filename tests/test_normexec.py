@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from nlq.mql.values import MISSING, Decimal128, Int64, ObjectId
 from nlq.normexec import (ORDER_ONLY, ROW_SUBSET, ROW_SUPERSET, VALUE_MISMATCH, canonical, compare, exc,
-                          exf1, max_alignment, prepare, row_values)
+                          diff, exf1, max_alignment, prepare, row_values)
 
 OID = ObjectId("65a1b2c3d4e5f60718293a4b")
 WHEN = dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
@@ -278,3 +278,41 @@ def test_prepared_results_are_reusable():
     gold = prepare(GOLD)
     assert exc(GOLD, gold) == 1 and exc(prepare(GOLD[:1]), gold) == 0
     assert len(gold) == 2
+
+
+# ---------------------------------------------------------------------------
+# diff: why a verdict is not `correct`
+
+def test_diff_names_the_gold_null_the_prediction_lacks():
+    """A $group {_id: null} gold keeps its null as a value (TEND's rule); the diff says so."""
+    d = diff([{"total": 5}], [{"_id": None, "total": 5}])
+    assert d["rows"] == {"gold": 1, "pred": 1, "aligned": 0}
+    assert d["missing"] == {"count": 1, "values": [None]} and d["surplus"] == {"count": 0, "values": []}
+    assert d["order"] is None and d["summary"] == "1 gold value with no partner: null"
+
+
+def test_diff_row_count_surplus_and_first_order_mismatch():
+    gold = [{"n": "a", "v": 1}, {"n": "b", "v": 2}, {"n": "c", "v": 3}]
+    pred = [{"n": "a", "v": 1}, {"n": "c", "v": 3}, {"n": "b", "v": 2}, {"n": "d", "v": 4}]
+    d = diff(pred, gold, ordered=True)
+    assert d["rows"] == {"gold": 3, "pred": 4, "aligned": 3}
+    assert d["missing"]["count"] == 0 and d["surplus"] == {"count": 2, "values": ["d", 4]}
+    assert d["order"] == {"position": 1, "gold": {"n": "b", "v": 2}, "pred": {"n": "c", "v": 3}}
+    assert d["summary"] == '4 rows instead of 3; 2 surplus values: "d", 4 (a row may carry 2); first order mismatch at row 1'
+
+
+def test_diff_counts_every_value_but_lists_a_few():
+    gold = [{"v": i} for i in range(20)]
+    d = diff([], gold)
+    assert d["missing"]["count"] == 20 and d["missing"]["values"] == [0, 1, 2, 3, 4]
+    assert d["summary"].startswith("0 rows instead of 20; 20 gold values with no partner: 0, 1, 2, 3, 4, ...")
+
+
+def test_diff_of_values_regrouped_across_rows():
+    d = diff([{"a": 1, "b": 2}, {"a": 3, "b": 4}], [{"a": 1, "b": 4}, {"a": 3, "b": 2}])
+    assert d["missing"]["count"] == d["surplus"]["count"] == 0 and d["rows"]["aligned"] == 0
+    assert d["summary"].startswith("the same values, grouped into rows differently (2 gold rows")
+
+
+def test_diff_numbers_compare_across_types_as_exc_does():
+    assert diff([{"x": 1.0}, {"x": 2}], [{"x": 1}, {"x": 3}])["missing"] == {"count": 1, "values": [3]}

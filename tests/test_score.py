@@ -68,7 +68,7 @@ def test_correct_json_prediction(backend):
     s = _score(backend, {"collection": "items", "pipeline": [{"$project": {"label": "$name"}}]})
     assert {k: v for k, v in s.items() if k != "ms"} == {
         "exc": 1, "exf1": 0.0, "outcome": "correct", "near_miss": None, "order_sensitive": False,
-        "gold_rows": 4, "pred_rows": 4, "error": None}
+        "gold_rows": 4, "pred_rows": 4, "error": None, "diff": None}
     assert s["ms"] >= 0
 
 
@@ -446,3 +446,51 @@ def test_score_warns_once_about_a_prediction_on_a_missing_collection(runner, dat
     assert [s["outcome"] for s in scored] == ["empty", "empty"] and [s["pred_rows"] for s in scored] == [0, 0]
     assert result.stderr == ("nlq: warning: database 'shop' has no collection 'item' (did you mean 'items'?); "
                              "it reads as empty\n")
+
+
+# ---------------------------------------------------------------------------
+# score.diff explains every verdict but `correct`; `report --explain ID` prints it
+
+GROUP_NULL = {"collection": "items", "pipeline": [{"$group": {"_id": None, "n": {"$sum": 1}}}]}
+COUNT = {"collection": "items", "pipeline": [{"$count": "n"}]}
+
+
+def test_every_non_correct_verdict_has_a_diff(runner, data):
+    records = [
+        {"id": "ok", "db": "shop", "gold": NAMES, "prediction": NAMES},
+        {"id": "null", "db": "shop", "gold": GROUP_NULL, "prediction": COUNT},
+        {"id": "empty", "db": "shop", "gold": NAMES, "prediction": {"collection": "items", "pipeline": [
+            {"$match": {"name": "none"}}]}},
+        {"id": "order", "db": "shop", "gold": BY_PRICE, "prediction": {"collection": "items", "pipeline": [
+            {"$sort": {"price": -1}}, {"$project": {"_id": 0, "name": 1}}]}},
+        {"id": "invalid", "db": "shop", "gold": NAMES, "prediction": {"mql": "db.items.find({"}},
+        {"id": "none", "db": "shop", "gold": NAMES, "prediction": None},
+    ]
+    scored = {r["id"]: r["score"] for r in score.run(records, EmbeddedBackend(data))}
+    assert scored["ok"]["diff"] is None
+    assert scored["null"]["outcome"] == "wrong_rows" and scored["null"]["diff"]["missing"]["values"] == [None]
+    assert scored["empty"]["diff"]["summary"].startswith("0 rows instead of 4")
+    assert scored["order"]["near_miss"] == "order_only" and scored["order"]["diff"]["order"]["position"] == 0
+    assert scored["invalid"]["diff"]["summary"].startswith("invalid: prediction parse_error: ")
+    assert scored["none"]["diff"] == {"summary": "no prediction was submitted"}
+    assert all(s["diff"]["summary"] for name, s in scored.items() if name != "ok")
+
+
+def test_report_explain_prints_the_diff_readably(runner, data, tmp_path):
+    scored = tmp_path / "run.jsonl"
+    lines = [{"id": "shop/1", "db": "shop", "question": "How many items?", "gold": GROUP_NULL, "prediction": COUNT},
+             {"id": "shop/2", "db": "shop", "gold": NAMES, "prediction": NAMES}]
+    scored.write_bytes(b"".join(io.dumps(r) + b"\n" for r in score.run(lines, EmbeddedBackend(data))))
+    result = runner.invoke(cli, ["report", str(scored), "--explain", "shop/1"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "shop/1 in run run: wrong_rows (value_mismatch), EXC 0, EXF1 0.00",
+        "  question: How many items?",
+        "  why: 1 gold value with no partner: null",
+        "  rows: gold 1, prediction 1, aligned one-to-one 0",
+        "  gold values with no partner (1): null",
+    ]
+    assert runner.invoke(cli, ["report", str(scored), "--explain", "shop/2"]).stdout.startswith(
+        "shop/2 in run run: correct, EXC 1")
+    missing = runner.invoke(cli, ["report", str(scored), "--explain", "shop/9"])
+    assert missing.exit_code == 1 and "no record with id 'shop/9' in run" in missing.stderr
