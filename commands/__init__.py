@@ -22,6 +22,7 @@ COMMANDS = {
     "card": "card",
     "witness": "witness",
     "generate": "generate",
+    "repair": "repair",
     "score": "score",
     "report": "report",
     "ask": "ask",

@@ -185,3 +185,42 @@ def recall(corpus) -> dict[str, tuple[int, int, list]]:
             else:
                 entry[2].append(f"{task['id']}: {m.note}")
     return {k: tuple(v) for k, v in out.items()}
+
+
+NONEXISTENT = " (nonexistent)"
+
+
+def match_literal_mutants(task: dict) -> Iterator[tuple[int, Query]]:
+    """(stage, mutant) for each string literal a root `$match` compares, changed to a stored-nowhere value."""
+    query: Query = task["query"]
+    walked = scope.walk(query, {})
+    for comp in walked.comparisons:
+        spec = query.pipeline[comp.stage] if comp.stage is not None else None
+        if not isinstance(comp.value, str) or not isinstance(spec, dict) or "$match" not in spec:
+            continue
+        pipeline = replace(query.pipeline, comp.where, comp.value, comp.value + NONEXISTENT)
+        if pipeline is not None:
+            yield comp.stage, Query(query.collection, pipeline)
+
+
+def bisection_localization(corpus) -> tuple[int, int, list]:
+    """(localized, empty mutants, [missed notes]): mutants of non-empty golds that come back empty,
+    and how often bisection names the mutated stage."""
+    from nlq import feedback
+
+    hit, total, missed = 0, 0, []
+    for task in corpus.tasks:
+        db = task["db"]
+        if not feedback.execute(task["query"], corpus.backend, db).rows:
+            continue
+        for stage, mutant in match_literal_mutants(task):
+            ran = feedback.execute(mutant, corpus.backend, db)
+            if ran.error is not None or ran.rows:
+                continue
+            total += 1
+            violation = feedback.bisect(mutant, corpus.backend, db)
+            if violation.stage == stage:
+                hit += 1
+            else:
+                missed.append(f"{task['id']}: stage {stage}, bisection said {violation.stage}: {violation.message}")
+    return hit, total, missed

@@ -1,0 +1,52 @@
+"""`nlq repair`: gate, execute and vote among a record's candidates; the prediction becomes the winner."""
+
+from __future__ import annotations
+
+import click
+
+from nlq.commands.options import backend_options, errors_as_click, io_options, open_backend_from, with_progress
+
+
+@click.command(epilog="""\b
+Example:
+  nlq index --data fixtures/worlds clinic -o clinic.index.jsonl
+  nlq generate --method rules --index clinic.index.jsonl fixtures/tasks/clinic.jsonl -o rules.jsonl
+  nlq import --map question=nl,db=db_id,prediction=pred --tasks fixtures/tasks/clinic.jsonl \\
+    --method other fixtures/predictions/other-system.jsonl -o other.jsonl
+  nlq repair --data fixtures/worlds --index clinic.index.jsonl --runs other.jsonl rules.jsonl \\
+    | nlq score --data fixtures/worlds | nlq report
+""")
+@backend_options
+@io_options
+@click.option("--index", "index_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Grounding index (JSONL from `nlq index`), one document per database.")
+@click.option("--runs", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Another run's records (JSONL): the prediction of the record with the same id becomes a "
+                   "candidate. Repeatable.")
+@click.option("--min-vote", type=click.FloatRange(0, 1), default=None,
+              help="Abstain (typed `abstained` failure) when the winning cluster holds a smaller share of the votes.")
+@click.option("--contract", is_flag=True, help="Check each candidate's declared output contract after execution.")
+@click.option("--no-gate", is_flag=True, help="Knockout: no admissibility gate (every executed candidate votes).")
+@click.option("--no-bisection", is_flag=True, help="Knockout: report empty results without prefix bisection.")
+def cli(data, uri, timeout, max_rows, input, output, strict, progress, index_path, runs, min_vote, contract,
+        no_gate, no_bisection):
+    """Repair each record: gate, execute and cluster its `prediction` and `candidates` by result.
+
+    Adds `repair = {violations, rounds, attempts, clusters, vote_share, rows,
+    ms, original}` and replaces `prediction` with the candidate of the largest
+    result cluster (`original` keeps the input one). No candidate that runs is
+    a typed `no_valid_candidate` failure.
+    """
+    from nlq import index as grounding
+    from nlq import io, repair
+
+    backend = open_backend_from(data, uri)
+    with errors_as_click():
+        indexes = grounding.load(index_path)
+        options = repair.Options(timeout=timeout, max_rows=max_rows, gate=not no_gate, bisection=not no_bisection,
+                                 contract=contract, min_vote=min_vote)
+        records = io.read_records(input, strict=strict, stage="repair")
+        if runs:
+            records = repair.extra_candidates(records, list(runs))
+        records = with_progress(records, progress, "repair")
+        io.write_records(repair.run(records, backend, indexes, options=options), output)

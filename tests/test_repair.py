@@ -1,0 +1,124 @@
+"""`nlq repair` without a model: gate, execute and vote among a record's candidates (issue 12)."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+
+from nlq import repair
+from nlq.backends import EmbeddedBackend
+from nlq.commands import cli
+from nlq.index import index_documents
+from tests.conftest import WORLDS
+
+DOCS = [{"_id": i, "lab": ["North", "South"][i % 2], "status": ["open", "closed"][i % 3 == 0], "n": i}
+        for i in range(9)]
+INDEX = index_documents("w", {"labs": DOCS})
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory):
+    root = tmp_path_factory.mktemp("world")
+    (root / "w.json").write_bytes(orjson.dumps({"labs": DOCS}))
+    return EmbeddedBackend(root)
+
+
+def q(*stages):
+    return {"collection": "labs", "pipeline": list(stages)}
+
+
+COUNT_OPEN = q({"$match": {"status": "open"}}, {"$count": "n"})
+COUNT_OPEN_2 = q({"$match": {"status": {"$in": ["open"]}}}, {"$group": {"_id": None, "total": {"$sum": 1}}},
+                 {"$project": {"_id": 0}})
+COUNT_ALL = q({"$count": "n"})
+
+
+def repaired(backend, prediction, candidates=(), question="How many open labs?", **options):
+    record = {"id": "w/1", "db": "w", "question": question, "prediction": prediction,
+              "candidates": list(candidates)}
+    [out] = repair.run([record], backend, {"w": INDEX}, options=repair.Options(**options))
+    return out
+
+
+def test_largest_result_cluster_wins_across_surface_forms(backend):
+    out = repaired(backend, COUNT_ALL, [COUNT_OPEN, COUNT_OPEN_2])
+    assert out["prediction"] == COUNT_OPEN
+    assert out["repair"]["clusters"] == [{"members": [1, 2], "size": 2, "rows": 1, "violations": 0},
+                                         {"members": [0], "size": 1, "rows": 1, "violations": 0}]
+    assert out["repair"]["vote_share"] == pytest.approx(2 / 3, abs=1e-4)
+    assert out["repair"]["original"] == COUNT_ALL
+    assert set(out["repair"]) == {"violations", "rounds", "attempts", "clusters", "vote_share", "rows", "ms",
+                                  "original"}
+
+
+def test_gated_candidates_do_not_vote(backend):
+    miscased = q({"$match": {"status": "Open"}}, {"$count": "n"})
+    out = repaired(backend, miscased, [miscased, COUNT_OPEN])
+    assert out["prediction"] == COUNT_OPEN and out["repair"]["vote_share"] == 1.0
+
+
+def test_without_the_gate_every_executed_candidate_votes(backend):
+    wrong_field = q({"$match": {"state": "open"}}, {"$count": "n"})
+    out = repaired(backend, wrong_field, [wrong_field, COUNT_OPEN], gate=False)
+    # both gated-out candidates return no rows: the empty cluster is the largest
+    assert out["prediction"] == wrong_field and out["repair"]["rows"] == 0
+
+
+def test_ties_prefer_fewer_violations_then_non_empty_then_earlier(backend):
+    empty = q({"$match": {"status": "pending"}})
+    out = repaired(backend, empty, [COUNT_OPEN])
+    assert out["prediction"] == COUNT_OPEN   # the empty one carries the bisection violation
+    out = repaired(backend, COUNT_ALL, [COUNT_OPEN])
+    assert out["prediction"] == COUNT_ALL    # equal in all else: the earlier
+
+
+def test_selected_candidate_carries_its_violations(backend):
+    out = repaired(backend, q({"$project": {"lab": 1}}), question="List the labs")
+    assert out["prediction"]["pipeline"] == [{"$project": {"lab": 1}}]
+    assert out["repair"]["violations"] == []      # integer ids are not synthetic ObjectIds
+
+
+def test_all_failing_is_a_typed_failure(backend):
+    out = repaired(backend, "db.labs.aggregate([{$bogus: 1}])", ["not a query ("])
+    assert out["prediction"] is None
+    assert out["failure"]["type"] == repair.NO_VALID_CANDIDATE
+    assert "candidate 0" in out["failure"]["message"] and "candidate 1" in out["failure"]["message"]
+    assert out["repair"]["clusters"] == []
+
+
+def test_min_vote_abstains(backend):
+    out = repaired(backend, COUNT_ALL, [COUNT_OPEN], min_vote=0.6)
+    assert out["prediction"] is None and out["failure"]["type"] == "abstained"
+    assert repaired(backend, COUNT_OPEN, [COUNT_OPEN], min_vote=0.6)["prediction"] == COUNT_OPEN
+
+
+def test_text_candidates_become_mql_predictions(backend):
+    out = repaired(backend, 'db.labs.countDocuments({status: "open"})')
+    assert out["prediction"] == {"mql": 'db.labs.countDocuments({status: "open"})'}
+
+
+def test_records_without_index_or_upstream_failures(backend):
+    [missing] = repair.run([{"id": "x", "db": "other", "prediction": COUNT_ALL}], backend, {"w": INDEX})
+    assert missing["failure"]["type"] == "unknown_db"
+    failed = {"id": "y", "failure": {"stage": "input", "type": "input_error", "message": "bad line"}}
+    assert list(repair.run([failed], backend, {"w": INDEX})) == [failed]
+
+
+def test_cli_votes_over_runs_and_scores_the_repaired_answer(runner, tmp_path, clinic_index_file):
+    tasks = (WORLDS.parent / "tasks" / "clinic.jsonl").read_text().splitlines()[:3]
+    gold_run = [dict(json.loads(t), prediction=json.loads(t)["gold"]) for t in tasks]
+    wrong_run = [dict(json.loads(t), prediction={"collection": "patients", "pipeline": [{"$count": "n"}]})
+                 for t in tasks]
+    for name, run in (("gold.jsonl", gold_run), ("gold2.jsonl", gold_run)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in run))
+    result = runner.invoke(cli, ["repair", "--data", str(WORLDS), "--index", str(clinic_index_file),
+                                 "--runs", str(tmp_path / "gold.jsonl"), "--runs", str(tmp_path / "gold2.jsonl"), "-"],
+                           input="".join(json.dumps(r) + "\n" for r in wrong_run))
+    assert result.exit_code == 0, result.output
+    out = [json.loads(line) for line in result.output.splitlines()]
+    assert [r["prediction"] for r in out] == [r["gold"] for r in gold_run]
+    assert all(r["repair"]["vote_share"] == pytest.approx(2 / 3, abs=1e-4) for r in out)
+    scored = runner.invoke(cli, ["score", "--data", str(WORLDS)], input=result.output)
+    assert [json.loads(line)["score"]["exc"] for line in scored.output.splitlines()] == [1, 1, 1]
