@@ -11,9 +11,9 @@ from nlq import index as grounding
 
 @click.command("generate", epilog="""\b
 Example:
-  nlq index --data fixtures/worlds --db racing -o racing.index.jsonl
-  nlq witness --index racing.index.jsonl fixtures/tasks/racing.jsonl \\
-    | nlq generate --method rules --index racing.index.jsonl | head -1
+  nlq index --data fixtures/worlds --db racing -o out/racing.index.jsonl
+  nlq witness --index out/racing.index.jsonl fixtures/tasks/racing.jsonl \\
+    | nlq generate --method rules --index out/racing.index.jsonl | head -1
 """)
 @io_options
 @click.option("-m", "--method", type=click.Choice(methods.names()), default="rules", show_default=True,

@@ -11,7 +11,8 @@ from nlq.errors import NlqError
 
 
 def backend_options(fn):
-    """`--data DIR` (env NLQ_DATA) / `--uri URI` (env NLQ_URI), plus `--timeout` and `--max-rows`.
+    """`--data DIR` (env NLQ_DATA) / `--uri URI` (env NLQ_URI), plus `--timeout`, `--max-rows` and
+    `--skip-bad-lines` (handed to `open_backend_from` through the click context, not to `fn`).
 
     Exactly one of --data and --uri; a flag given on the command line overrides
     the other option's environment variable (see `backend_choice`)."""
@@ -24,8 +25,13 @@ def backend_options(fn):
                   help="Per-query time limit in seconds.")
     @click.option("--max-rows", type=click.IntRange(min=1), default=100_000, show_default=True,
                   help="Row cap on every query result.")
+    @click.option("--skip-bad-lines", is_flag=True,
+                  help="With --data: skip malformed lines of data files (one warning per file) instead of "
+                       "stopping with exit 1.")
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args, skip_bad_lines=False, **kwargs):
+        # Kept for open_backend_from, so that every command with these options honours it.
+        click.get_current_context().meta["nlq.skip_bad_lines"] = skip_bad_lines
         return fn(*args, **kwargs)
     return wrapper
 
@@ -78,8 +84,10 @@ def open_backend_from(data, uri):
     from nlq.backends import open_backend
 
     data, uri = backend_choice(data, uri)
+    ctx = click.get_current_context(silent=True)
+    skip = bool(ctx is not None and ctx.meta.get("nlq.skip_bad_lines"))
     with errors_as_click():
-        return open_backend(data=data, uri=uri)
+        return open_backend(data=data, uri=uri, skip_bad_lines=skip, warn=warn)
 
 
 class errors_as_click:

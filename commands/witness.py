@@ -12,8 +12,8 @@ from nlq import witness as witnesses
 
 @click.command(name="witness", epilog="""\b
 Example:
-  nlq index --data fixtures/worlds clinic -o clinic.index.jsonl
-  nlq witness --index clinic.index.jsonl fixtures/tasks/clinic.jsonl
+  nlq index --data fixtures/worlds clinic -o out/clinic.index.jsonl
+  nlq witness --index out/clinic.index.jsonl fixtures/tasks/clinic.jsonl
 """)
 @io_options
 @click.option("--index", "index_path", required=True, type=click.Path(exists=True, dir_okay=False),

@@ -19,6 +19,7 @@ import re
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Iterable, Iterator
 
 import orjson
@@ -252,7 +253,12 @@ def iter_lines(stream: IO[bytes]) -> Iterator[Line]:
             continue
         try:
             record = loads(raw)
-        except (orjson.JSONDecodeError, InputError) as exc:
+        except orjson.JSONDecodeError as exc:
+            # orjson counts lines and columns within this one line: name the column only
+            where = f"column {exc.colno}" if exc.lineno == 1 else "at the end of the line"
+            yield Line(number, None, f"line {number}: malformed JSON: {exc.msg} ({where})")
+            continue
+        except InputError as exc:
             yield Line(number, None, f"line {number}: malformed JSON: {exc}")
             continue
         if not isinstance(record, dict):
@@ -283,7 +289,8 @@ def open_input(source: str | IO[bytes] = "-"):
 
 
 def open_output(target: str | IO = "-"):
-    """A binary output stream for a path, '-' (stdout) or an open file."""
+    """A binary output stream for a path (its missing parent folders are made), '-' (stdout) or an
+    open file."""
     return _open_stream(target, "write", sys.stdout, "wb")
 
 
@@ -298,6 +305,8 @@ def _open_stream(where, verb: str, standard, mode: str):
         yield standard.buffer
     else:
         try:
+            if "w" in mode:  # `-o out/run.jsonl` makes `out/`
+                Path(where).parent.mkdir(parents=True, exist_ok=True)
             f = open(where, mode)
         except OSError as exc:
             raise InputError(f"cannot {verb} {where}: {exc.strerror}") from None
