@@ -9,11 +9,11 @@ from nlq.commands.options import backend_options, errors_as_click, io_options, o
 
 @click.command(epilog="""\b
 Example:
-  nlq index --data fixtures/worlds clinic -o clinic.index.jsonl
-  nlq generate --method rules --index clinic.index.jsonl fixtures/tasks/clinic.jsonl -o rules.jsonl
+  nlq index --data fixtures/worlds clinic -o out/clinic.index.jsonl
+  nlq generate --method rules --index out/clinic.index.jsonl fixtures/tasks/clinic.jsonl -o out/rules.jsonl
   nlq import --map question=nl,db=db_id,prediction=pred --tasks fixtures/tasks/clinic.jsonl \\
-    --method other fixtures/predictions/other-system.jsonl -o other.jsonl
-  nlq repair --data fixtures/worlds --index clinic.index.jsonl --runs other.jsonl rules.jsonl \\
+    --method other fixtures/predictions/other-system.jsonl -o out/other.jsonl
+  nlq repair --data fixtures/worlds --index out/clinic.index.jsonl --runs out/other.jsonl out/rules.jsonl \\
     | nlq score --data fixtures/worlds | nlq report
 """)
 @backend_options
