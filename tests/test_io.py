@@ -160,7 +160,7 @@ def test_write_records_is_jsonl():
     buf = stdio.BytesIO()
     n = io.write_records([{"a": Int64(3)}, {"b": dt.datetime(2020, 1, 2, tzinfo=UTC)}], buf)
     assert n == 2
-    assert buf.getvalue() == b'{"a":3}\n{"b":{"$date":"2020-01-02T00:00:00.000Z"}}\n'
+    assert buf.getvalue() == b'{"a":{"$numberLong":"3"}}\n{"b":{"$date":"2020-01-02T00:00:00.000Z"}}\n'
 
 
 # --- round-trip properties -------------------------------------------------------------
