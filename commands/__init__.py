@@ -53,9 +53,9 @@ def cli():
     Each subcommand reads and writes JSONL, so the stages pipe together:
 
     \b
-      nlq index --data fixtures/worlds clinic > clinic.index.jsonl
-      nlq witness --index clinic.index.jsonl fixtures/tasks/clinic.jsonl \\
-        | nlq generate --method rules --index clinic.index.jsonl \\
+      nlq index --data fixtures/worlds clinic -o out/clinic.index.jsonl
+      nlq witness --index out/clinic.index.jsonl fixtures/tasks/clinic.jsonl \\
+        | nlq generate --method rules --index out/clinic.index.jsonl \\
         | nlq score --data fixtures/worlds | nlq report
     """
     # Die quietly on a closed pipe (`nlq ... | head`).

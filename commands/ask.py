@@ -18,6 +18,9 @@ Examples:
 @click.option("--db", required=True, help="Database the question is about.")
 @click.option("-m", "--method", type=click.Choice(methods.names()), default="rules", show_default=True,
               help="Generation method.")
+@click.option("--repair", "use_repair", is_flag=True,
+              help="Pass the prediction through `nlq repair` (admissibility gate, execution feedback, "
+                   "result-space vote) before running it.")
 @click.option("--min-confidence", type=click.FloatRange(0, 1), default=None,
               help="No answer (exit 1) when the method's confidence is below this.")
 @click.option("--explain", is_flag=True,
@@ -28,7 +31,7 @@ Examples:
 @click.option("--no-cache", is_flag=True,
               help="Build the grounding index afresh and do not keep it (default: cached in "
                    "$XDG_CACHE_HOME/nlq/index, keyed by the data's content).")
-def cli(data, uri, timeout, max_rows, question, db, method, min_confidence, explain, as_json, no_cache):
+def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_confidence, explain, as_json, no_cache):
     """Answer QUESTION on a database: print the result rows as JSONL.
 
     Builds the grounding index of --db (cached for --data folders, keyed by a
@@ -39,8 +42,8 @@ def cli(data, uri, timeout, max_rows, question, db, method, min_confidence, expl
 
     backend = open_backend_from(data, uri)
     with errors_as_click():
-        record = ask.run(question, backend, db, method=method, cache=not no_cache, timeout=timeout,
-                         max_rows=max_rows, options={"min_confidence": min_confidence},
+        record = ask.run(question, backend, db, method=method, repair=use_repair, cache=not no_cache,
+                         timeout=timeout, max_rows=max_rows, options={"min_confidence": min_confidence},
                          warn=warn)
         if as_json:
             io.write_records([record])

@@ -28,7 +28,7 @@ Examples:
                    "they bring the gold and the labels.")
 @click.option("--method", metavar="NAME", help="Recorded as the predictions' `method` (mapped format).")
 @io_options
-def cli(input, output, strict, progress, fmt, maps, tasks, method):
+def cli(input, output, append, strict, progress, limits, fmt, maps, tasks, method):
     """Convert benchmark records to task records {id, db, question, paraphrases, gold_mql, labels},
     or another system's predictions (`--map`) to task records with `prediction`.
 
@@ -46,5 +46,5 @@ def cli(input, output, strict, progress, fmt, maps, tasks, method):
     except InputError as exc:
         raise click.BadParameter(exc.message, param_hint="--map") from None
     with errors_as_click():
-        records = importers.run(input, fmt, strict=strict, mapping=mapping, tasks=tasks, method=method)
-        write_records(with_progress(records, progress, "import"), output)
+        records = importers.run(input, fmt, strict=strict, mapping=mapping, tasks=tasks, method=method, **limits)
+        write_records(with_progress(records, progress, "import"), output, append=append)

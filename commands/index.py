@@ -11,7 +11,7 @@ from nlq import io
 
 @click.command(name="index", epilog="""\b
 Example:
-  nlq index --data fixtures/worlds --db clinic -o clinic.index.jsonl
+  nlq index --data fixtures/worlds --db clinic -o out/clinic.index.jsonl
   nlq index --data fixtures/worlds clinic | nlq card
 """)
 @backend_options

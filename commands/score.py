@@ -19,9 +19,9 @@ Example:
 @click.option("--self-check", is_flag=True,
               help="Score every gold against itself; list the golds that do not earn EXC = 1 on stderr.")
 @click.option("--beta-sweep", is_flag=True,
-              help="Run the surplus probes on every gold result; add score.probes and print a JSON "
-                   "summary line on stderr.")
-def cli(data, uri, timeout, max_rows, input, output, strict, progress, beta, self_check, beta_sweep):
+              help="Also run the surplus probes on every gold result (predictions are scored as without the "
+                   "flag); add score.probes and print a JSON summary line on stderr.")
+def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, limits, beta, self_check, beta_sweep):
     """Score predictions against gold results: adds `score` to each record.
 
     `score` = {exc, exf1, outcome, near_miss, order_sensitive, gold_rows,
@@ -34,8 +34,8 @@ def cli(data, uri, timeout, max_rows, input, output, strict, progress, beta, sel
 
     backend = open_backend_from(data, uri)
     with errors_as_click():
-        records = with_progress(io.read_records(input, strict=strict, stage="score"), progress, "score")
+        records = with_progress(io.read_records(input, strict=strict, stage="score", **limits), progress, "score")
         io.write_records(score.run(records, backend, beta=beta, timeout=timeout, max_rows=max_rows,
                                    self_check=self_check,
                                    beta_sweep=beta_sweep, summary=lambda line: click.echo(line, err=True), warn=warn),
-                         output)
+                         output, append=append)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from nlq.commands.options import errors_as_click, io_options, with_progress
+from nlq.commands.options import errors_as_click, io_options, question_limit, with_progress
 from nlq import io
 from nlq import index as grounding
 from nlq import witness as witnesses
@@ -12,15 +12,16 @@ from nlq import witness as witnesses
 
 @click.command(name="witness", epilog="""\b
 Example:
-  nlq index --data fixtures/worlds clinic -o clinic.index.jsonl
-  nlq witness --index clinic.index.jsonl fixtures/tasks/clinic.jsonl
+  nlq index --data fixtures/worlds clinic -o out/clinic.index.jsonl
+  nlq witness --index out/clinic.index.jsonl fixtures/tasks/clinic.jsonl
 """)
 @io_options
+@question_limit
 @click.option("--index", "index_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Index JSONL from `nlq index` (may hold several databases).")
 @click.option("--hard-max", type=click.IntRange(min=0), default=witnesses.DEFAULT_HARD_MAX, show_default=True,
               help="A witness is hard (enforced by the gate) when it has at most this many locations.")
-def cli(input, output, strict, progress, index_path, hard_max):
+def cli(input, output, append, strict, progress, limits, max_question_chars, index_path, hard_max):
     """Add `witnesses` to each task record (TASKS file or '-' for stdin).
 
     Quoted strings, dates, numbers, ALL-CAPS codes, title-case phrases and
@@ -29,6 +30,6 @@ def cli(input, output, strict, progress, index_path, hard_max):
     """
     with errors_as_click():
         indexes = grounding.load(index_path)
-        records = io.read_records(input, strict=strict, stage=witnesses.STAGE)
-        io.write_records(witnesses.run(with_progress(records, progress, "witness"), indexes, hard_max=hard_max),
-                         output)
+        records = io.read_records(input, strict=strict, stage=witnesses.STAGE, **limits)
+        io.write_records(witnesses.run(with_progress(records, progress, "witness"), indexes, hard_max=hard_max,
+                                       max_question_chars=max_question_chars), output, append=append)

@@ -4,7 +4,9 @@
     record["execution"]["rows"]   # [{"count": 900}]
 
 The same stages as `nlq index | nlq witness | nlq generate | nlq exec`, for a
-single question. The record that comes back is the task record those stages
+single question. With `repair=True` the prediction goes through `nlq repair`
+(:func:`nlq.repair.run`: admissibility gate, read-only execution, result-space
+vote) before it runs. The record that comes back is the task record those stages
 would write (`db`, `question`, `witnesses`, `prediction` or a typed
 `failure`, `execution = {rows_count, ms, error, rows}`) plus `explain`: how the
 grounding index was obtained, the card lines of the fields the pipeline reads,
@@ -31,6 +33,7 @@ from typing import Callable
 import orjson
 
 from nlq import __version__, card, execute, generate, io, witness
+from nlq import repair as repair_stage
 from nlq import index as grounding
 from nlq import text as text_module
 from nlq.errors import BackendError, NlqError, NoAnswerError, failure
@@ -91,7 +94,7 @@ def grounding_index(backend, db: str, *, cache: bool = True, sample: int = groun
     return index, {"source": "built", "path": str(path)}
 
 
-def run(question: str, backend, db: str, *, method: str = "rules", cache: bool = True,
+def run(question: str, backend, db: str, *, method: str = "rules", repair: bool = False, cache: bool = True,
         timeout: float = 20.0, max_rows: int = 100_000, options: dict | None = None,
         warn: Callable[[str], None] | None = None) -> dict:
     """The answer record of one question on `db` (see the module docstring).
@@ -116,6 +119,10 @@ def run(question: str, backend, db: str, *, method: str = "rules", cache: bool =
     context = generate.Context(indexes, backend=backend, **(options or {}))
     record, = generate.run([record], method, context)
     t = lap("generate", t)
+    if repair:  # the `nlq repair` stage: gate, execute, vote; the prediction becomes its winner
+        record, = repair_stage.run([record], backend, indexes,
+                                   options=repair_stage.Options(timeout=timeout, max_rows=max_rows))
+        t = lap("repair", t)
     record["execution"] = {"rows_count": None, "ms": None, "error": None, "rows": None}
     explain = {"index": how, "card_lines": [], "mongosh": None, "timings": timings}
     prediction = record.get("prediction")
@@ -171,9 +178,15 @@ def explain_text(record: dict) -> str:
         out.extend("  " + line for line in (explain["mongosh"] or "").splitlines())
     else:
         out.append("pipeline: none")
+    repaired = record.get("repair")
+    if isinstance(repaired, dict):
+        voters = sum(c.get("size", 0) for c in repaired.get("clusters", []))
+        out.append(f"repair: {len(repaired.get('violations', []))} gate violation(s) on the selected candidate, "
+                   f"vote share {repaired.get('vote_share') or 0:.2f} of {voters} candidate(s)")
+        out.extend(f"  {v['check']}: {v['message']}" for v in repaired.get("violations", []))
     out.append("")
     timings = explain["timings"]
-    steps = ", ".join(f"{name} {timings[name]:.1f} ms" for name in ("index", "witness", "generate", "load", "exec")
+    steps = ", ".join(f"{name} {timings[name]:.1f} ms" for name in ("index", "witness", "generate", "repair", "load", "exec")
                       if name in timings)
     out.append(f"timings: {steps}; total {timings['total']:.1f} ms "
                f"(index {_INDEX_SOURCES[explain['index']['source']]})")

@@ -33,6 +33,24 @@ class InputError(NlqError):
     type = "input_error"
 
 
+class InputTooDeep(InputError):
+    """A record nested more levels deep than the reader's limit (`--max-nesting`)."""
+
+    type = "input_too_deep"
+
+
+class InputTooLarge(InputError):
+    """A record, or a field of one, larger than its limit (`--max-record-bytes`, `--max-question-chars`)."""
+
+    type = "input_too_large"
+
+
+class OutputError(NlqError):
+    """The output cannot be written (a full disk, a closed device): the run stops."""
+
+    type = "output_error"
+
+
 class ParseError(NlqError):
     """A query that cannot be parsed (mongosh or JSON). Carries position info."""
 
@@ -86,6 +104,12 @@ class ResultTooLarge(ExecutionError):
     """The result exceeded the row or byte cap."""
 
     type = "result_too_large"
+
+
+class MemoryLimit(ExecutionError):
+    """A value built while executing (a string, an array, an object) exceeded the byte cap."""
+
+    type = "memory_limit"
 
 
 class BackendError(NlqError):

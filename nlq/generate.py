@@ -12,7 +12,8 @@ they are written with the prediction: the two ways of calling generate agree.
 
 Every record yields one record. One that cannot be handled gets
 `prediction: null` and a typed `failure` (stage `generate`):
-`missing_question` (no question text), `input_error` (a `db` that is not a
+`missing_question` (no question text), `input_too_large` (a question longer
+than `max_question_chars`), `input_error` (a `db` that is not a
 string, `witnesses` that are not a list of objects), `unknown_db` (no
 grounding index for the record's db), the method's own NlqError types
 (`abstained`...), and `internal_error` for any other exception a method
@@ -27,7 +28,7 @@ from typing import Iterable, Iterator
 from nlq import io, methods
 from nlq.errors import InputError, NlqError, UnknownDatabaseError, failure
 from nlq.io import has_failure
-from nlq.witness import database_of, question_of
+from nlq.witness import DEFAULT_MAX_QUESTION_CHARS, database_of, question_of
 from nlq.witness import find as find_witnesses
 
 STAGE = "generate"
@@ -68,9 +69,10 @@ class Context:
                                    hint="build one with `nlq index --data DIR --db DB`")
 
 
-def check_task(record: dict) -> None:
-    """Raise a typed InputError when a task record's fields have the wrong JSON types."""
-    question_of(record)
+def check_task(record: dict, *, max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> None:
+    """Raise a typed InputError when a task record's fields have the wrong JSON types
+    (or its question is longer than `max_question_chars`)."""
+    question_of(record, max_chars=max_question_chars)
     database_of(record)
     witnesses = record.get("witnesses")
     listed = isinstance(witnesses, list) and all(isinstance(w, dict) for w in witnesses)
@@ -79,14 +81,15 @@ def check_task(record: dict) -> None:
                          f"not {io.dumps(witnesses).decode()[:80]}")
 
 
-def with_witnesses(record: dict, context: Context) -> dict:
+def with_witnesses(record: dict, context: Context, *, max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> dict:
     """The record with the `witnesses` that `nlq witness` (default --hard-max) would add, so
     that `generate` alone and `witness | generate` give the same prediction."""
     index = context.index_for(database_of(record))
-    return {**record, "witnesses": find_witnesses(question_of(record), index)}
+    return {**record, "witnesses": find_witnesses(question_of(record, max_chars=max_question_chars), index)}
 
 
-def run(records: Iterable[dict], method: str, context: Context) -> Iterator[dict]:
+def run(records: Iterable[dict], method: str, context: Context, *,
+        max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> Iterator[dict]:
     """Add `prediction` (or a typed `failure`) to each record, in order."""
     impl = methods.get(method)
     for record in records:
@@ -95,9 +98,9 @@ def run(records: Iterable[dict], method: str, context: Context) -> Iterator[dict
             continue
         start = time.perf_counter()
         try:
-            check_task(record)
+            check_task(record, max_question_chars=max_question_chars)
             if record.get("witnesses") is None:
-                record = with_witnesses(record, context)
+                record = with_witnesses(record, context, max_question_chars=max_question_chars)
             prediction = impl.generate(task_view(record), context)
             if not isinstance(prediction, dict):
                 raise TypeError(f"method {impl.name} returned {type(prediction).__name__}, not an object")

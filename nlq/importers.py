@@ -26,12 +26,14 @@ line, becomes a failure record at its place.
 
 from __future__ import annotations
 
+from io import BytesIO
 from typing import Iterable, Iterator
 
 import orjson
 
-from nlq.errors import InputError, UnmatchedTaskError, failure
-from nlq.io import Line, from_extjson, iter_lines, open_input
+from nlq.errors import InputError, InputTooDeep, UnmatchedTaskError, failure
+from nlq.io import (DEFAULT_MAX_NESTING, DEFAULT_MAX_RECORD_BYTES, Line, iter_lines, open_input,
+                    strip_bom)
 
 STAGE = "import"
 
@@ -260,7 +262,7 @@ def convert(lines: Iterable[Line], fmt: str, *, strict: bool = False, where: str
             if strict:
                 raise InputError(f"{where} {line.number}: {exc}") if line.error is None else exc
             out = {"id": _id_of(line.record), where: line.number,
-                   "failure": failure(STAGE, "malformed_input" if line.error else exc.type, str(exc))}
+                   "failure": failure(STAGE, line.type if line.error else exc.type, str(exc))}
             yield {k: v for k, v in out.items() if v is not None}
 
 
@@ -270,46 +272,62 @@ def _id_of(record) -> str | None:
     return None
 
 
-def read_benchmark(source="-") -> tuple[str, Iterator[Line]]:
+def read_benchmark(source="-", *, max_nesting: int = DEFAULT_MAX_NESTING,
+                   max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> tuple[str, Iterator[Line]]:
     """The records of a JSON array file or a JSONL file ('-' = stdin), as numbered lines.
 
     Returns `(where, lines)`: where is "line" for JSONL (numbers are line
     numbers) and "item" for a JSON array (numbers are 1-based positions).
+    Each item or line is bounded by the reader's limits (see `nlq.io.iter_lines`).
     """
     with open_input(source) as stream:
-        data = stream.read()
+        data = strip_bom(stream.read())
     first_line = data.lstrip().split(b"\n", 1)[0]
     if first_line[:1] == b"[":
         try:
-            items = from_extjson(orjson.loads(data))
-        except (orjson.JSONDecodeError, InputError) as exc:
+            items = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
             try:
                 orjson.loads(first_line)
             except orjson.JSONDecodeError:
                 raise InputError(f"malformed JSON array: {exc}") from None
             items = None  # JSONL whose first line happens to be an array
         if isinstance(items, list):
-            return "item", (Line(i, item) if isinstance(item, dict) else
-                            Line(i, None, f"item {i}: expected a JSON object, got {type(item).__name__}")
-                            for i, item in enumerate(items, start=1))
-    return "line", iter_lines(data.splitlines(keepends=True))
+            return "item", _items(items, max_nesting, max_record_bytes)
+    # lines end at b"\n" only: a bare \r is whitespace inside a JSON text, not a line break
+    return "line", iter_lines(BytesIO(data), max_nesting=max_nesting, max_record_bytes=max_record_bytes)
+
+
+def _items(items: list, max_nesting: int, max_record_bytes: int) -> Iterator[Line]:
+    """The items of a JSON array as numbered lines, each read as one JSONL line would be."""
+    for i, item in enumerate(items, start=1):
+        try:
+            text = orjson.dumps(item)
+        except TypeError:  # orjson writes at most 254 levels
+            yield Line(i, None, f"item {i}: nested more than {max_nesting} levels deep", InputTooDeep.type)
+            continue
+        line = next(iter_lines(BytesIO(text), max_nesting=max_nesting, max_record_bytes=max_record_bytes))
+        yield Line(i, line.record, line.error and line.error.replace("line 1:", f"item {i}:", 1), line.type)
 
 
 def run(source="-", fmt: str = "tend-v1", *, strict: bool = False, mapping: dict | None = None,
-        tasks: str | None = None, method: str | None = None) -> Iterator[dict]:
+        tasks: str | None = None, method: str | None = None, max_nesting: int = DEFAULT_MAX_NESTING,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[dict]:
     """`nlq import`: task records from a benchmark file (read whole: arrays need it).
 
     With `mapping` (the `mapped` format) the input is another system's
     predictions, optionally joined with the task records of the file `tasks`.
+    Every line or item is bounded by the reader's limits (see `nlq.io.iter_lines`).
     """
-    where, lines = read_benchmark(source)
+    where, lines = read_benchmark(source, max_nesting=max_nesting, max_record_bytes=max_record_bytes)
     if fmt != "mapped":
         return convert(lines, fmt, strict=strict, where=where)
     index = None
     if tasks is not None:
         from nlq.io import read_records
 
-        index = TaskIndex(read_records(tasks, stage=STAGE))
+        index = TaskIndex(read_records(tasks, stage=STAGE, max_nesting=max_nesting,
+                                       max_record_bytes=max_record_bytes))
     return convert_mapped(lines, mapping or {}, tasks=index, method=method, strict=strict, where=where)
 
 

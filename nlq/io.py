@@ -2,8 +2,9 @@
 
 Reading accepts canonical and relaxed Extended JSON v2 (and the legacy
 `{"$date": <ms>}` / `{"$oid"}` forms mongoexport writes); writing produces
-relaxed Extended JSON, so ObjectIds, dates, longs beyond 2^53, decimals,
-regexes and binary survive a round trip.
+relaxed Extended JSON, so ObjectIds, dates, longs, decimals, regexes and
+binary survive a round trip (a long in the int32 range is written
+`{"$numberLong": "5"}`, since a plain 5 reads back as an int).
 
     >>> from_extjson({"n": {"$numberLong": "5"}})["n"]
     Int64(5)
@@ -13,12 +14,18 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import errno
+import fcntl
 import json
 import math
+import os
 import re
+import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import accumulate
+from pathlib import Path
 from typing import IO, Iterable, Iterator
 
 import orjson
@@ -26,8 +33,8 @@ from bson.code import Code
 from bson.datetime_ms import DatetimeMS
 from bson.dbref import DBRef
 
-from nlq.errors import InputError, failure
-from nlq.mql.numeric import INT64_MAX, INT64_MIN
+from nlq.errors import InputError, InputTooDeep, InputTooLarge, OutputError, failure
+from nlq.mql.numeric import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from nlq.mql.values import (MISSING, Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp,
                             date_to_millis, iso_date_string, millis_to_date, parse_iso_date, regex_options)
 
@@ -146,8 +153,8 @@ def to_extjson(value):
         if math.isfinite(value):
             return value
         return {"$numberDouble": "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")}
-    if t is Int64:
-        return int(value)
+    if t is Int64:  # a long in the int32 range would read back as an int: keep its type
+        return {"$numberLong": str(int(value))} if INT32_MIN <= value <= INT32_MAX else int(value)
     if isinstance(value, _dt.datetime):
         ms = date_to_millis(value)
         if 0 <= ms < 253402300800000:
@@ -213,11 +220,58 @@ def _check_integers(text: str | bytes) -> None:
             pass
 
 
-def loads(text: str | bytes):
+# Limits on one input record (README "Limits"). MongoDB nests documents at most 100 levels;
+# a record wraps documents and pipelines in a few levels of its own. The JSON writer
+# (orjson) writes at most 254 levels, so a record read is always a record that can be written.
+DEFAULT_MAX_NESTING = 200
+MAX_NESTING = 250
+DEFAULT_MAX_RECORD_BYTES = 64 << 20
+
+_BOM = b"\xef\xbb\xbf"
+# Nesting is measured on the text, before any value is built, at the speed of bytes methods:
+# escapes are dropped (an escaped backslash first, then an escaped quote), only quotes and
+# brackets are kept, the brackets between quotes (inside strings) are dropped, and the
+# deepest running count of open brackets is the depth.
+_NOT_QUOTES_OR_BRACKETS = bytes(b for b in range(256) if b not in b'"[]{}')
+_BRACKET_STEP = tuple(1 if b in b"[{" else -1 for b in range(256))
+
+
+def nesting_depth(text: str | bytes) -> int:
+    """How many levels of arrays and objects a valid JSON text nests (0 for a scalar).
+
+        >>> nesting_depth(b'{"a": [1, {"b": "[[["}]}')
+        3
+    """
+    if isinstance(text, str):
+        text = text.encode()
+    kept = bytes(text).replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_QUOTES_OR_BRACKETS)
+    outside_strings = b"".join(kept.split(b'"')[::2])
+    return max(accumulate(map(_BRACKET_STEP.__getitem__, outside_strings)), default=0)
+
+
+def check_nesting(text: str | bytes, max_nesting: int = DEFAULT_MAX_NESTING) -> None:
+    """InputTooDeep when a valid JSON text nests more than `max_nesting` levels."""
+    if isinstance(text, str):
+        openers = text.count("{") + text.count("[")
+    else:
+        openers = text.count(b"{") + text.count(b"[")
+    if openers > max_nesting and nesting_depth(text) > max_nesting:
+        raise InputTooDeep(f"nested more than {max_nesting} levels deep (the limit is --max-nesting; "
+                           "MongoDB itself stores documents of at most 100 levels)")
+
+
+def loads(text: str | bytes, *, max_nesting: int = DEFAULT_MAX_NESTING):
     """Parse one JSON text with Extended JSON wrappers into BSON values.
 
-    InputError for an integer outside the 64-bit range (MongoDB has no such number)."""
-    value = orjson.loads(text)
+    InputError for an integer outside the 64-bit range (MongoDB has no such number),
+    InputTooDeep for a text nested more than `max_nesting` levels."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit exceeded"):  # orjson's own bound (1024 levels)
+            raise InputTooDeep(f"nested more than {max_nesting} levels deep (the limit is --max-nesting)") from None
+        raise
+    check_nesting(text, max_nesting)
     _check_integers(text)
     return from_extjson(value)
 
@@ -238,21 +292,58 @@ def dumps(value, *, sort_keys: bool = False, indent: bool = False) -> bytes:
 
 @dataclass
 class Line:
-    """One input line: its 1-based number and either a record or a failure."""
+    """One input line: its 1-based number and either a record or a failure (`error`, of `type`)."""
 
     number: int
     record: dict | None
     error: str | None = None
+    type: str = "malformed_input"
 
 
-def iter_lines(stream: IO[bytes]) -> Iterator[Line]:
-    """Parse a JSONL byte stream; blank lines are skipped, bad ones become errors."""
-    for number, raw in enumerate(stream, start=1):
+def _raw_lines(stream, max_record_bytes: int) -> Iterator[bytes | None]:
+    """The lines of a byte stream, split at b"\\n" only (a bare \\r is JSON whitespace);
+    None for a line longer than `max_record_bytes`, which is skipped without being held."""
+    first = True
+    while True:
+        raw = stream.readline(max_record_bytes + 1)
+        if not raw:
+            return
+        if first:
+            first = False
+            raw = strip_bom(raw)  # a UTF-8 byte order mark some editors write
+        if len(raw) > max_record_bytes and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = stream.readline(1 << 20)
+            yield None
+            continue
+        yield raw
+
+
+def iter_lines(stream: IO[bytes], *, max_nesting: int = DEFAULT_MAX_NESTING,
+               max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[Line]:
+    """Parse a JSONL byte stream; blank lines are skipped, bad ones become errors.
+
+    A line is a record of at most `max_record_bytes` bytes nested at most
+    `max_nesting` levels; a longer one is `input_too_large`, a deeper one
+    `input_too_deep`, an unreadable one `malformed_input`."""
+    for number, raw in enumerate(_raw_lines(stream, max_record_bytes), start=1):
+        if raw is None:
+            yield Line(number, None, f"line {number}: the record is larger than {max_record_bytes} bytes "
+                                     "(the limit is --max-record-bytes)", InputTooLarge.type)
+            continue
         if not raw.strip():
             continue
         try:
-            record = loads(raw)
-        except (orjson.JSONDecodeError, InputError) as exc:
+            record = loads(raw, max_nesting=max_nesting)
+        except InputTooDeep as exc:
+            yield Line(number, None, f"line {number}: {exc}", exc.type)
+            continue
+        except orjson.JSONDecodeError as exc:
+            # orjson counts lines and columns within this one line: name the column only
+            where = f"column {exc.colno}" if exc.lineno == 1 else "at the end of the line"
+            yield Line(number, None, f"line {number}: malformed JSON: {exc.msg} ({where})")
+            continue
+        except InputError as exc:
             yield Line(number, None, f"line {number}: malformed JSON: {exc}")
             continue
         if not isinstance(record, dict):
@@ -261,20 +352,23 @@ def iter_lines(stream: IO[bytes]) -> Iterator[Line]:
         yield Line(number, record)
 
 
-def read_records(source: str | IO[bytes] = "-", *, strict: bool = False, stage: str = "input") -> Iterator[dict]:
+def read_records(source: str | IO[bytes] = "-", *, strict: bool = False, stage: str = "input",
+                 max_nesting: int = DEFAULT_MAX_NESTING,
+                 max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[dict]:
     """Yield the records of a JSONL file or '-' (stdin).
 
     A malformed line yields `{"line": N, "failure": {...}}` so that it keeps
     its place in the output; with `strict=True` it raises InputError instead.
+    Limits as in `iter_lines`.
     """
     with open_input(source) as stream:
-        for line in iter_lines(stream):
+        for line in iter_lines(stream, max_nesting=max_nesting, max_record_bytes=max_record_bytes):
             if line.error is None:
                 yield line.record
             elif strict:
                 raise InputError(line.error)
             else:
-                yield {"line": line.number, "failure": failure(stage, "malformed_input", line.error)}
+                yield {"line": line.number, "failure": failure(stage, line.type, line.error)}
 
 
 def open_input(source: str | IO[bytes] = "-"):
@@ -282,9 +376,13 @@ def open_input(source: str | IO[bytes] = "-"):
     return _open_stream(source, "read", sys.stdin, "rb")
 
 
-def open_output(target: str | IO = "-"):
-    """A binary output stream for a path, '-' (stdout) or an open file."""
-    return _open_stream(target, "write", sys.stdout, "wb")
+def open_output(target: str | IO = "-", *, append: bool = False):
+    """A binary output stream for a path (its missing parent folders are made), '-' (stdout) or an
+    open file.
+
+    A path is started anew (or added to with `append=True`) and opened in append
+    mode either way, so each write lands at the end of the file."""
+    return _open_stream(target, "write", sys.stdout, "ab" if append else "wb")
 
 
 @contextmanager
@@ -298,22 +396,84 @@ def _open_stream(where, verb: str, standard, mode: str):
         yield standard.buffer
     else:
         try:
-            f = open(where, mode)
+            if verb == "write":  # `-o out/run.jsonl` makes `out/`
+                Path(where).parent.mkdir(parents=True, exist_ok=True)
+            f = open(where, mode) if mode != "wb" else os.fdopen(
+                os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o666), "wb")
         except OSError as exc:
             raise InputError(f"cannot {verb} {where}: {exc.strerror}") from None
         with f:
             yield f
 
 
-def write_records(records: Iterable[dict], target: str | IO = "-") -> int:
-    """Write records as JSONL (relaxed Extended JSON), flushing per line. Returns the count."""
+def write_records(records: Iterable[dict], target: str | IO = "-", *, append: bool = False) -> int:
+    """Write records as JSONL (relaxed Extended JSON), one write per line. Returns the count.
+
+    Each line goes out whole in one system call, under an exclusive lock when the
+    output is a file, so processes writing to one file (`append=True`, or a shell's
+    `>>`) never interleave parts of lines. A record that cannot be encoded is
+    replaced in its place by a typed failure record (`unwritable`); a write the
+    system refuses (a full disk) raises OutputError and stops the run."""
     n = 0
-    with open_output(target) as out:
+    with open_output(target, append=append) as out:
+        write = _line_writer(out, target)
         for record in records:
-            out.write(dumps(record) + b"\n")
-            out.flush()
+            write(_encode_line(record, n + 1))
             n += 1
     return n
+
+
+def _encode_line(record: dict, position: int) -> bytes:
+    try:
+        return dumps(record) + b"\n"
+    except (TypeError, ValueError, RecursionError) as exc:  # orjson's JSONEncodeError is a TypeError
+        why = "it nests more than 254 levels" if "Recursion" in f"{type(exc).__name__}{exc}" else str(exc)
+        out = {"id": record.get("id"), "output": position,
+               "failure": failure("output", "unwritable", f"record {position} cannot be written as JSON: {why}")}
+        return dumps({k: v for k, v in out.items() if v is not None}) + b"\n"
+
+
+def _line_writer(out, target):
+    """A function writing one whole line to `out` (see `write_records`)."""
+    name = "standard output" if target == "-" else getattr(target, "name", target)
+
+    def refused(exc: OSError) -> OutputError:
+        return OutputError(f"cannot write {name}: {exc.strerror or exc}")
+
+    try:
+        fd = out.fileno()
+        out.flush()
+    except (AttributeError, ValueError, OSError):  # an in-memory stream: no descriptor to lock
+        fd = None
+    if fd is None:
+        def write(data: bytes) -> None:
+            try:
+                out.write(data)
+                out.flush()
+            except OSError as exc:
+                raise refused(exc) from None
+        return write
+    try:
+        lockable = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        lockable = False
+
+    def write(data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            if lockable:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                if lockable:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # the reader went away (SIGPIPE is ignored here)
+                raise OutputError(f"cannot write {name}: the reader closed the pipe") from None
+            raise refused(exc) from None
+    return write
 
 
 def has_failure(record: dict) -> bool:
@@ -322,15 +482,24 @@ def has_failure(record: dict) -> bool:
 
 
 def load_json_file(path) -> object:
-    """Read a whole JSON file (Extended JSON aware)."""
+    """Read a whole JSON file (Extended JSON aware, a leading byte order mark ignored)."""
     try:
         with open(path, "rb") as f:
-            return loads(f.read())
+            return loads(strip_bom(f.read()))
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}") from None
     except orjson.JSONDecodeError as exc:
         raise InputError(f"{path}: malformed JSON: {exc}") from None
+    except InputTooDeep as exc:
+        raise InputTooDeep(f"{path}: {exc}") from None
+
+
+def strip_bom(data: bytes) -> bytes:
+    """The bytes without a leading UTF-8 byte order mark."""
+    return data[len(_BOM):] if data.startswith(_BOM) else data
 
 
 __all__ = ["from_extjson", "to_extjson", "loads", "dumps", "read_records", "write_records",
-           "iter_lines", "open_input", "open_output", "has_failure", "load_json_file", "Line", "MISSING"]
+           "iter_lines", "open_input", "open_output", "has_failure", "load_json_file", "strip_bom", "Line",
+           "MISSING", "nesting_depth", "check_nesting", "DEFAULT_MAX_NESTING", "MAX_NESTING",
+           "DEFAULT_MAX_RECORD_BYTES"]

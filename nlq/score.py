@@ -57,8 +57,11 @@ Gold results are cached per (db, gold query) for the whole run.
 to `summary` a count line, then each gold that does not earn EXC = 1 (a
 benchmark defect: `defect <id>: <type>: <message>`), then each gold whose
 result is empty (`empty <id>: ...`: it earns EXC = 1, as an empty prediction
-against an empty gold is correct, but it cannot tell systems apart). `beta_sweep=True` also runs the surplus probes of
-:data:`PROBES` on each non-empty gold result, adds `score.probes` (probe ->
+against an empty gold is correct, but it cannot tell systems apart).
+
+`beta_sweep=True` runs the surplus probes of :data:`PROBES` on each non-empty
+gold result, beside the record's usual score (the prediction is scored as
+without the flag), adds `score.probes` (probe ->
 the smallest beta at which it earns EXC, null = never up to
 :data:`MAX_PROBE_BETA`) and reports a JSON summary line to `summary`: for
 every beta the number of golds it separates (all accept probes accepted, all
@@ -374,13 +377,13 @@ def run(records: Iterable[dict], backend, *, beta: int = DEFAULT_BETA, timeout: 
         warn: Callable[[str], None] | None = None) -> Iterator[dict]:
     """Yield each record with its `score` added (see the module docstring).
 
-    With `self_check` or `beta_sweep` the prediction is the record's own gold;
-    their findings are passed line by line to `summary` once the input ends.
+    With `self_check` the prediction is the record's own gold; `beta_sweep` probes
+    the gold results and leaves the predictions' scores as they are. Their
+    findings are passed line by line to `summary` once the input ends.
     `warn` is told (once each) about collections a gold or a prediction names that
     its database does not hold; they read as empty, as in MongoDB.
     """
     scorer = Scorer(backend, beta=beta, timeout=timeout, max_rows=max_rows, warn=warn)
-    check = self_check or beta_sweep
     defects: list[str] = []
     empties: list[str] = []
     sweep: list[tuple[str, dict]] = []
@@ -389,7 +392,7 @@ def run(records: Iterable[dict], backend, *, beta: int = DEFAULT_BETA, timeout: 
     for record in records:
         total += 1
         try:
-            if check:
+            if self_check:
                 submission = gold_source(record)
                 score = scorer.score(record, submission if submission is not None else "")
             else:

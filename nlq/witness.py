@@ -36,10 +36,13 @@ import re
 from typing import Iterable, Iterator
 
 from nlq import io
-from nlq.errors import InputError, MissingQuestionError, NlqError, UnknownDatabaseError, failure, json_type
+from nlq.errors import InputError, InputTooLarge, MissingQuestionError, NlqError, UnknownDatabaseError, failure, json_type
 from nlq.text import STOPWORDS, normalize, singular, tokens
 
 DEFAULT_HARD_MAX = 3
+# A question is a sentence or a short paragraph; past this bound a record is refused before any
+# work (the analyses are linear or worse in the question's length).
+DEFAULT_MAX_QUESTION_CHARS = 4000
 MAX_NGRAM = 4
 STAGE = "witness"
 
@@ -144,11 +147,13 @@ def _ngrams(text: str, add) -> None:
         i += step
 
 
-def run(records: Iterable[dict], indexes: dict[str, dict], *, hard_max: int = DEFAULT_HARD_MAX) -> Iterator[dict]:
+def run(records: Iterable[dict], indexes: dict[str, dict], *, hard_max: int = DEFAULT_HARD_MAX,
+        max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> Iterator[dict]:
     """Add `witnesses` to every task record (failures pass through unchanged).
 
     A record that cannot be handled gets a typed `failure` and flows on:
-    `missing_question` (no question text), `input_error` (a `db` that is not
+    `missing_question` (no question text), `input_too_large` (a question
+    longer than `max_question_chars`), `input_error` (a `db` that is not
     a string), `unknown_db` (no index document for its db), `internal_error`
     (an unexpected exception, named in the message).
     """
@@ -159,8 +164,8 @@ def run(records: Iterable[dict], indexes: dict[str, dict], *, hard_max: int = DE
             yield record
             continue
         try:
-            record["witnesses"] = find(question_of(record), index_of(record, indexes),
-                                       hard_max=hard_max)
+            record["witnesses"] = find(question_of(record, max_chars=max_question_chars),
+                                       index_of(record, indexes), hard_max=hard_max)
         except NlqError as exc:
             record["failure"] = exc.to_failure(STAGE)
         except Exception as exc:  # noqa: BLE001 - a bug must not lose the record
@@ -168,13 +173,17 @@ def run(records: Iterable[dict], indexes: dict[str, dict], *, hard_max: int = DE
         yield record
 
 
-def question_of(record: dict) -> str:
-    """The record's question text (MissingQuestionError when absent, empty or not a string)."""
+def question_of(record: dict, *, max_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> str:
+    """The record's question text (MissingQuestionError when absent, empty or not a string,
+    InputTooLarge when longer than `max_chars` characters)."""
     question = record.get("question")
     if question is not None and not isinstance(question, str):
         raise MissingQuestionError(f"the record's question must be a string, not {json_type(question)}")
     if not question or not question.strip():
         raise MissingQuestionError("the record has no question text")
+    if len(question) > max_chars:
+        raise InputTooLarge(f"the question has {len(question)} characters, more than {max_chars} "
+                            "(the limit is --max-question-chars)")
     return question
 
 
@@ -196,4 +205,4 @@ def index_of(record: dict, indexes: dict[str, dict]) -> dict:
     return index
 
 
-__all__ = ["find", "run", "question_of", "database_of", "index_of", "DEFAULT_HARD_MAX"]
+__all__ = ["find", "run", "question_of", "database_of", "index_of", "DEFAULT_HARD_MAX", "DEFAULT_MAX_QUESTION_CHARS"]

@@ -202,3 +202,24 @@ def test_the_readme_shows_what_explain_prints(runner, cache):
         return [line if not line.startswith("timings: ") else "timings" for line in text.splitlines()]
 
     assert steady(result.stdout) == steady(block.group(1)), "README --explain block is stale"
+
+
+def test_repair_passes_the_prediction_through_nlq_repair(runner, cache):
+    from nlq import repair
+
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--repair", "--json", PENICILLIN])
+    assert result.exit_code == 0, result.output
+    record, = rows_of(result.stdout)
+    assert record["repair"]["vote_share"] == 1.0 and record["repair"]["attempts"] == 1
+    assert record["repair"]["original"]["pipeline"] == record["prediction"]["pipeline"]
+    assert "repair" in record["explain"]["timings"]
+    # the same stage `nlq repair` runs, on the record `ask` generated
+    plain = orjson.loads(runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--json",
+                                             PENICILLIN]).stdout)
+    index, _ = ask.grounding_index(EmbeddedBackend(WORLDS), "clinic")
+    again, = repair.run([{k: plain[k] for k in ("db", "question", "witnesses", "prediction")}],
+                        EmbeddedBackend(WORLDS), {"clinic": index})
+    assert again["prediction"]["pipeline"] == record["prediction"]["pipeline"]
+    explained = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--repair", "--explain",
+                                    PENICILLIN]).stdout
+    assert "repair: 0 gate violation(s) on the selected candidate, vote share 1.00 of 1 candidate(s)" in explained

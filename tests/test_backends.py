@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
 
-from nlq.backends import open_backend
+from nlq.backends import EmbeddedBackend, open_backend
 from nlq.backends.mongo import MongoBackend, redact
 from nlq.errors import BackendError, ExecutionError, ForbiddenOperatorError, QueryTimeout, ResultTooLarge
 
@@ -166,3 +167,50 @@ def test_exec_command_over_uri_uses_the_mongo_backend(runner, client, monkeypatc
                                      "db.orders.find({item: 'b'}, {_id: 1}).sort({_id: -1})"])
     assert result.exit_code == 0, result.output
     assert [json.loads(line) for line in result.output.splitlines()] == [{"_id": 7}, {"_id": 4}, {"_id": 1}]
+
+
+# ---------------------------------------------------------------------------
+# malformed data lines: reported once with the file and the line; fatal, or skipped on request
+
+@pytest.fixture
+def bad_data(tmp_path):
+    folder = tmp_path / "data" / "shop"
+    folder.mkdir(parents=True)
+    (folder / "items.jsonl").write_text('{"_id": 1}\n{"_id": 2,\n{"_id": 3}\n[4]\n')
+    (folder / "tags.json").write_text('[{"_id": 1}, 5]')
+    return tmp_path / "data"
+
+
+@pytest.mark.parametrize("args", [
+    ["exec", "--db", "shop", "db.items.countDocuments({})"],
+    ["index", "shop"],
+])
+def test_a_malformed_data_line_stops_with_the_file_and_line_once(runner, bad_data, args):
+    from nlq.commands import cli
+
+    result = runner.invoke(cli, args[:1] + ["--data", str(bad_data)] + args[1:])
+    assert result.exit_code == 1 and result.stdout == ""
+    first = result.stderr.splitlines()[0]
+    assert first == (f"nlq: {bad_data / 'shop' / 'items.jsonl'}, line 2: malformed JSON: "
+                     "unexpected end of data (at the end of the line) (and 1 more)")
+    assert len(re.findall(r"line \d+", first)) == 1 and "--skip-bad-lines" in result.stderr  # and the way out
+
+
+def test_skip_bad_lines_skips_them_with_one_warning_per_file(runner, bad_data):
+    from nlq.commands import cli
+
+    result = runner.invoke(cli, ["exec", "--data", str(bad_data), "--db", "shop", "--skip-bad-lines",
+                                 "db.items.countDocuments({})"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == '{"count":2}\n'
+    warnings_ = result.stderr.splitlines()
+    assert warnings_ == [f"nlq: warning: {bad_data / 'shop' / 'items.jsonl'}: skipped 2 malformed lines "
+                         "(first: line 2: malformed JSON: unexpected end of data (at the end of the line))",
+                         f"nlq: warning: {bad_data / 'shop' / 'tags.json'}: skipped 1 malformed line "
+                         "(first: element 2: expected a document, got a number)"]
+
+
+def test_an_array_element_that_is_not_a_document_is_fatal_by_default(bad_data):
+    (bad_data / "shop" / "items.jsonl").unlink()
+    with pytest.raises(BackendError, match=r"tags.json, element 2: expected a document, got a number$"):
+        EmbeddedBackend(bad_data).collections("shop")

@@ -51,6 +51,21 @@ def readme_commands() -> list[str]:
     return commands
 
 
+def test_readme_marks_the_examples_that_need_shared_data():
+    """An example reading ../shared (not shipped) says so in a comment line above it."""
+    for block in re.findall(r"```sh\n(.*?)```", README, flags=re.S):
+        lines = re.sub(r"\\\n\s*", " ", block).splitlines()
+        for i, line in enumerate(lines):
+            if "../shared" in line and not line.startswith("#"):
+                assert any(above.startswith("# needs ../shared") for above in lines[:i]), line
+
+
+def test_example_outputs_are_git_ignored_and_cleaned():
+    assert "/out/" in (ROOT / ".gitignore").read_text().splitlines()
+    clean = re.search(r"^clean:.*\n\t(.*)$", (ROOT / "Makefile").read_text(), re.M)
+    assert clean and " out " in f" {clean.group(1)} "
+
+
 def test_readme_examples_run(tmp_path):
     """Run every README example in order in a scratch folder that sees the
     fixtures (and ../shared when present), so files made by one example feed
@@ -72,6 +87,8 @@ def test_readme_examples_run(tmp_path):
         assert result.stdout.strip() or " -o " in command or ">" in command, f"no output from: {command}"
         ran += 1
     assert ran >= 10
+    # what the examples write lands in out/ (git-ignored, removed by `make clean`)
+    assert sorted(p.name for p in work.iterdir()) == ["fixtures", "out"]
 
 
 def test_readme_operator_coverage_is_generated_from_the_registry():

@@ -70,6 +70,7 @@ def test_the_wheel_runs_every_help_and_its_examples(installed, tmp_path):
             assert result.stdout.strip() or " -o " in command, f"no output from: {command}"
             ran += 1
     assert ran >= len(COMMANDS)
+    assert sorted(p.name for p in work.iterdir()) == ["fixtures", "out"], "help examples write outside out/"
 
 
 @pytest.mark.slow

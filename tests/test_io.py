@@ -160,7 +160,7 @@ def test_write_records_is_jsonl():
     buf = stdio.BytesIO()
     n = io.write_records([{"a": Int64(3)}, {"b": dt.datetime(2020, 1, 2, tzinfo=UTC)}], buf)
     assert n == 2
-    assert buf.getvalue() == b'{"a":3}\n{"b":{"$date":"2020-01-02T00:00:00.000Z"}}\n'
+    assert buf.getvalue() == b'{"a":{"$numberLong":"3"}}\n{"b":{"$date":"2020-01-02T00:00:00.000Z"}}\n'
 
 
 # --- round-trip properties -------------------------------------------------------------
@@ -211,3 +211,15 @@ def test_round_trip_through_relaxed_extended_json(doc):
 def test_arbitrary_bytes_never_crash_the_reader(data):
     for record in io.read_records(stdio.BytesIO(data)):
         assert isinstance(record, dict)
+
+
+def test_an_output_path_gets_its_missing_folders(tmp_path):
+    target = tmp_path / "out" / "runs" / "a.jsonl"
+    assert io.write_records([{"a": 1}], str(target)) == 1
+    assert target.read_bytes() == b'{"a":1}\n'
+
+
+def test_a_malformed_line_names_its_line_once_and_the_column():
+    lines = list(io.iter_lines(stdio.BytesIO(b'{"a": 1}\n{"a" 2}\n{"a":\n')))
+    assert lines[1].error == "line 2: malformed JSON: unexpected character, expected ':' after key (column 6)"
+    assert lines[2].error == "line 3: malformed JSON: unexpected end of data (at the end of the line)"

@@ -5,6 +5,10 @@ Layouts of `--data DIR` (both may be mixed):
 - `DIR/<db>.json` shaped `{"<collection>": [docs], ...}` (the TEND v1 layout);
 - `DIR/<db>/<collection>.json` (a JSON array) or `.jsonl` (Extended JSON lines).
 
+A malformed line of a `.jsonl` file (or an array element that is not a
+document) is reported once per file, with the file and the line: fatal
+(BackendError) by default, skipped with one warning with `skip_bad_lines`.
+
 Files are read lazily, once per database, and documents are never copied by
 the backend; the engine does not modify them either.
 """
@@ -14,17 +18,20 @@ from __future__ import annotations
 import hashlib
 import random
 from pathlib import Path
+from typing import Callable
 
 from nlq import io
 from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from nlq.errors import BackendError, InputError
+from nlq.errors import BackendError, InputError, json_type
 
 
 class EmbeddedBackend:
     name = "embedded"
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, *, skip_bad_lines: bool = False,
+                 warn: Callable[[str], None] | None = None):
         self.root = Path(root)
+        self.skip_bad_lines, self.warn = skip_bad_lines, warn
         if not self.root.is_dir():
             raise BackendError(f"--data {root}: not a directory",
                                hint="point --data at a folder of <db>.json files or <db>/<collection>.jsonl")
@@ -48,16 +55,42 @@ class EmbeddedBackend:
                 data = io.load_json_file(single)
                 if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
                     raise BackendError(f"{single}: expected {{collection: [documents]}}")
-                collections.update(data)
+                problems: list[str] = []
+                for name, docs in data.items():
+                    collections[name] = _documents(docs, problems, where=f"collection {name!r}, ")
+                self._bad(single, problems)
             elif path.suffix == ".jsonl":
-                collections[path.stem] = _read_jsonl(path)
+                problems, docs = [], []
+                with open(path, "rb") as f:
+                    for line in io.iter_lines(f):
+                        if line.error is None:
+                            docs.append(line.record)
+                        else:
+                            problems.append(line.error)
+                self._bad(path, problems)
+                collections[path.stem] = docs
             else:
                 docs = io.load_json_file(path)
                 if not isinstance(docs, list):
                     raise BackendError(f"{path}: expected a JSON array of documents")
-                collections[path.stem] = docs
+                problems = []
+                collections[path.stem] = _documents(docs, problems)
+                self._bad(path, problems)
         self._dbs[db] = collections
         return collections
+
+    def _bad(self, path: Path, problems: list[str]) -> None:
+        """Report a data file's malformed lines or elements once: fatal (BackendError), or
+        skipped with one warning when `skip_bad_lines`."""
+        if not problems:
+            return
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        if not self.skip_bad_lines:
+            raise BackendError(f"{path}, {problems[0]}{more}",
+                               hint="fix the file, or pass --skip-bad-lines to skip malformed lines")
+        if self.warn is not None:
+            self.warn(f"{path}: skipped {len(problems)} malformed line{'s' if len(problems) > 1 else ''} "
+                      f"(first: {problems[0]})")
 
     def _files(self, db: str) -> list[Path]:
         """The files that hold `db`, in reading order (BackendError when there are none)."""
@@ -115,27 +148,30 @@ class EmbeddedBackend:
                                 timeout=timeout, max_rows=max_rows, max_bytes=max_bytes)
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    docs = []
-    with open(path, "rb") as f:
-        for line in io.iter_lines(f):
-            if line.error:
-                raise BackendError(f"{path}: {line.error}")
-            docs.append(line.record)
-    return docs
+def _documents(docs: list, problems: list[str], where: str = "") -> list:
+    """The elements of a JSON array that are documents; each other one noted in `problems`."""
+    kept = []
+    for i, doc in enumerate(docs, start=1):
+        if isinstance(doc, dict):
+            kept.append(doc)
+        else:
+            problems.append(f"{where}element {i}: expected a document, got {json_type(doc)}")
+    return kept
 
 
-def open_backend(data: str | None = None, uri: str | None = None):
+def open_backend(data: str | None = None, uri: str | None = None, *, skip_bad_lines: bool = False,
+                 warn: Callable[[str], None] | None = None):
     """The backend for `--data DIR` or `--uri URI` (`file:DIR` is the embedded one).
 
     Library-level check of the choice (the CLI rejects misuse first, as a usage
-    error): exactly one of `data` and `uri`, `file:` included."""
+    error): exactly one of `data` and `uri`, `file:` included. `skip_bad_lines`
+    and `warn` apply to data files (see EmbeddedBackend)."""
     if data and uri:
         raise InputError("give either --data or --uri, not both")
     if uri and uri.startswith("file:"):
         data, uri = uri[len("file:"):], None
     if data:
-        return EmbeddedBackend(data)
+        return EmbeddedBackend(data, skip_bad_lines=skip_bad_lines, warn=warn)
     if uri:
         from nlq.backends.mongo import MongoBackend
 

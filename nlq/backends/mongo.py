@@ -14,6 +14,7 @@ seed over the same data always gives the same documents.
 from __future__ import annotations
 
 import random
+import re
 from typing import Callable
 
 from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
@@ -34,22 +35,48 @@ def _pymongo_client(uri: str):
 _URI_ERRORS = ("InvalidURI", "ConfigurationError")
 
 
-def redact(uri: str) -> str:
-    """The URI with any password hidden: `mongodb://user:***@host`.
+# URI options whose values are secrets (matched without regard to case): passwords of any
+# kind (tlsCertificateKeyFilePassword, proxyPassword, ...) and authMechanismProperties,
+# which may carry an AWS_SESSION_TOKEN.
+_SECRET_OPTION = re.compile(r"(?i)(?<=[?&;])([^=&;?]*(?:password|secret|token)[^=&;?]*|authMechanismProperties)=[^&;]*")
+# What follows the user information: a host list, then the path, the options or the end.
+_HOSTS = re.compile(r"[\w.\-\[\]:%,]*(?:[/?]|$)")
 
-    The user information ends at the last '@' before the options (a password may hold
-    '@', '/' or ':' when it was not percent-encoded)."""
+
+def redact(uri: str) -> str:
+    """The URI with every secret hidden: `mongodb://user:***@host/?tlsCertificateKeyFilePassword=***`.
+
+    The user information ends at the last '@' that a host list follows (a password may
+    hold '@', '/', '?' or ':' when it was not percent-encoded). A string without '://'
+    (a malformed scheme, `user:pw@host`) shows nothing before its last '@'."""
     scheme, sep, rest = uri.partition("://")
     if not sep:
-        return uri
-    head, question, options = rest.partition("?")
-    at = head.rfind("@")
-    if at < 0:
-        return uri
-    user, colon, _ = head[:at].partition(":")
-    if not colon:
-        return uri
-    return f"{scheme}://{user}:***@{head[at + 1:]}{question}{options}"
+        at = uri.rfind("@")
+        return uri if at < 0 else _SECRET_OPTION.sub(r"\1=***", "***" + uri[at:])
+    at = next((i for i in range(len(rest) - 1, -1, -1) if rest[i] == "@" and _HOSTS.match(rest, i + 1)), -1)
+    if at >= 0:
+        user, colon, _ = rest[:at].partition(":")
+        if colon:
+            rest = f"{user}:***{rest[at:]}"
+    return scheme + "://" + _SECRET_OPTION.sub(r"\1=***", rest)
+
+
+def _scrub(text: str, uri: str) -> str:
+    """`text` (a driver's message) without the URI's secrets, should it quote them."""
+    shown = redact(uri)
+    text = text.replace(uri, shown)
+    _, sep, rest = uri.partition("://")
+    rest = rest if sep else uri
+    secrets = []
+    for m in _SECRET_OPTION.finditer(rest):
+        value = m.group(0).split("=", 1)[1]
+        secrets += [value] + [pair.split(":", 1)[-1] for pair in re.split(r",|%2C", value)]  # KEY:VALUE pairs
+    userinfo = rest[:rest.rfind("@")] if "@" in rest else ""
+    parts = userinfo.split(":")
+    secrets += [":".join(parts[i:]) for i in range(1, len(parts))]  # whatever may be the password
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 class MongoBackend:
@@ -66,7 +93,7 @@ class MongoBackend:
     def _backend_error(self, exc: Exception) -> BackendError:
         shown = redact(self.uri)
         # pymongo appends a long topology description after the reason; keep the reason.
-        reason = str(exc).split(" (configured timeouts")[0].split(", Timeout:")[0][:300]
+        reason = _scrub(str(exc), self.uri).split(" (configured timeouts")[0].split(", Timeout:")[0][:300]
         if any(cls.__name__ in _URI_ERRORS for cls in type(exc).__mro__):
             hint = "check the URI: mongodb://[user:password@]host[:port][/?options] (percent-encode '@' and ':' " \
                    "in a password)"
