@@ -176,14 +176,14 @@ def test_nlq_only_requests_depend_on_the_question_alone(fake_llm, indexes):
     fake_llm.responder = answer_first_collection
     question = "How many items are there?"
     run("nlq-only", [{"db": "clinic", "question": question}, {"db": "racing", "question": question}], fake_llm,
-        indexes)
-    assert fake_llm.bodies[0] == fake_llm.bodies[1]
+        indexes, concurrency=1)
+    assert len(fake_llm.bodies) == 6 and fake_llm.bodies[:3] == fake_llm.bodies[3:]
 
 
 def test_schema_sends_names_and_no_stored_value(fake_llm, indexes, backend):
     fake_llm.responder = answer_first_collection
     for db in ("clinic", "racing", "club"):
-        out = run("schema", tasks(db, 2), fake_llm, indexes)
+        out = run("schema", tasks(db, 2), fake_llm, indexes, concurrency=1)
         assert all(r["prediction"]["disclosure"] == ["collection_names", "field_names", "question"] for r in out)
         body = fake_llm.bodies[-1]
         text = prompt_text(body)
@@ -202,7 +202,7 @@ def test_schema_sends_names_and_no_stored_value(fake_llm, indexes, backend):
 @pytest.mark.parametrize("method, n", [("sampled", 3), ("data-rich", 8)])
 def test_sampled_methods_send_the_seeded_sample(fake_llm, indexes, backend, method, n):
     fake_llm.responder = answer_first_collection
-    out = run(method, tasks("clinic", 2), fake_llm, indexes, backend=backend)
+    out = run(method, tasks("clinic", 2), fake_llm, indexes, backend=backend, concurrency=1)
     assert out[0]["prediction"]["disclosure"] == ["collection_names", "question", "sample_documents"]
     text = prompt_text(fake_llm.bodies[0])
     for name in indexes["clinic"]["collections"]:
