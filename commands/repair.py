@@ -9,11 +9,11 @@ from nlq.commands.options import backend_options, errors_as_click, io_options, o
 
 @click.command(epilog="""\b
 Example:
-  nlq index --data fixtures/worlds clinic -o clinic.index.jsonl
-  nlq generate --method rules --index clinic.index.jsonl fixtures/tasks/clinic.jsonl -o rules.jsonl
+  nlq index --data fixtures/worlds clinic -o out/clinic.index.jsonl
+  nlq generate --method rules --index out/clinic.index.jsonl fixtures/tasks/clinic.jsonl -o out/rules.jsonl
   nlq import --map question=nl,db=db_id,prediction=pred --tasks fixtures/tasks/clinic.jsonl \\
-    --method other fixtures/predictions/other-system.jsonl -o other.jsonl
-  nlq repair --data fixtures/worlds --index clinic.index.jsonl --runs other.jsonl rules.jsonl \\
+    --method other fixtures/predictions/other-system.jsonl -o out/other.jsonl
+  nlq repair --data fixtures/worlds --index out/clinic.index.jsonl --runs out/other.jsonl out/rules.jsonl \\
     | nlq score --data fixtures/worlds | nlq report
 """)
 @backend_options
@@ -28,8 +28,8 @@ Example:
 @click.option("--contract", is_flag=True, help="Check each candidate's declared output contract after execution.")
 @click.option("--no-gate", is_flag=True, help="Knockout: no admissibility gate (every executed candidate votes).")
 @click.option("--no-bisection", is_flag=True, help="Knockout: report empty results without prefix bisection.")
-def cli(data, uri, timeout, max_rows, input, output, strict, progress, index_path, runs, min_vote, contract,
-        no_gate, no_bisection):
+def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, limits, index_path, runs, min_vote,
+        contract, no_gate, no_bisection):
     """Repair each record: gate, execute and cluster its `prediction` and `candidates` by result.
 
     Adds `repair = {violations, rounds, attempts, clusters, vote_share, rows,
@@ -45,8 +45,8 @@ def cli(data, uri, timeout, max_rows, input, output, strict, progress, index_pat
         indexes = grounding.load(index_path)
         options = repair.Options(timeout=timeout, max_rows=max_rows, gate=not no_gate, bisection=not no_bisection,
                                  contract=contract, min_vote=min_vote)
-        records = io.read_records(input, strict=strict, stage="repair")
+        records = io.read_records(input, strict=strict, stage="repair", **limits)
         if runs:
             records = repair.extra_candidates(records, list(runs))
         records = with_progress(records, progress, "repair")
-        io.write_records(repair.run(records, backend, indexes, options=options), output)
+        io.write_records(repair.run(records, backend, indexes, options=options), output, append=append)

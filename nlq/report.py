@@ -322,8 +322,7 @@ def economics(records: list) -> dict | None:
     Each figure is a mean over the records that carry its field (their count
     is given beside it), None when no record does.
     """
-    usage = [(r, _usage(r)) for r in records]
-    usage = [u for _, u in usage if u]
+    usage = [u for r in records if (u := _usage(r))]
     calls = [sum(_number(u.get("model_calls")) or 0 for u in us) for us in usage]
     tokens = [sum((_number(u.get("prompt_tokens")) or 0) + (_number(u.get("completion_tokens")) or 0) for u in us)
               for us in usage]

@@ -54,3 +54,12 @@ def clinic_index_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("idx") / "clinic.index.jsonl"
     path.write_bytes(b"".join(orjson.dumps(doc) + b"\n" for doc in index.build(EmbeddedBackend(WORLDS), ["clinic"])))
     return path
+
+
+@pytest.fixture
+def fake_llm():
+    """A started tests.fakellm.FakeLLM on a free 127.0.0.1 port (stopped after the test)."""
+    from tests.fakellm import FakeLLM
+
+    with FakeLLM() as fake:
+        yield fake
