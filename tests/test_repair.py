@@ -141,7 +141,7 @@ class ScriptedModel:
 
 
 def _decode(text, collections):
-    from nlq.mql.parse import parse_query
+    from nlq.mql.mongosh import parse_query
 
     return parse_query(text).to_json()
 

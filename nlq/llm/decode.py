@@ -20,7 +20,7 @@ import orjson
 
 from nlq import io
 from nlq.errors import InputError, ModelBadOutputError, ParseError
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 
 REPAIR_TURNS = 2
 REPAIR_MESSAGE = ("Your reply was not valid JSON for this task: {error}\n"
