@@ -39,7 +39,9 @@ wire: $(STAMP) $(WIRE)/.installed
 docs: $(STAMP)
 	$(BIN)/python -m tests.readme
 
-check: test
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest tests
 
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
@@ -59,3 +61,103 @@ browser:
 
 clean:
 	rm -rf $(VENV) $(WIRE) out .hypothesis
+
+# ---------------------------------------------------------------------------
+# Reproducing the paper (Tables III-V): `make paper TASKS=... DATA=...|URI=... MODEL=... BASE_URL=...`.
+# Each arm is a file target: an interrupted run resumes (finished files are kept, a file is
+# written under a temporary name and renamed when complete) and every model reply is cached in
+# CACHE, so a rerun makes no model call. `make paper JOBS=4` runs arms in parallel.
+OUT      ?= out/paper
+TASKS    ?= $(OUT)/fixture-tasks.jsonl
+DATA     ?= $(WORLDS)
+URI      ?=
+MODEL    ?=
+BASE_URL ?=
+JOBS     ?= 4
+CACHE    ?= $(OUT)/llm.sqlite
+NLQ      := $(abspath $(BIN))/nlq
+# One backend for every command, through the environment (URI wins when both are given).
+ifneq ($(URI),)
+PAPER_ENV := NLQ_URI='$(URI)' NLQ_DATA=
+else
+PAPER_ENV := NLQ_DATA='$(DATA)' NLQ_URI=
+endif
+PAPER_ENV += NLQ_CACHE='$(CACHE)'
+ifneq ($(MODEL),)
+PAPER_ENV += NLQ_MODEL='$(MODEL)'
+endif
+ifneq ($(BASE_URL),)
+PAPER_ENV += NLQ_BASE_URL='$(BASE_URL)'
+endif
+
+# Table III: the seven arms. Table V: the cumulative ladder, the knockouts, and the compute-matched
+# control (the strongest one-shot arm, CONTROL, wrapped in k=3 result voting with no gate).
+MAIN_ARMS     ?= nlq-only schema sampled data-rich sql-pivot react sag
+LADDER_ARMS   ?= card gated-repair value-bisection sag
+KNOCKOUT_ARMS ?= no-gate no-witnesses no-bisection top-level-card no-collapse
+CONTROL       ?= data-rich
+PAPER_REF     ?= sag
+ABLATION_ARMS ?= $(LADDER_ARMS) $(KNOCKOUT_ARMS)
+# How each arm is generated (`nlq generate` options after --index).
+GEN_rules           := --method rules
+GEN_nlq-only        := --method nlq-only
+GEN_schema          := --method schema
+GEN_sampled         := --method sampled
+GEN_data-rich       := --method data-rich
+GEN_sql-pivot       := --method sql-pivot
+GEN_react           := --method react
+GEN_card            := --method card
+GEN_sag             := --method sag
+GEN_gated-repair    := --method sag --ladder gated-repair
+GEN_value-bisection := --method sag --ladder value-bisection
+GEN_no-gate         := --method sag --no-gate
+GEN_no-witnesses    := --method sag --no-witnesses
+GEN_no-bisection    := --method sag --no-bisection
+GEN_top-level-card  := --method sag --card top-level
+GEN_no-collapse     := --method sag --card no-collapse
+
+PAPER_RUNS     := $(OUT)/runs
+MAIN_SCORED    := $(patsubst %,$(PAPER_RUNS)/%.scored.jsonl,$(MAIN_ARMS))
+ABLATION_SCORED := $(patsubst %,$(PAPER_RUNS)/%.scored.jsonl,$(ABLATION_ARMS))
+REPORT_ARGS    ?= --bootstrap 1000 --seed 0
+
+.PHONY: paper paper-main paper-ablation
+.PRECIOUS: $(PAPER_RUNS)/%.pred.jsonl  # keep the predictions: a resume reuses them
+
+paper-main: $(OUT)/table3.txt
+paper-ablation: $(OUT)/table5.txt
+paper: $(STAMP)
+	$(MAKE) -j$(JOBS) paper-main paper-ablation
+
+$(OUT)/fixture-tasks.jsonl: $(wildcard fixtures/tasks/*.jsonl)
+	@mkdir -p $(@D)
+	cat $^ > $@.part && mv $@.part $@
+
+$(OUT)/index.jsonl: | $(STAMP)
+	@mkdir -p $(@D)
+	$(PAPER_ENV) $(NLQ) index -o $@.part && mv $@.part $@
+
+$(OUT)/witnessed.jsonl: $(TASKS) $(OUT)/index.jsonl
+	$(PAPER_ENV) $(NLQ) witness --index $(OUT)/index.jsonl $(TASKS) -o $@.part && mv $@.part $@
+
+$(PAPER_RUNS)/%.pred.jsonl: $(OUT)/witnessed.jsonl $(OUT)/index.jsonl
+	@mkdir -p $(@D)
+	$(if $(GEN_$*),,$(error arm '$*' has no GEN_$* (known arms: $(patsubst GEN_%,%,$(filter GEN_%,$(.VARIABLES))))))
+	$(PAPER_ENV) $(NLQ) generate --index $(OUT)/index.jsonl $(GEN_$*) $< -o $@.part && mv $@.part $@
+
+$(PAPER_RUNS)/%.scored.jsonl: $(PAPER_RUNS)/%.pred.jsonl
+	$(PAPER_ENV) $(NLQ) score $< -o $@.part && mv $@.part $@
+
+# table3.*: Tables III and IV (the claim-axis slices) in the paper's layout; table5.*: Table V.
+$(OUT)/table3.txt: $(MAIN_SCORED)
+	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --width 100 $(REPORT_ARGS) -o $@.part
+	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --format markdown $(REPORT_ARGS) -o $(OUT)/table3.md
+	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --format latex $(REPORT_ARGS) -o $(OUT)/table3.tex
+	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --format html $(REPORT_ARGS) -o $(OUT)/table3.html
+	mv $@.part $@
+
+$(OUT)/table5.txt: $(ABLATION_SCORED)
+	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --by db --width 100 $(REPORT_ARGS) -o $@.part
+	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --by db --format markdown $(REPORT_ARGS) -o $(OUT)/table5.md
+	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --by db --format latex $(REPORT_ARGS) -o $(OUT)/table5.tex
+	mv $@.part $@

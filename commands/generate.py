@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from nlq.commands.options import errors_as_click, io_options, question_limit, with_progress
+from nlq.commands.options import (backend_options, errors_as_click, io_options, model_client, model_config_from,
+                                  model_options, open_backend_from, question_limit, with_progress)
 from nlq import generate, io, methods
 from nlq import index as grounding
 
@@ -23,17 +24,36 @@ Example:
               help="Grounding index (JSONL from `nlq index`), one document per database.")
 @click.option("--min-confidence", type=click.FloatRange(0, 1), default=None,
               help="Abstain (typed `abstained` failure) below this confidence.")
-def cli(input, output, append, strict, progress, limits, max_question_chars, method, index_path, min_confidence):
+@click.option("--max-steps", type=click.IntRange(min=1), default=50, show_default=True,
+              help="react: model turns before the typed `budget_exhausted` failure.")
+@backend_options
+@model_options
+def cli(input, output, append, strict, progress, limits, max_question_chars, method, index_path, min_confidence,
+        max_steps, data, uri, timeout, max_rows, model_options):
     """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
     channels it observed in `disclosure`. A question the method cannot answer
     gets a typed `failure` and flows on. A record without `witnesses` gets
     them first, as `nlq witness` would compute them.
+
+    LLM methods (card, nlq-only, schema, sampled, data-rich, sql-pivot, react)
+    need a model (the model options below) and add `prompt = {id, sha256}` and
+    `usage`; sampled, data-rich, sql-pivot and react also read the database
+    (--data/--uri: seeded document samples, react's read-only actions), e.g.
+    with NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL set:
+
+    \b
+      nlq generate -m card --index racing.index.jsonl fixtures/tasks/racing.jsonl
+      nlq generate -m sampled --data fixtures/worlds --index racing.index.jsonl TASKS
     """
-    with errors_as_click():
+    impl = methods.get(method)
+    config = model_config_from(model_options, needed=getattr(impl, "needs_model", False), what=f"--method {method}")
+    backend = open_backend_from(data, uri) if getattr(impl, "needs_backend", False) else None
+    with errors_as_click(), model_client(config) as model:
         indexes = grounding.load(index_path)
-        context = generate.Context(indexes, min_confidence=min_confidence)
+        context = generate.Context(indexes, backend=backend, model=model, min_confidence=min_confidence,
+                                   max_steps=max_steps, timeout=timeout, max_rows=max_rows)
         records = with_progress(io.read_records(input, strict=strict, stage="generate", **limits), progress, "generate")
         io.write_records(generate.run(records, method, context, max_question_chars=max_question_chars), output,
                          append=append)

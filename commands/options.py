@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import os
+import signal
 import sys
+import threading
 
 import click
 
@@ -177,3 +181,132 @@ def with_progress(records, flag: bool, desc: str):
     from tqdm import tqdm
 
     return tqdm(records, desc=desc, unit="rec", file=sys.stderr)
+
+
+MODEL_ENV = "NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL"
+
+
+def _key_value(ctx, param, values):
+    """`--option KEY=VALUE` pairs as a dict; VALUE is read as JSON when it parses (`3`, `true`), else text."""
+    import orjson
+
+    options = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", ctx=ctx, param=param)
+        try:
+            options[key] = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+def model_options(fn):
+    """The model bundle, collected into one `model_options` dict argument.
+
+    `--model` (env NLQ_MODEL), `--base-url` (env NLQ_BASE_URL), `--api-key`
+    (env NLQ_API_KEY; never echoed), `--temperature`, `--max-tokens`,
+    `--option KEY=VALUE`, `--json-mode`, `--concurrency`, `--request-timeout`,
+    `--cache FILE` (env NLQ_CACHE) / `--no-cache`, `--offline`, `--log FILE`.
+    Turn it into a ModelConfig with `model_config_from`."""
+    names = ("model", "base_url", "api_key", "temperature", "max_tokens", "option", "json_mode", "concurrency",
+             "request_timeout", "cache", "no_cache", "offline", "log")
+
+    @click.option("--model", envvar="NLQ_MODEL", help="Model name sent to the endpoint (env NLQ_MODEL).")
+    @click.option("--base-url", envvar="NLQ_BASE_URL",
+                  help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (env NLQ_BASE_URL).")
+    @click.option("--api-key", envvar="NLQ_API_KEY", show_default=False,
+                  help="API key (env NLQ_API_KEY); never written to a log, the cache or a message.")
+    @click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True,
+                  help="Sampling temperature.")
+    @click.option("--max-tokens", type=click.IntRange(min=1), default=None,
+                  help="Cap on reply tokens (default: none; a cap truncates reasoning models).")
+    @click.option("--option", "option", multiple=True, callback=_key_value, metavar="KEY=VALUE",
+                  help="Extra request-body field, repeatable (e.g. --option reasoning_effort=high).")
+    @click.option("--json-mode", type=click.Choice(["schema", "object", "none"]), default="schema",
+                  show_default=True,
+                  help="Structured output: a JSON schema, any JSON object, or none (falls back on a 400).")
+    @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
+                  help="Records in flight at once (output stays in input order).")
+    @click.option("--request-timeout", type=click.FloatRange(min=0, min_open=True), default=120.0,
+                  show_default=True, help="Seconds to wait for one model reply.")
+    @click.option("--cache", type=click.Path(dir_okay=False), envvar="NLQ_CACHE", default=None,
+                  help="Response cache file (SQLite; env NLQ_CACHE; default $XDG_CACHE_HOME/nlq/llm.sqlite).")
+    @click.option("--no-cache", is_flag=True, help="Neither read nor write the response cache.")
+    @click.option("--offline", is_flag=True, help="Answer only from the cache; a miss is a `cache_miss` failure.")
+    @click.option("--log", type=click.Path(dir_okay=False), default=None,
+                  help="Append one JSONL transcript line per model call to FILE.")
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        kwargs["model_options"] = {name: kwargs.pop(name) for name in names}
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+def model_config_from(model_options: dict, *, needed: bool, what: str = "this command"):
+    """The ModelConfig for the `model_options` bundle, or None when no model is `needed`.
+
+    A needed model with no name or endpoint is a usage error (exit 2) naming
+    NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL."""
+    from nlq.errors import ModelConfigError
+    from nlq.llm import ModelConfig, default_cache_path
+
+    if not needed:
+        return None
+    o = model_options
+    if o["offline"] and o["no_cache"]:
+        raise click.UsageError("--offline replays the response cache: it cannot go with --no-cache")
+    missing = [flag for flag, value in (("--model", o["model"]), ("--base-url", o["base_url"])) if not value]
+    if o["offline"]:
+        missing = [flag for flag in missing if flag != "--base-url"]
+    if missing:
+        raise click.UsageError(f"{what} needs a model: set {MODEL_ENV} (or give {' and '.join(missing)})")
+    cache = None if o["no_cache"] else (o["cache"] or default_cache_path())
+    try:
+        return ModelConfig(model=o["model"], base_url=o["base_url"], api_key=o["api_key"] or None,
+                           temperature=o["temperature"], max_tokens=o["max_tokens"], options=o["option"],
+                           json_mode=o["json_mode"], request_timeout=o["request_timeout"],
+                           concurrency=o["concurrency"], cache=cache, offline=o["offline"], log=o["log"])
+    except ModelConfigError as exc:
+        raise click.UsageError(exc.message) from None
+
+
+@contextlib.contextmanager
+def model_client(config):
+    """The ChatClient for `config` (None when no model is configured), closed afterwards.
+
+    While it lives SIGPIPE is ignored: the `nlq` group restores the default
+    action so `nlq ... | head` ends quietly, but then a write to an HTTP
+    connection the server has just closed would kill the process instead of
+    raising the connection error the client retries. A closed stdout
+    (`| head`) still ends quietly."""
+    if config is None:
+        yield None
+        return
+    from nlq.llm import ChatClient
+
+    sigpipe = getattr(signal, "SIGPIPE", None)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(sigpipe) if sigpipe is not None and main else None
+    if previous is not None:
+        signal.signal(sigpipe, signal.SIG_IGN)
+    client = ChatClient(config)
+    try:
+        yield client
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(0)
+    finally:
+        client.close()
+        if previous is not None:
+            signal.signal(sigpipe, previous)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        pass

@@ -28,8 +28,8 @@ Example:
 @click.option("--contract", is_flag=True, help="Check each candidate's declared output contract after execution.")
 @click.option("--no-gate", is_flag=True, help="Knockout: no admissibility gate (every executed candidate votes).")
 @click.option("--no-bisection", is_flag=True, help="Knockout: report empty results without prefix bisection.")
-def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, limits, index_path, runs, min_vote, contract,
-        no_gate, no_bisection):
+def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, limits, index_path, runs, min_vote,
+        contract, no_gate, no_bisection):
     """Repair each record: gate, execute and cluster its `prediction` and `candidates` by result.
 
     Adds `repair = {violations, rounds, attempts, clusters, vote_share, rows,

@@ -39,7 +39,7 @@ from nlq import text as text_module
 from nlq.errors import BackendError, NlqError, NoAnswerError, failure
 from nlq.mql import serialize
 from nlq.mql.fields import read_paths
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 
 STAGE = "ask"
 SHOWN_MATCHES = 3  # witness matches listed per witness by explain_text

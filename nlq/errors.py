@@ -146,6 +146,67 @@ class AbstainedError(NlqError):
     type = "abstained"
 
 
+class ModelError(NlqError):
+    """A call to the chat model failed (the base of every model_* failure)."""
+
+    type = "model_error"
+
+
+class ModelConfigError(ModelError):
+    """No usable model configuration (no model name or endpoint, offline without a cache)."""
+
+    type = "model_config"
+
+
+class ModelTimeoutError(ModelError):
+    """The endpoint did not answer within the request timeout, retries included."""
+
+    type = "model_timeout"
+
+
+class ModelRateLimitedError(ModelError):
+    """429 after every retry, or a 429 that says the quota is exhausted."""
+
+    type = "model_rate_limited"
+
+
+class ModelHTTPError(ModelError):
+    """An HTTP error status, a dropped connection or an unreadable response."""
+
+    type = "model_http_error"
+
+
+class ModelAuthError(ModelError):
+    """The endpoint refused the credentials (401/403)."""
+
+    type = "model_auth"
+
+
+class ModelBadOutputError(ModelError):
+    """The model's reply could not be decoded into what was asked (after the repair turns).
+
+    `feedback` is what the repair turn tells the model (default: the message);
+    a method that must not disclose a channel says less to the model than to the user."""
+
+    type = "model_bad_output"
+
+    def __init__(self, message: str, *, hint: str | None = None, feedback: str | None = None):
+        super().__init__(message, hint=hint)
+        self.feedback = feedback or message
+
+
+class CacheMissError(ModelError):
+    """`--offline` and the request is not in the response cache."""
+
+    type = "cache_miss"
+
+
+class BudgetExhaustedError(NlqError):
+    """A multi-turn method used its whole step budget without submitting an answer."""
+
+    type = "budget_exhausted"
+
+
 class NoAnswerError(NlqError):
     """`nlq ask` could not answer: no pipeline was generated, or it failed to run."""
 

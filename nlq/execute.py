@@ -19,11 +19,11 @@ import time
 from typing import Callable, Iterable, Iterator
 
 from nlq import io
-from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import BackendError, InputError, NlqError, UnknownDatabaseError, failure, json_type
 from nlq.mql import serialize
 from nlq.mql.fields import named_collections
-from nlq.mql.parse import parse_query
+from nlq.mql.limits import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from nlq.mql.mongosh import parse_query
 
 STAGE = "exec"
 
@@ -37,6 +37,30 @@ def read_query_text(text: str) -> str:
         except UnicodeDecodeError as exc:
             raise InputError(f"the query on stdin is not UTF-8 text: {exc}") from None
     return text
+
+
+def gold_source(record: dict):
+    """The gold query of a task record (`gold` object or `gold_mql` text), or None."""
+    gold = record.get("gold")
+    if gold is not None:
+        return gold
+    return record.get("gold_mql")
+
+
+def unknown_database(backend, db: str) -> str | None:
+    """Why `db` is unknown when the backend holds no such database, None when it does.
+
+    Raises the BackendError of a backend that cannot be reached, or that lists
+    `db` but cannot read it.
+    """
+    if db in backend.databases():  # listing first: an unreachable server fails once, here
+        backend.collections(db)
+        return None
+    try:
+        backend.collections(db)  # a database that is not listed may still be readable
+    except BackendError as exc_:
+        return str(exc_)
+    return None
 
 
 class CollectionCheck:
@@ -113,8 +137,6 @@ def run_tasks(records: Iterable[dict], backend, *, db: str | None = None, rows: 
     embedded as `execution.rows`. `warn` is told (once each) about collections the
     queries name that their database does not hold.
     """
-    from nlq.score import gold_source, unknown_database
-
     databases: dict[str, str | None] = {}  # db -> None (usable) or why it is unknown
     check_collections = CollectionCheck(backend, warn)
     for record in records:
@@ -154,4 +176,4 @@ def run_tasks(records: Iterable[dict], backend, *, db: str | None = None, rows: 
         yield {**record, "execution": execution}
 
 
-__all__ = ["run_query", "run_tasks", "explain", "read_query_text", "CollectionCheck"]
+__all__ = ["run_query", "run_tasks", "explain", "read_query_text", "CollectionCheck", "gold_source", "unknown_database"]

@@ -16,7 +16,8 @@ timeout and row cap. The checks, each a :class:`nlq.gate.Violation`:
   (a dynamic map) gets example keys instead. When an earlier `$match`
   compares a literal that matches no document reaching it (one branch of an
   `$or`, say), that stage is named instead: the stream shrank there and died
-  later.
+  later. A root `$lookup` whose join edge is not witnessed (none of up to 20
+  local values occurs at the foreign field) adds a `join` violation.
 - `leaked_id`: result rows carry a synthetic `_id` (an ObjectId) while the
   question does not ask for ids.
 - `contract`: with a declared output contract (DIA's shape declaration:
@@ -85,7 +86,8 @@ def diagnose(query: Query, ran: Execution, backend, db: str, *, question: str = 
     if not ran.rows:
         if not bisection:
             return [Violation("empty", "the pipeline returns no rows", None)]
-        return [bisect(query, backend, db, timeout=timeout, max_rows=max_rows)]
+        return [bisect(query, backend, db, timeout=timeout, max_rows=max_rows)] + join_probe(
+            query, backend, db, timeout=timeout)
     out = []
     leaked = leaked_id(ran.rows, question)
     if leaked is not None:
@@ -281,3 +283,50 @@ def check_contract(rows: list, contract: dict) -> list[Violation]:
 
 
 __all__ = ["Execution", "execute", "diagnose", "bisect", "leaked_id", "check_contract", "filtered_paths", "concise"]
+
+
+# -- join edges ----------------------------------------------------------------------------------
+
+JOIN_PROBE_VALUES = 20
+
+
+def join_probe(query: Query, backend, db: str, *, fail_closed: bool = False,
+               timeout: float = DEFAULT_TIMEOUT) -> list[Violation]:
+    """`join` violations for root `$lookup` stages whose join edge is not witnessed in the data:
+    none of up to 20 distinct local values (from the documents reaching the stage) occurs at the
+    foreign field. A probe that cannot run fails open (a violation with `fail_closed`).
+
+    Run on empty results only: a join without overlap is a legitimate answer to some questions
+    (names two collections share: none), so it explains an empty result, never gates one."""
+    out = []
+    for stage, spec in enumerate(query.pipeline):
+        arg = spec.get("$lookup") if isinstance(spec, dict) else None
+        if not isinstance(arg, dict) or not all(isinstance(arg.get(k), str) for k in ("from", "localField",
+                                                                                     "foreignField")):
+            continue
+        local, foreign = arg["localField"], arg["foreignField"]
+        try:
+            values = [r["_id"] for r in backend.aggregate(db, query.collection, query.pipeline[:stage] + [
+                {"$project": {"_id": 0, "v": f"${local}"}},
+                {"$unwind": {"path": "$v", "preserveNullAndEmptyArrays": True}},
+                {"$match": {"v": {"$exists": True, "$ne": None}}},
+                {"$group": {"_id": "$v"}}, {"$limit": JOIN_PROBE_VALUES}], timeout=timeout,
+                max_rows=JOIN_PROBE_VALUES)]
+            if not values:
+                continue  # nothing to join: an empty stream is the bisection's business
+            hits = backend.aggregate(db, arg["from"], [{"$match": {foreign: {"$in": values}}}, {"$limit": 1}],
+                                     timeout=timeout, max_rows=1)
+        except BackendError:
+            raise
+        except NlqError as exc:
+            if fail_closed:
+                out.append(Violation("join", f"stage {stage} ($lookup): the join edge {local} -> "
+                                     f"{arg['from']}.{foreign} could not be probed: {concise(exc.message)}", stage,
+                                     path=foreign))
+            continue
+        if not hits:
+            shown = ", ".join(_show(v) for v in values[:4])
+            out.append(Violation("join", f"stage {stage} ($lookup): the join edge {local} -> {arg['from']}.{foreign} "
+                                 f"is not witnessed: none of the local values ({shown}, ...) occurs at "
+                                 f"{arg['from']}.{foreign}", stage, path=foreign))
+    return out

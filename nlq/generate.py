@@ -18,15 +18,26 @@ string, `witnesses` that are not a list of objects), `unknown_db` (no
 grounding index for the record's db), the method's own NlqError types
 (`abstained`...), and `internal_error` for any other exception a method
 raises (a bug: named in the message, and the stream goes on).
+
+Methods that call a model (`needs_model = True`) run `--concurrency` records
+at a time and add `usage = {model_calls, prompt_tokens, completion_tokens,
+cache_hits, ms}` to the prediction (and to the failure, when one fails after
+spending calls); model faults are typed failures (`model_timeout`,
+`model_rate_limited`, `model_http_error`, `model_auth`, `model_bad_output`,
+`cache_miss`, `budget_exhausted`).
 """
 
 from __future__ import annotations
 
+import functools
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator
 
 from nlq import io, methods
-from nlq.errors import InputError, NlqError, UnknownDatabaseError, failure
+from nlq.errors import InputError, ModelConfigError, NlqError, UnknownDatabaseError, failure
+from nlq.llm import usage as llm_usage
 from nlq.io import has_failure
 from nlq.witness import DEFAULT_MAX_QUESTION_CHARS, database_of, question_of
 from nlq.witness import find as find_witnesses
@@ -44,11 +55,13 @@ def task_view(record: dict) -> dict:
 
 class Context:
     """What a method may consult besides the task: the grounding index
-    (per database), an optional backend, and method options."""
+    (per database), an optional backend, the chat model (`model`, a
+    ChatClient, for methods with `needs_model`) and method options."""
 
-    def __init__(self, indexes: dict[str, dict] | None = None, backend=None, **options):
+    def __init__(self, indexes: dict[str, dict] | None = None, backend=None, model=None, **options):
         self.indexes = indexes or {}
         self.backend = backend
+        self.model = model  # an nlq.llm.ChatClient, or None for LLM-free methods
         self.options = options
         self._memo: dict = {}
 
@@ -90,13 +103,49 @@ def with_witnesses(record: dict, context: Context, *, max_question_chars: int = 
 
 def run(records: Iterable[dict], method: str, context: Context, *,
         max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> Iterator[dict]:
-    """Add `prediction` (or a typed `failure`) to each record, in order."""
+    """Add `prediction` (or a typed `failure`) to each record, in input order.
+
+    A method that calls a model (`needs_model`) handles `context.model.config.concurrency`
+    records at a time on worker threads; its predictions carry `usage`."""
     impl = methods.get(method)
-    for record in records:
-        if has_failure(record):
-            yield record
-            continue
-        start = time.perf_counter()
+    needs_model = getattr(impl, "needs_model", False)
+    if needs_model and context.model is None:
+        raise ModelConfigError(f"method {impl.name!r} needs a model: set NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL")
+    workers = context.model.config.concurrency if needs_model else 1
+    handle = functools.partial(_generate_one, impl, context, needs_model, max_question_chars)
+    if workers == 1:
+        yield from map(handle, records)
+    else:
+        yield from ordered_map(handle, records, workers)
+
+
+def ordered_map(fn, items: Iterable, workers: int) -> Iterator:
+    """`map(fn, items)` on `workers` threads, results in input order, at most
+    `4 * workers` items read ahead (bounded memory on endless input).
+
+    Threads, not asyncio: a method is ordinary blocking code (ReAct alternates
+    model calls and backend queries for many turns), and the thread-safe httpx
+    client and cache let several records share one connection pool."""
+    window: deque = deque()
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nlq-generate")
+    try:
+        for item in items:
+            window.append(pool.submit(fn, item))
+            if len(window) >= 4 * workers:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+    finally:
+        for future in window:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _generate_one(impl, context: Context, needs_model: bool, max_question_chars: int, record: dict) -> dict:
+    if has_failure(record):
+        return record
+    start = time.perf_counter()
+    with llm_usage.metered() as meter:
         try:
             check_task(record, max_question_chars=max_question_chars)
             if record.get("witnesses") is None:
@@ -105,13 +154,21 @@ def run(records: Iterable[dict], method: str, context: Context, *,
             if not isinstance(prediction, dict):
                 raise TypeError(f"method {impl.name} returned {type(prediction).__name__}, not an object")
         except NlqError as exc:
-            yield {**record, "prediction": None, "failure": exc.to_failure(STAGE)}
-            continue
+            return _failed(record, exc.to_failure(STAGE), meter if needs_model else None)
         except Exception as exc:  # noqa: BLE001 - a method's bug must not lose the record
-            yield {**record, "prediction": None,
-                   "failure": failure(STAGE, "internal_error", f"{type(exc).__name__}: {exc}")}
-            continue
-        prediction.setdefault("method", impl.name)
-        prediction["disclosure"] = sorted(impl.channels)
-        prediction["ms"] = round((time.perf_counter() - start) * 1000, 3)
-        yield {**record, "prediction": prediction}
+            return _failed(record, failure(STAGE, "internal_error", f"{type(exc).__name__}: {exc}"),
+                           meter if needs_model else None)
+    prediction.setdefault("method", impl.name)
+    prediction["disclosure"] = sorted(impl.channels)
+    if needs_model:
+        prediction["usage"] = meter.as_dict()
+    prediction["ms"] = round((time.perf_counter() - start) * 1000, 3)
+    return {**record, "prediction": prediction}
+
+
+def _failed(record: dict, failure_: dict, meter) -> dict:
+    """The record with `prediction: null` and its failure; a model method's
+    failure also carries the `usage` spent before it failed."""
+    if meter is not None:
+        failure_["usage"] = meter.as_dict()
+    return {**record, "prediction": None, "failure": failure_}

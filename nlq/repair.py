@@ -21,12 +21,19 @@ The record gains
 
 (`violations` of the selected candidate, `clusters` = [{members, size,
 rows, violations}] largest first, `vote_share` = winner size / voters,
-`rows` = its row count, `original` = the input prediction) and `prediction`
+`rows` = its row count, `original` = the input prediction; with a model
+also `usage`) and `prediction`
 becomes the selected candidate, so `nlq score` after `repair` scores the
 repaired answer. When no candidate parses and executes, `prediction` is null
 and the record gets a typed failure `no_valid_candidate` naming each
 candidate's problem; with `min_vote`, a winner below that share abstains
 (`abstained`). A record that failed upstream passes through unchanged.
+
+With a model (:class:`Loop`), each of `attempts` attempts decodes up to
+`rounds` candidates, feeding back the previous candidate and its violations,
+keeps its best one (executed, fewest violations, non-empty, later round), and the
+attempts' best candidates vote as above; `rounds` in the report is the
+largest round a voter came from.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from nlq import feedback, gate, io
 from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import BackendError, NlqError, UnknownDatabaseError, failure
 from nlq.mql import analyze
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 from nlq.normexec import prepare
 from nlq.score import submitted_query
 
@@ -79,8 +86,8 @@ class Candidate:
         return self.rows is not None
 
     def rank(self) -> tuple:
-        """Best first within one attempt: fewer violations, non-empty, later round."""
-        return (len(self.violations), not self.rows, -self.round)
+        """Best first within one attempt: executed, fewer violations, non-empty, later round."""
+        return (not self.executed, len(self.violations), not self.rows, -self.round)
 
 
 def evaluate(submitted, position: int, record: dict, backend, index: dict, options: Options) -> Candidate:
@@ -185,6 +192,104 @@ def finish(record: dict, candidates: list[Candidate], vote_: Vote, started: floa
     chosen = winner.submitted
     out["prediction"] = dict(chosen) if isinstance(chosen, dict) else {"mql": chosen}
     return out
+
+
+# -- the model loop (Algorithm 1) ----------------------------------------------------------------
+
+DEFAULT_ROUNDS = 6
+DEFAULT_ATTEMPTS = 3
+
+
+def feedback_message(candidate: Candidate) -> str:
+    """The repair turn after a candidate: the candidate itself and its concrete violations."""
+    if candidate.query is not None:
+        shown = io.dumps({"collection": candidate.query.collection, "pipeline": candidate.query.pipeline}).decode()
+    else:
+        shown = str(candidate.submitted)[:2000]
+    problems = "\n".join(f"- [{v.check}] {v.message}" for v in candidate.violations) or \
+        f"- {candidate.problem or 'it could not be run'}"
+    return (f"Your previous candidate:\n{shown}\n\nIt has these problems:\n{problems}\n\n"
+            "Return a corrected pipeline in the same format. Use only paths and stored values that exist.")
+
+
+@dataclass
+class Loop:
+    """Algorithm 1 with a model: per attempt up to `rounds` decodes, each gated, executed and diagnosed,
+    the next one seeing the previous candidate and its violations; the attempt keeps its best
+    candidate (fewest violations, non-empty, later round), and the attempts vote in result space.
+
+    `model.chat(messages) -> reply` (reply.text), `messages(record, index) -> [chat messages]` (the
+    method's prompt: card, witnesses, question), `decode(text, collections) -> prediction object`.
+    With `start_from_prediction`, the record's own prediction is round 1 of the first attempt.
+    """
+
+    model: object
+    messages: object
+    decode: object
+    rounds: int = DEFAULT_ROUNDS
+    attempts: int = DEFAULT_ATTEMPTS
+    start_from_prediction: bool = False
+    chat_options: dict = field(default_factory=dict)
+
+    def solve(self, record: dict, backend, index: dict, options: Options) -> tuple[list, list, dict]:
+        """(best candidate per attempt, every candidate, usage) of one record."""
+        collections = sorted(index.get("collections") or {})
+        best, every = [], []
+        usage = {"calls": 0, "rounds": 0}
+        for attempt in range(self.attempts):
+            conversation = list(self.messages(record, index))
+            tried: list[Candidate] = []
+            for round_ in range(1, self.rounds + 1):
+                if attempt == 0 and round_ == 1 and self.start_from_prediction and record.get("prediction"):
+                    submitted, text = record["prediction"], None
+                else:
+                    try:
+                        reply = self.model.chat(conversation, **self.chat_options)
+                    except BackendError:
+                        raise
+                    except NlqError as exc:  # a model failure ends this attempt
+                        failed = Candidate(len(every), None, problem=f"{exc.type}: {feedback.concise(exc.message)}",
+                                           round=round_, attempt=attempt)
+                        every.append(failed)
+                        break
+                    usage["calls"] += 1
+                    for key, value in (getattr(reply, "usage", None) or {}).items():
+                        if isinstance(value, (int, float)):
+                            usage[key] = usage.get(key, 0) + value
+                    text = reply.text
+                    try:
+                        submitted = self.decode(text, collections)
+                    except NlqError as exc:
+                        submitted = text
+                        candidate = Candidate(len(every), text, problem=f"{exc.type}: {feedback.concise(exc.message)}",
+                                              round=round_, attempt=attempt)
+                        candidate.violations = [gate.Violation("parse", candidate.problem, None)]
+                        tried.append(candidate)
+                        every.append(candidate)
+                        conversation += [{"role": "assistant", "content": text},
+                                         {"role": "user", "content": feedback_message(candidate)}]
+                        continue
+                candidate = evaluate(submitted, len(every), record, backend, index, options)
+                candidate.round, candidate.attempt = round_, attempt
+                tried.append(candidate)
+                every.append(candidate)
+                usage["rounds"] += 1
+                if not candidate.violations:
+                    break
+                shown = text if text is not None else io.dumps(submitted).decode()
+                conversation += [{"role": "assistant", "content": shown},
+                                 {"role": "user", "content": feedback_message(candidate)}]
+            if tried:
+                best.append(min(tried, key=lambda c: (c.rank(), c.position)))
+        return best, every, usage
+
+    def __call__(self, record: dict, backend, index: dict, options: Options) -> dict:
+        started = time.perf_counter()
+        best, every, usage = self.solve(record, backend, index, options)
+        out = finish(record, every, vote(best), started, options, rounds=max((c.round for c in best), default=0),
+                     attempts=self.attempts)
+        out["repair"]["usage"] = usage
+        return out
 
 
 def index_for(indexes: dict[str, dict], db) -> dict:

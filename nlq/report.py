@@ -79,7 +79,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nlq import io
+from nlq import io, report_html
 from nlq.errors import InputError
 from nlq.mql.values import MISSING
 
@@ -322,8 +322,7 @@ def economics(records: list) -> dict | None:
     Each figure is a mean over the records that carry its field (their count
     is given beside it), None when no record does.
     """
-    usage = [(r, _usage(r)) for r in records]
-    usage = [u for _, u in usage if u]
+    usage = [u for r in records if (u := _usage(r))]
     calls = [sum(_number(u.get("model_calls")) or 0 for u in us) for us in usage]
     tokens = [sum((_number(u.get("prompt_tokens")) or 0) + (_number(u.get("completion_tokens")) or 0) for u in us)
               for us in usage]
@@ -785,9 +784,8 @@ def render(report: dict, fmt: str = "table", layout: str = "full", width: int | 
     if fmt == "table":
         return render_table(report, layout, width)
     if fmt == "html":
-        from nlq import report_html
-
-        return report_html.render(report, layout)
+        shown = tables(report, layout)
+        return report_html.render(report, shown, legend(shown))
     renderers = {"markdown": render_markdown, "latex": render_latex}
     if fmt not in renderers:
         raise InputError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")

@@ -1,6 +1,10 @@
 """`nlq report --format html`: one self-contained page of charts and tables.
 
-    html = render(report.build(runs, by=["db"]))
+    html = report.render(report.build(runs, by=["db"]), "html")
+
+`nlq.report` builds the numbers and the tables and calls :func:`render` with
+them (this module imports nothing of nlq: the report depends on it, not the
+other way round).
 
 The page needs nothing but itself: no script, no stylesheet or font to fetch,
 every chart an inline SVG drawn here (a handful of rectangles, lines and text
@@ -23,8 +27,6 @@ Sections, each present only when the report has its numbers:
 from __future__ import annotations
 
 from html import escape
-
-from nlq import report as _report
 
 # Okabe & Ito (2008), "Color Universal Design", plus greys for the buckets beyond eight.
 COLOURS = {"correct": "#009E73", "no_submission": "#999999", "invalid": "#000000",
@@ -226,7 +228,8 @@ def cascade_chart(built: dict) -> str:
     return _svg(WIDTH, top + h + 40, body, "cascade EXC and calls saved against the threshold")
 
 
-def _html_table(table: _report.Table) -> str:
+def _html_table(table) -> str:
+    """One `nlq.report.Table` as an HTML table."""
     head = "".join(f'<th class="label">{escape(h)}</th>' if i < table.labels else f"<th>{escape(h)}</th>"
                    for i, h in enumerate(table.header))
     rows = "".join("<tr>" + "".join(f'<td class="label">{escape(c)}</td>' if i < table.labels
@@ -235,8 +238,9 @@ def _html_table(table: _report.Table) -> str:
     return f"<table><caption>{escape(table.title)}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
-def render(built: dict, layout: str = "full") -> str:
-    """The whole page for a built report (see :func:`nlq.report.build`)."""
+def render(built: dict, shown: list, legend: str) -> str:
+    """The whole page for a built report (see :func:`nlq.report.build`), with the
+    report's tables `shown` (`nlq.report.tables`) and their `legend`."""
     names = ", ".join(r["name"] for r in built["runs"])
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -259,10 +263,9 @@ def render(built: dict, layout: str = "full") -> str:
                   '<p class="note">At threshold t the confident run answers when its confidence is at least '
                   "t and the fallback answers otherwise; calls saved = share of tasks answered without "
                   "the fallback model.</p>"]
-    shown = _report.tables(built, layout)
     parts.append("<h2>Tables</h2>")
     parts += [_html_table(t) for t in shown]
-    parts.append(f'<p class="note">{escape(_report.legend(shown))}</p>')
+    parts.append(f'<p class="note">{escape(legend)}</p>')
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

@@ -86,13 +86,13 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 from nlq import io
-from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import (BackendError, ExecutionError, InputError, NlqError,
                         UnknownDatabaseError, UnknownOperatorError, UnsupportedOperatorError, failure,
                         json_type)
-from nlq.execute import CollectionCheck
+from nlq.execute import CollectionCheck, gold_source, unknown_database
+from nlq.mql.limits import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.mql import analyze
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 from nlq.mql.values import ObjectId
 from nlq.normexec import DEFAULT_BETA, Rows, compare, diff, exc, prepare
 
@@ -299,22 +299,6 @@ def separated(probes: dict, beta: int) -> bool:
     return accepted and rejected
 
 
-def unknown_database(backend, db: str) -> str | None:
-    """Why `db` is unknown when the backend holds no such database, None when it does.
-
-    Raises the BackendError of a backend that cannot be reached, or that lists
-    `db` but cannot read it.
-    """
-    if db in backend.databases():  # listing first: an unreachable server fails once, here
-        backend.collections(db)
-        return None
-    try:
-        backend.collections(db)  # a database that is not listed may still be readable
-    except BackendError as exc_:
-        return str(exc_)
-    return None
-
-
 def _internal(stage: str, exc_: Exception) -> dict:
     """The typed failure of an unexpected exception (a bug), naming it."""
     return failure(stage, INTERNAL_ERROR, f"{type(exc_).__name__}: {exc_}")
@@ -348,14 +332,6 @@ def _reason(outcome: str, error: dict | None) -> str:
         return "no prediction was submitted" if outcome == NO_SUBMISSION else outcome
     message = str(error.get("message") or "").split("\n", 1)[0]
     return f"{outcome}: {error.get('stage')} {error.get('type')}: {message}"
-
-
-def gold_source(record: dict):
-    """The gold query of a task record (`gold` object or `gold_mql` text), or None."""
-    gold = record.get("gold")
-    if gold is not None:
-        return gold
-    return record.get("gold_mql")
 
 
 def submitted_query(prediction):

@@ -66,3 +66,12 @@ def wire_server():
 
     with WireServer(EmbeddedBackend(WORLDS)) as server:
         yield server
+
+
+@pytest.fixture
+def fake_llm():
+    """A started tests.fakellm.FakeLLM on a free 127.0.0.1 port (stopped after the test)."""
+    from tests.fakellm import FakeLLM
+
+    with FakeLLM() as fake:
+        yield fake

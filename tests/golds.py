@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from nlq import importers, index, io
 from nlq.backends import EmbeddedBackend
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 from tests.conftest import FIXTURES, TEND_V1, WORLDS
 
 

@@ -7,7 +7,7 @@ import pytest
 from nlq.errors import ExecutionError, ForbiddenOperatorError, UnknownOperatorError
 from nlq.mql.analyze import (check_forbidden, check_operators, forbidden, operators, order_sensitive, unknown_operators,
                              variables)
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 from nlq.mql.query import Query
 
 

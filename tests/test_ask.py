@@ -11,7 +11,7 @@ import pytest
 from nlq import ask
 from nlq.backends import EmbeddedBackend
 from nlq.commands import cli
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 from tests.conftest import WORLDS
 
 PENICILLIN = "How many patients are allergic to penicillin?"

@@ -48,10 +48,14 @@ BOTH = "give either --data or --uri, not both"
     (["exec", "--data", str(WORLDS), "--max-rows", "0", "--db", "clinic", CLINIC_COUNT],
      "Invalid value for '--max-rows'"),
     (["card", "--max-entries", "-1"], "Invalid value for '--max-entries'"),
-    (["generate", "--index", "x.jsonl", "--data", str(WORLDS)], "No such option '--data'"),
+    (["generate", "-m", "card", "--index", str(WORLDS.parent / "tasks" / "clinic.jsonl")],
+     "needs a model: set NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL"),
+    (["generate", "-m", "sampled", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--index",
+      str(WORLDS.parent / "tasks" / "clinic.jsonl")], "no database: give --data DIR"),
 ])
 def test_usage_errors_exit_2(runner, args, message):
-    result = runner.invoke(cli, args, input="", env={"NLQ_DATA": None, "NLQ_URI": None})
+    result = runner.invoke(cli, args, input="", env={"NLQ_DATA": None, "NLQ_URI": None, "NLQ_MODEL": None,
+                                                    "NLQ_BASE_URL": None})
     assert result.exit_code == 2, (result.exit_code, result.output)
     assert message in result.stderr
 

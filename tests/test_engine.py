@@ -99,8 +99,6 @@ def test_stage_context_sub_pipelines_see_variables_by_reference():
 
 
 def test_every_core_stage_is_registered():
-    import nlq.mql.engine  # noqa: F401  (registration)
-
     core = ["$match", "$project", "$addFields", "$set", "$unset", "$group", "$sort", "$skip", "$limit",
             "$unwind", "$count", "$lookup", "$facet", "$replaceRoot", "$replaceWith", "$sortByCount"]
     assert [n for n in core if registry.evaluator(n, registry.STAGE) is None] == []

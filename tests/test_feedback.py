@@ -20,7 +20,7 @@ DOCS = [{"_id": i, "lab": "Central Lab", "status": ["open", "closed"][i % 2],
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory):
     root = tmp_path_factory.mktemp("world")
-    (root / "w.json").write_bytes(orjson.dumps({"labs": DOCS, "none": []}))
+    (root / "w.json").write_bytes(orjson.dumps({"labs": DOCS, "none": [], "owners": [{"lab": "East Lab", "owner": "x"}]}))
     return EmbeddedBackend(root)
 
 
@@ -66,6 +66,21 @@ def test_an_or_branch_that_matches_nothing_is_named(backend):
                 {"$group": {"_id": "$status"}}, {"$match": {"_id": "closed"}}]
     [v] = diagnose(backend, pipeline)
     assert v.stage == 0 and "'Closed' at 'status' matches no document" in v.message
+
+
+def test_an_unwitnessed_join_edge_explains_an_empty_result(backend):
+    found = diagnose(backend, [{"$lookup": {"from": "owners", "localField": "lab", "foreignField": "lab", "as": "o"}},
+                               {"$unwind": "$o"}])
+    assert [v.check for v in found] == ["empty", "join"]
+    assert found[0].stage == 1
+    assert "lab -> owners.lab is not witnessed" in found[1].message and "'Central Lab'" in found[1].message
+
+
+def test_a_witnessed_join_edge_is_silent(backend):
+    query = Query("owners", [{"$lookup": {"from": "labs", "localField": "owner", "foreignField": "lab", "as": "o"}}])
+    assert feedback.join_probe(query, backend, "w") != []
+    query = Query("labs", [{"$lookup": {"from": "labs", "localField": "lab", "foreignField": "lab", "as": "o"}}])
+    assert feedback.join_probe(query, backend, "w") == []
 
 
 def test_without_bisection_empty_is_just_reported(backend):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import orjson
-import pytest
 
 from nlq.commands import cli
 from nlq import generate

@@ -78,3 +78,14 @@ def test_the_installed_package_has_no_top_level_commands_module(installed, tmp_p
     python = str(installed / "python")
     probe = "import importlib.util, nlq.commands; print(importlib.util.find_spec('commands') is None)"
     assert run([python, "-c", probe], cwd=tmp_path).stdout.strip() == "True"
+
+
+@pytest.mark.slow
+def test_the_installed_package_has_every_prompt(installed, tmp_path):
+    from nlq import methods
+
+    probe = ("from nlq import methods; from nlq.methods import prompting; "
+             "[prompting.load(methods.get(n).prompt_name) for n in methods.names() "
+             "if getattr(methods.get(n), 'needs_model', False)]; print('ok')")
+    assert run([str(installed / "python"), "-c", probe], cwd=tmp_path).stdout.strip() == "ok"
+    assert sum(getattr(methods.get(n), "needs_model", False) for n in methods.names()) >= 7

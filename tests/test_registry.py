@@ -11,7 +11,7 @@ import pytest
 from nlq.errors import ParseError, UnknownOperatorError
 from nlq.mql import registry
 from nlq.mql.analyze import forbidden, operators, order_sensitive, unknown_operators
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 
 MISSING_PAREN_RECORD = 6039147  # lacks its final ')' in the release itself
 
@@ -110,3 +110,35 @@ def test_importing_the_engine_registers_every_evaluator_kind():
     assert {"$eq", "$gt", "$in", "$elemMatch", "$regex", "$and", "$expr", "$exists", "$type"} <= set(supported["query"])
     assert {"$sum", "$push", "$topN"} <= set(supported["accumulator"])
     assert not set().union(*supported.values()) & registry.FORBIDDEN
+
+
+@pytest.mark.parametrize("first", ["nlq.mql.registry", "nlq.mql.values", "nlq.mql.expressions", "nlq.mql.match",
+                                   "nlq.mql.ops_arith", "nlq.mql.stages.windows", "nlq.mql.mongosh",
+                                   "nlq.mql.analyze", "nlq.mql.engine", "nlq.io"])
+def test_the_registry_is_complete_whatever_is_imported_first(first):
+    """`registry.load()` runs before any evaluator is read: the counts never depend on import order."""
+    import subprocess
+    import sys
+
+    code = (f"import json, {first}; from nlq.mql import registry as r; "
+            "print(json.dumps([len(r.supported()), len(r.unsupported()), r.evaluator('$sum', r.ACCUMULATOR) is not None]))")
+    got = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                    check=True).stdout)
+    registry.load()
+    assert got == [len(registry.supported()), len(registry.unsupported()), True]
+    assert got[0] > 200
+
+
+def test_every_module_that_implements_operators_is_loaded():
+    """A module that calls `implements` but is missing from IMPLEMENTATIONS would register late or never."""
+    import ast
+    from pathlib import Path
+
+    def calls_implements(path):
+        return any(isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
+                   == "implements" for node in ast.walk(ast.parse(path.read_text())))
+
+    root = Path(registry.__file__).resolve().parent
+    implementing = {"nlq.mql." + ".".join(p.relative_to(root).with_suffix("").parts)
+                    for p in root.rglob("*.py") if p.name != "registry.py" and calls_implements(p)}
+    assert implementing == set(registry.IMPLEMENTATIONS)

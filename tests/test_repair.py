@@ -122,3 +122,85 @@ def test_cli_votes_over_runs_and_scores_the_repaired_answer(runner, tmp_path, cl
     assert all(r["repair"]["vote_share"] == pytest.approx(2 / 3, abs=1e-4) for r in out)
     scored = runner.invoke(cli, ["score", "--data", str(WORLDS)], input=result.output)
     assert [json.loads(line)["score"]["exc"] for line in scored.output.splitlines()] == [1, 1, 1]
+
+
+# -- the model loop (Algorithm 1) against a scripted model --------------------------------------
+
+class ScriptedModel:
+    """Replies from a script, in order; records every conversation it was sent."""
+
+    def __init__(self, *replies):
+        self.replies = list(replies)
+        self.seen = []
+
+    def chat(self, messages, **options):
+        from types import SimpleNamespace
+
+        self.seen.append([dict(m) for m in messages])
+        return SimpleNamespace(text=self.replies.pop(0), usage={"prompt_tokens": 10, "completion_tokens": 5})
+
+
+def _decode(text, collections):
+    from nlq.mql.mongosh import parse_query
+
+    return parse_query(text).to_json()
+
+
+def _messages(record, index):
+    return [{"role": "system", "content": "card"}, {"role": "user", "content": record["question"]}]
+
+
+def loop_repair(backend, model, *, rounds=6, attempts=1, prediction=None, **kw):
+    record = {"id": "w/1", "db": "w", "question": "How many open labs?", "prediction": prediction}
+    loop = repair.Loop(model, _messages, _decode, rounds=rounds, attempts=attempts, **kw)
+    [out] = repair.run([record], backend, {"w": INDEX}, loop=loop)
+    return out
+
+
+def test_loop_repairs_a_wrong_path_after_feedback(backend):
+    wrong = json.dumps(q({"$match": {"stauts": "open"}}, {"$count": "n"}))
+    model = ScriptedModel(wrong, json.dumps(COUNT_OPEN))
+    out = loop_repair(backend, model)
+    assert out["prediction"] == COUNT_OPEN
+    assert out["repair"]["rounds"] == 2 and out["repair"]["violations"] == []
+    feedback_turn = model.seen[1][-1]["content"]
+    assert "stauts" in feedback_turn and "did you mean 'status'?" in feedback_turn
+    assert model.seen[1][-2] == {"role": "assistant", "content": wrong}
+    assert out["repair"]["usage"]["calls"] == 2 and out["repair"]["usage"]["prompt_tokens"] == 20
+
+
+def test_loop_three_attempts_two_agree(backend):
+    other = q({"$match": {"status": "closed"}}, {"$count": "n"})
+    model = ScriptedModel(json.dumps(other), json.dumps(COUNT_OPEN), json.dumps(COUNT_OPEN_2))
+    out = loop_repair(backend, model, attempts=3)
+    assert out["prediction"] == COUNT_OPEN
+    assert out["repair"]["attempts"] == 3 and out["repair"]["vote_share"] == pytest.approx(2 / 3, abs=1e-4)
+    assert [c["members"] for c in out["repair"]["clusters"]] == [[1, 2], [0]]
+
+
+def test_loop_keeps_the_best_candidate_when_rounds_run_out(backend):
+    model = ScriptedModel(json.dumps(q({"$match": {"stauts": "open"}})), "not json (",
+                          json.dumps(q({"$match": {"status": "Open"}})))
+    out = loop_repair(backend, model, rounds=3)
+    # every round has one violation; ties go to the later round
+    assert out["prediction"] == q({"$match": {"status": "Open"}})
+    assert out["repair"]["rounds"] == 3 and [v["check"] for v in out["repair"]["violations"]][0] == "value"
+
+
+def test_loop_starts_from_the_input_prediction(backend):
+    model = ScriptedModel(json.dumps(COUNT_OPEN))
+    out = loop_repair(backend, model, prediction=q({"$match": {"stauts": "open"}}), start_from_prediction=True)
+    assert out["prediction"] == COUNT_OPEN and len(model.seen) == 1
+    assert "stauts" in model.seen[0][-1]["content"]
+
+
+def test_loop_model_failure_everywhere_is_a_typed_failure(backend):
+    from nlq.errors import NlqError
+
+    class Failing:
+        def chat(self, messages, **options):
+            raise NlqError("the model endpoint answered 503")
+
+    out = loop_repair(backend, Failing(), attempts=2)
+    assert out["prediction"] is None and out["failure"]["type"] == repair.NO_VALID_CANDIDATE
+    assert "503" in out["failure"]["message"]

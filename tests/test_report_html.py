@@ -8,7 +8,6 @@ import subprocess
 import tempfile
 import zlib
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
@@ -96,7 +95,7 @@ def test_charts_only_when_their_fields_are_present(tmp_path):
 
 def test_run_names_are_escaped():
     built = report.build([report.Run("<b>x</b>", [{"id": "a", "score": _score("correct")}])], bootstrap=0)
-    page = report_html.render(built)
+    page = report.render(built, "html")
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
 
 

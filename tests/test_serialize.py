@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nlq.io import from_extjson
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 from nlq.mql.query import Query
 from nlq.mql.serialize import literal, regex_flags, to_json, to_mongosh
 from nlq.mql.values import UTC, Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp

@@ -163,7 +163,7 @@ def test_group_errors():
 
 
 def test_group_uses_registered_accumulators_through_compile_accumulator(monkeypatch):
-    import nlq.mql.accumulators as accumulators
+    import nlq.mql.stages.grouping as grouping
 
     class Concat:
         def __init__(self):
@@ -180,7 +180,7 @@ def test_group_uses_registered_accumulators_through_compile_accumulator(monkeypa
     def fake_compile(name, arg):
         seen.append((name, arg))
         return Concat
-    monkeypatch.setattr(accumulators, "compile_accumulator", fake_compile)
+    monkeypatch.setattr(grouping, "compile_accumulator", fake_compile)
     out = run(SALES, {"$group": {"_id": None, "all": {"$push": "$item"}}})
     assert seen == [("$push", "$item")] and out == [{"_id": None, "all": "abcjklxyzxyzabc"}]
 
@@ -418,7 +418,7 @@ _docs = st.lists(st.dictionaries(st.sampled_from("abk"), _values, max_size=3), m
 def test_lookup_index_agrees_with_equality_predicate(foreign, local):
     # MongoDB defines the join as {foreignField: {$in: <local values>}} on the foreign side.
     from nlq.mql.match import compile_filter
-    from nlq.mql.stages import _local_values
+    from nlq.mql.stages.joins import _local_values
 
     [out] = run([{"_id": 0, "k": local}], {"$lookup": {"from": "f", "localField": "k", "foreignField": "a.b",
                                                        "as": "j"}}, f=foreign)

@@ -35,7 +35,7 @@ def backend():
 @pytest.mark.parametrize("record", RECORDS or [pytest.param(None, marks=pytest.mark.skip("no ../shared/tend-v1"))],
                          ids=lambda r: f"{r['db_id']}-{r['record_id']}" if r else "absent")
 def test_gold_executes(backend, record):
-    from nlq.mql.parse import parse_query
+    from nlq.mql.mongosh import parse_query
 
     query = parse_query(record["MQL"])
     rows = backend.aggregate(record["db_id"], query.collection, query.pipeline)

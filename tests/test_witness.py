@@ -11,7 +11,6 @@ from hypothesis import given, settings, strategies as st
 from nlq.commands import cli
 from nlq import io
 from nlq import witness as witnesses
-from nlq.errors import InputError
 from nlq.index import index_documents
 from tests.conftest import FIXTURES, WORLDS, need
 
@@ -206,7 +205,7 @@ def test_cli_witness_strict_and_bad_index(runner, index, tmp_path):
 def test_cli_witness_help_has_an_example(runner):
     result = runner.invoke(cli, ["witness", "--help"])
     assert result.stdout.rstrip().splitlines()[-1].strip() == \
-        "nlq witness --index clinic.index.jsonl fixtures/tasks/clinic.jsonl"
+        "nlq witness --index out/clinic.index.jsonl fixtures/tasks/clinic.jsonl"
 
 
 def test_cli_help_example_runs_on_the_fixtures(runner, tmp_path):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-DEFAULT_TIMEOUT = 20.0        # seconds per query (SPEC §7)
-DEFAULT_MAX_ROWS = 100_000    # result row cap
-DEFAULT_MAX_BYTES = 64 << 20  # result byte cap (BSON-ish size estimate)
+from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+
+__all__ = ["Backend", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT"]
 
 
 class Backend(Protocol):

@@ -21,8 +21,10 @@ from typing import Callable
 
 from nlq import io
 from nlq.backends import sampling
-from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Closing
+from nlq.backends.base import Closing
 from nlq.errors import BackendError, InputError, json_type
+from nlq.mql import engine
+from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 
 
 class EmbeddedBackend(Closing):
@@ -136,8 +138,6 @@ class EmbeddedBackend(Closing):
     def aggregate(self, db: str, collection: str, pipeline: list, *,
                   timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
                   max_bytes: int = DEFAULT_MAX_BYTES) -> list[dict]:
-        from nlq.mql import engine
-
         colls = self._load(db)
         return engine.aggregate(colls.get(collection, []), pipeline,
                                 catalog=lambda name: colls.get(name, []),

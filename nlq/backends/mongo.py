@@ -27,7 +27,8 @@ import re
 from typing import Callable
 
 from nlq.backends import sampling
-from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, Closing
+from nlq.backends.base import Closing
+from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import BackendError, ExecutionError, QueryTimeout
 
 ID_SCAN_LIMIT = 100_000  # up to this many documents, a sample reads the collection's _ids in one scan

@@ -5,6 +5,11 @@ the prediction's `disclosure`) and `generate(task, context) -> dict` returning
 a prediction `{collection, pipeline, ...}` or raising an NlqError. `task` is a
 *view* of the record without `gold`, `gold_mql` or `labels` (see
 nlq.generate.task_view): no method can read them.
+
+A method that calls the chat model sets `needs_model = True` (generate then
+requires `context.model`, runs records concurrently and adds `usage`); one that
+reads documents or runs queries sets `needs_backend = True` (the command then
+requires --data or --uri). The LLM methods share nlq.methods.prompting.
 """
 
 from __future__ import annotations
@@ -16,6 +21,13 @@ from nlq.errors import InputError
 # name -> module under nlq/methods/ defining METHOD
 _MODULES = {
     "rules": "rules",
+    "card": "card",
+    "nlq-only": "nlq_only",
+    "schema": "schema",
+    "sampled": "sampled",
+    "data-rich": "data_rich",
+    "sql-pivot": "sql_pivot",
+    "react": "react",
 }
 
 

@@ -30,7 +30,7 @@ from nlq.mql.expressions import check_named, compile_expression
 from nlq.mql.numeric import (Summation, Variance, check_method, check_percentiles, integer_result, kind,
                               percentiles, positive_n, to_float)
 from nlq.mql.registry import ACCUMULATOR
-from nlq.mql.stages import parse_sort_spec, sort_value_key
+from nlq.mql.stages.ordering import parse_sort_spec, sort_value_key
 from nlq.mql.values import MISSING, bson_type, group_key, is_number, sort_key
 
 Factory = Callable[[], Any]

@@ -4,8 +4,8 @@
     [{'a': 2}]
 
 Each stage name maps, through the operator registry, to a compiler
-`compile(spec, ctx) -> fn(stream) -> stream` (core stages in
-`nlq.mql.stages`, advanced ones in `nlq.mql.stages_extra`). The compiled
+`compile(spec, ctx) -> fn(stream) -> stream` (the modules of `nlq.mql.stages`,
+one per family). The compiled
 pipeline is a chain of generators, so a `$match`-first pipeline never
 materializes what it drops, and input documents are never copied unless a
 stage modifies them (it then builds a new dict; the input stays untouched).
@@ -23,11 +23,11 @@ import time
 from collections import ChainMap
 from typing import Callable, Iterable, Iterator
 
-from nlq.backends.base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import ExecutionError, QueryTimeout, ResultTooLarge
 from nlq.mql import analyze, registry
 from nlq.mql.registry import STAGE
 from nlq.mql.expressions import bindings, deadline
+from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.mql.values import MISSING
 
 Stream = Iterable[dict]
@@ -214,7 +214,3 @@ def approx_size(value, depth: int = 0) -> int:
     if value is None or value is MISSING or t is bool:
         return 1
     return 12
-
-
-# Register the stage and accumulator implementations (import for side effects).
-from nlq.mql import accumulators, stages, stages_extra  # noqa: E402,F401

@@ -10,8 +10,8 @@ that does not exist evaluates to MISSING (not None).
 
 Operators are compiled by the functions registered in the operator registry
 (`registry.implements(EXPRESSION, "$add")`): each receives the raw argument
-spec and returns a callable. The operator modules (`nlq.mql.ops_*`) are
-imported at the bottom of this file so that registration happens once.
+spec and returns a callable. The operator modules (`nlq.mql.ops_*`) import
+this one; `registry.load()` imports them, and the registry's readers call it.
 """
 
 from __future__ import annotations
@@ -299,22 +299,8 @@ def check_named(args: dict, *, name: str, required: tuple[str, ...] = (), option
 
 def evaluate(spec, document: dict, variables: dict | None = None):
     """Evaluate an expression once against a document (convenience for tests and callers)."""
+    registry.load()
     vars = {"CURRENT": document, "ROOT": document}
     if variables:
         vars.update(variables)
     return compile_expression(spec)(vars)
-
-
-# Register the operator implementations (import for side effects).
-def _load_operator_modules() -> None:
-    import importlib
-    import pkgutil
-
-    import nlq.mql as package
-
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name.startswith("ops_"):
-            importlib.import_module(f"nlq.mql.{info.name}")
-
-
-_load_operator_modules()

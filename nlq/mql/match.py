@@ -24,6 +24,7 @@ from typing import Callable
 
 from nlq.errors import ExecutionError, ForbiddenOperatorError, UnknownOperatorError, UnsupportedOperatorError
 from nlq.mql import registry
+from nlq.mql.expressions import bindings, compile_expression
 from nlq.mql.values import (CODE_TYPES, MAXKEY, MINKEY, MISSING, NUMBER_TYPES, TYPE_CODES,
                             Binary, Decimal128, Int64, Regex, bson_type, equal, group_key, is_number,
                             is_truthy, number_value, sort_key, type_bracket)
@@ -244,8 +245,6 @@ def _logical(name: str, value, site: Site) -> Predicate:
 def _expr(name: str, spec, site: Site) -> Predicate:
     if site.field is not None:
         raise ExecutionError("$expr can only be applied to the top-level document")
-    from nlq.mql.expressions import bindings, compile_expression
-
     fn = compile_expression(spec)
     scope = site.scope
     return lambda doc: is_truthy(fn(bindings(doc, scope)))

@@ -13,6 +13,7 @@ from nlq.mql.expressions import (CHECK_EVERY, CHECK_EVERY_EVAL, check_deadline, 
                                   unary_operator)
 from nlq.mql.numeric import int_value, positive_n
 from nlq.mql.registry import EXPRESSION, implements
+from nlq.mql.stages.ordering import parse_sort_spec, sort_documents
 from nlq.mql.values import MISSING, bson_type, expression_equal, is_nullish, is_number, is_truthy, sort_key
 
 # $range refuses to build more than MongoDB's 64 MiB of values (16 bytes each).
@@ -386,8 +387,7 @@ def _sort_array(args):
         def order(array):
             return sorted(array, key=sort_key, reverse=reverse)
     else:
-        # The same order as the $sort stage (imported here: nlq.mql.stages imports this module's package).
-        from nlq.mql.stages import parse_sort_spec, sort_documents
+        # The same order as the $sort stage.
         keys = parse_sort_spec(sort_by, "$sortArray")
 
         def order(array):

@@ -1,4 +1,4 @@
-"""Trigonometry expression operators and the timestamp operators $tsSecond/$tsIncrement.
+"""Trigonometry expression operators.
 
 Manual: https://www.mongodb.com/docs/manual/reference/operator/aggregation/#trigonometry-expression-operators
 — inputs are numbers (null/missing give null, NaN stays NaN); int/long/double
@@ -13,7 +13,6 @@ from decimal import Decimal
 
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
-from bson.timestamp import Timestamp
 
 from nlq.errors import ExecutionError
 from nlq.mql import registry
@@ -101,15 +100,3 @@ def _atan2(args):
         r = math.atan2(_as_float(y), _as_float(x))
         return _to_decimal128(r) if type(y) is Decimal128 or type(x) is Decimal128 else r
     return atan2
-
-
-def _ts_part(op: str, part: str):
-    def ts(v):
-        if not isinstance(v, Timestamp):
-            raise ExecutionError(f"Argument to {op} must be a timestamp, but is {bson_type(v)}", code=5687301)
-        return Int64(v.time if part == "time" else v.inc)
-    return unary_operator(op, ts)
-
-
-registry.implements(EXPRESSION, "$tsSecond")(_ts_part("$tsSecond", "time"))
-registry.implements(EXPRESSION, "$tsIncrement")(_ts_part("$tsIncrement", "inc"))

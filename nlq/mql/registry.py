@@ -4,8 +4,10 @@ Each :class:`Operator` says what a `$name` is (stage, expression, accumulator,
 window function, query or projection operator, system variable) and its
 properties (forbidden by SPEC §7, order-sensitive as a root stage, fields or
 variables it introduces). The parser, analyzer, gate, engine and the
-forbidden-operator scan all read this table; the engine attaches evaluators
-to entries with :func:`implements`.
+forbidden-operator scan all read this table; the engine's modules attach
+evaluators to entries with :func:`implements`. :func:`load` imports those
+modules (listed in IMPLEMENTATIONS); every reader of evaluators calls it, so
+the table is complete whatever was imported first.
 
     >>> lookup("$sortByCount").kind
     'stage'
@@ -14,6 +16,7 @@ to entries with :func:`implements`.
 from __future__ import annotations
 
 import difflib
+import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -157,6 +160,50 @@ for _name in FORBIDDEN:
 ORDER_SENSITIVE_STAGES = frozenset(n for n, op in _TABLE.items() if op.order_sensitive)
 
 
+# The modules that attach evaluators with `implements`; a new one is added here.
+IMPLEMENTATIONS = (
+    "nlq.mql.match",
+    "nlq.mql.accumulators",
+    "nlq.mql.ops_arith",
+    "nlq.mql.ops_array",
+    "nlq.mql.ops_cond",
+    "nlq.mql.ops_date",
+    "nlq.mql.ops_date_format",
+    "nlq.mql.ops_object",
+    "nlq.mql.ops_set",
+    "nlq.mql.ops_string",
+    "nlq.mql.ops_trig",
+    "nlq.mql.ops_type",
+    "nlq.mql.stages.filtering",
+    "nlq.mql.stages.projection",
+    "nlq.mql.stages.ordering",
+    "nlq.mql.stages.grouping",
+    "nlq.mql.stages.joins",
+    "nlq.mql.stages.buckets",
+    "nlq.mql.stages.windows",
+    "nlq.mql.stages.gaps",
+)
+_loaded = False
+
+
+def load() -> None:
+    """Import every module of IMPLEMENTATIONS once, so that all evaluators are attached.
+
+    The implementation modules import this one (for `implements`), so this one
+    names them instead of importing them at the top.
+    """
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    try:
+        for module in IMPLEMENTATIONS:
+            importlib.import_module(module)
+    except BaseException:
+        _loaded = False
+        raise
+
+
 def lookup(name: str) -> Operator:
     """The registry entry of `name`, or UnknownOperatorError with a suggestion."""
     op = _TABLE.get(name)
@@ -219,6 +266,7 @@ def implements(kind: str, *op_names: str):
 
 def evaluator(name: str, kind: str) -> Callable | None:
     """The engine's evaluator for `name` of `kind`, or None when not implemented."""
+    load()
     op = _TABLE.get(name)
     return op.evaluators.get(kind) if op else None
 
@@ -233,6 +281,7 @@ def resolve(name: str, kind: str, *, unknown: str, other_kind: str, unsupported:
 
         resolve("$sum", ACCUMULATOR, unknown="unknown group operator '{name}'{suggestion}", ...)
     """
+    load()
     op = _TABLE.get(name)
     if op is None:
         raise UnknownOperatorError(unknown.format(name=name, suggestion=suggestion(name, kind)))
@@ -249,25 +298,21 @@ def resolve(name: str, kind: str, *, unknown: str, other_kind: str, unsupported:
 
 def supported(kind: str | None = None) -> list[str]:
     """Names (of one kind) that the embedded engine implements."""
+    load()
     return sorted(n for n, op in _TABLE.items()
                   if (kind is None and op.evaluators) or (kind is not None and kind in op.evaluators))
 
 
 def unsupported(kind: str | None = None) -> list[str]:
     """Known, non-forbidden names (of one kind) the embedded engine does not implement."""
+    load()
     return sorted(n for n, op in _TABLE.items() if not op.forbidden
                   and ((kind is None and not op.evaluators)
                        or (kind is not None and kind in op.kinds and kind not in op.evaluators)))
 
 
 def coverage_markdown() -> str:
-    """The README's list of supported, unsupported and forbidden operators, from this table.
-
-    The engine's modules register their evaluators on import, so they are
-    imported here first.
-    """
-    import nlq.mql.engine  # noqa: F401  (registers stages, expressions, accumulators)
-
+    """The README's list of supported, unsupported and forbidden operators, from this table."""
     titles = {STAGE: "Stages", QUERY: "Query operators", EXPRESSION: "Expression operators",
               ACCUMULATOR: "Accumulators", WINDOW: "Window functions", PROJECTION: "Projection operators"}
     lines = ["| kind | supported by the embedded engine | known, not supported (typed error) |",

@@ -7,7 +7,7 @@
       {$limit: 5}
     ])
 
-Both are exact inverses of :func:`nlq.mql.parse.parse_query`:
+Both are exact inverses of :func:`nlq.mql.mongosh.parse_query`:
 ``parse_query(to_mongosh(q)) == q`` and ``parse_query(to_json(q)) == q``,
 BSON types included (ints stay ints, doubles stay doubles, NumberLong stays
 Int64, dates, ObjectIds, decimals and regexes keep their type).
@@ -21,8 +21,8 @@ import math
 import re
 import uuid
 
-from nlq.io import to_extjson
-from nlq.mql.parse import scan_regex_body
+from nlq.mql.extjson import to_extjson
+from nlq.mql.jsliteral import scan_regex_body
 from nlq.mql.query import Query
 from nlq.mql.values import (Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp,
                             iso_date_string)

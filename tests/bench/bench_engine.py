@@ -50,7 +50,7 @@ def plain_python_unwind_group(docs: list[dict]) -> dict:
 
 def tend_v1_queries(root: Path = TEND_V1) -> list[tuple[str, str, list]]:
     """(db, collection, pipeline) of every TEND v1 gold query."""
-    from nlq.mql.parse import parse_query
+    from nlq.mql.mongosh import parse_query
 
     out = []
     with open(root / "test.jsonl", "rb") as f:

@@ -79,7 +79,7 @@ def generated_world(size: int = WORLD_SIZE, seed: int = 0, distinct: int = 5000)
             doc["allergies"] = rng.sample(["latex", "penicillin", "peanuts", "iodine"], rng.randint(0, 2))
         patients.append(doc)
     histories = []
-    for i in range(min(distinct, n_histories)):
+    for _ in range(min(distinct, n_histories)):
         years = rng.sample(range(1985, 2025), rng.randint(1, 4))
         histories.append({"patient_id": f"P{rng.randrange(n_patients):06d}", "lab": rng.choice(["Central", "North"]),
                           "values_by_year": {str(y): {c: {"readings": [round(rng.gauss(5, 1), 1)

@@ -27,7 +27,7 @@ from pathlib import Path
 from bson.objectid import ObjectId
 
 from nlq.mql import engine
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 from nlq.mql.values import UTC, bson_type, sort_key
 
 ROOT = Path(__file__).resolve().parents[2]

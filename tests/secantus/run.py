@@ -164,7 +164,7 @@ def compare_index(uri_out: list[dict], data_out: list[dict]) -> dict[str, str]:
 
 
 def compare_exec(uri_out: list[dict], data_out: list[dict]) -> dict[str, str]:
-    from nlq.mql.parse import parse_query
+    from nlq.mql.mongosh import parse_query
     from nlq.score import gold_source
     from tests.differential.harness import compare
 

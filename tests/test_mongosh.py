@@ -1,4 +1,4 @@
-"""nlq.mql.parse: mongosh literals, surface forms, lowering and errors."""
+"""nlq.mql.mongosh: mongosh literals, surface forms, lowering and errors."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nlq.errors import ParseError
-from nlq.mql.parse import parse_query
+from nlq.mql.mongosh import parse_query
 from nlq.mql.values import UTC, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 
 

@@ -1,0 +1,119 @@
+"""Stages that order and page the stream: $sort (with the $sort+$limit
+coalescence), $skip and $limit; the sort order helpers shared with
+$sortArray, the N-accumulators and $setWindowFields."""
+
+from __future__ import annotations
+
+from itertools import islice
+
+from nlq.errors import ExecutionError, UnsupportedOperatorError
+from nlq.mql.match import path_values
+from nlq.mql.registry import STAGE, implements
+from nlq.mql.stages.base import checked, field_parts, materialize, non_negative_int
+from nlq.mql.values import MISSING, is_number, number_value, sort_key
+
+# ---------------------------------------------------------------------------
+# $sort  (https://www.mongodb.com/docs/manual/reference/operator/aggregation/sort/)
+
+# "A comparison of an empty array treats the empty array as less than null or a
+# missing field" (manual, Comparison/Sort Order): a key between MinKey and null.
+_EMPTY_ARRAY_KEY = (0, 1)
+
+
+def sort_value_key(doc, parts: tuple[str, ...], descending: bool):
+    """The key a document sorts by on `parts`: over arrays, the smallest element
+    (ascending) or the largest (descending); missing sorts as null."""
+    if len(parts) == 1:
+        value = doc.get(parts[0], MISSING) if type(doc) is dict else MISSING
+        if type(value) is not list:
+            return sort_key(value)
+        candidates = [value]
+    else:
+        candidates = path_values(doc, parts)
+        if len(candidates) == 1 and type(candidates[0]) is not list:
+            return sort_key(candidates[0])
+    keys = []
+    for value in candidates:
+        if type(value) is list:
+            if value:
+                keys.extend(sort_key(e) for e in value)
+            else:
+                keys.append(_EMPTY_ARRAY_KEY)
+        else:
+            keys.append(sort_key(value))
+    return max(keys) if descending else min(keys)
+
+
+def parse_sort_spec(spec, stage: str = "$sort") -> list[tuple[tuple[str, ...], bool]]:
+    """[(path parts, descending)] of a `{field: 1|-1}` specification."""
+    if type(spec) is not dict or not spec:
+        raise ExecutionError(f"the {stage} key specification must be a non-empty object")
+    keys = []
+    for field, direction in spec.items():
+        if type(direction) is dict:
+            if "$meta" in direction:
+                raise UnsupportedOperatorError(f"the embedded engine does not support sorting by "
+                                               f"{{$meta: {direction['$meta']!r}}} (text/search score)")
+            raise ExecutionError(f"invalid {stage} key ordering for '{field}': {direction}")
+        if not is_number(direction) or isinstance(direction, bool) or number_value(direction) not in (1, -1):
+            raise ExecutionError(f"{stage} key ordering must be 1 (for ascending) or -1 (for descending)")
+        keys.append((field_parts(field, stage, ()), number_value(direction) == -1))
+    return keys
+
+
+def sort_documents(docs: list, keys, check=None) -> list:
+    """Stable multi-key sort (in place) by MongoDB order; returns docs."""
+    for parts, descending in reversed(keys):
+        if check is not None:
+            check()
+        decorated = [(sort_value_key(doc, parts, descending), i) for i, doc in enumerate(docs)]
+        decorated.sort(key=lambda pair: pair[0], reverse=descending)
+        docs[:] = [docs[i] for _, i in decorated]
+    return docs
+
+
+@implements(STAGE, "$sort")
+def compile_sort(spec, ctx, *, limit: int | None = None):
+    """`limit` (a `$limit` right after the `$sort`, as MongoDB coalesces them) bounds
+    the buffer: only the best `limit` documents are kept while reading."""
+    keys = parse_sort_spec(spec)
+    check = ctx.check
+    window = None if limit is None else max(2 * limit, 1024)
+
+    def sort(stream):
+        if window is None:
+            docs = materialize(stream, check)
+        else:
+            docs = []
+            for doc in stream:
+                check()
+                docs.append(doc)
+                if len(docs) > window:
+                    # Stable: kept documents precede later arrivals with equal keys.
+                    del sort_documents(docs, keys, check)[limit:]
+        yield from sort_documents(docs, keys, check)
+    return sort
+
+
+# ---------------------------------------------------------------------------
+# $skip / $limit / $count
+
+
+@implements(STAGE, "$skip")
+def compile_skip(spec, ctx):
+    n = non_negative_int(spec, "$skip")
+    check = ctx.check
+
+    def skip(stream):
+        return checked(islice(stream, n, None), check)
+    return skip
+
+
+@implements(STAGE, "$limit")
+def compile_limit(spec, ctx):
+    n = non_negative_int(spec, "$limit", positive=True)
+    check = ctx.check
+
+    def limit(stream):
+        return checked(islice(stream, n), check)
+    return limit
