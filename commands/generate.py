@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from nlq.commands.options import (backend_options, errors_as_click, io_options, model_client, model_config_from,
@@ -49,8 +51,8 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
     """
     impl = methods.get(method)
     config = model_config_from(model_options, needed=getattr(impl, "needs_model", False), what=f"--method {method}")
-    backend = open_backend_from(data, uri) if getattr(impl, "needs_backend", False) else None
-    with errors_as_click(), model_client(config) as model:
+    backend = open_backend_from(data, uri, timeout) if getattr(impl, "needs_backend", False) else None
+    with backend or contextlib.nullcontext(), errors_as_click(), model_client(config) as model:
         indexes = grounding.load(index_path)
         context = generate.Context(indexes, backend=backend, model=model, min_confidence=min_confidence,
                                    max_steps=max_steps, timeout=timeout, max_rows=max_rows)
