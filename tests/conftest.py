@@ -57,15 +57,6 @@ def clinic_index_file(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def fake_llm():
-    """A started tests.fakellm.FakeLLM on a free 127.0.0.1 port (stopped after the test)."""
-    from tests.fakellm import FakeLLM
-
-    with FakeLLM() as fake:
-        yield fake
-
-
-@pytest.fixture
 def wire_server():
     """A wire-protocol server on 127.0.0.1 answering from the embedded engine over the fixture
     worlds (tests/wire.py); stopped after the test."""
@@ -75,3 +66,12 @@ def wire_server():
 
     with WireServer(EmbeddedBackend(WORLDS)) as server:
         yield server
+
+
+@pytest.fixture
+def fake_llm():
+    """A started tests.fakellm.FakeLLM on a free 127.0.0.1 port (stopped after the test)."""
+    from tests.fakellm import FakeLLM
+
+    with FakeLLM() as fake:
+        yield fake
