@@ -79,7 +79,7 @@ class UnsupportedOperatorError(NlqError):
 
 
 class ForbiddenOperatorError(NlqError):
-    """An operator that writes, is non-deterministic or reads server state (SPEC §7)."""
+    """An operator that writes, is non-deterministic or reads server state."""
 
     type = "forbidden_operator"
 
@@ -214,7 +214,7 @@ class NoAnswerError(NlqError):
 
 
 def failure(stage: str, type_: str, message: str) -> dict:
-    """The typed failure object of SPEC §1: `{"stage", "type", "message"}`."""
+    """The typed failure object : `{"stage", "type", "message"}`."""
     return {"stage": stage, "type": type_, "message": message}
 
 

@@ -1,4 +1,4 @@
-"""Benchmark records -> nlq task records (SPEC §1), one output per input record.
+"""Benchmark records -> nlq task records, one output per input record.
 
     >>> to_task({"record_id": 7, "db_id": "clinic", "nl_queries": ["How many?"],
     ...          "MQL": "db.p.countDocuments({})"}, "tend-v1")["id"]

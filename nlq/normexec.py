@@ -1,6 +1,6 @@
 """NormExec: canonical BSON values, row identity, and the EXC / EXF1 comparison.
 
-This module is the metric core of `nlq score` (SPEC §6, paper §II-D). It works
+This module is the metric core of `nlq score` (paper §II-D). It works
 on plain lists of result rows (dicts of BSON values); executing queries is the
 caller's job.
 

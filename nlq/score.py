@@ -29,7 +29,7 @@ Outcome, exactly one per record (metric rules: :mod:`nlq.normexec`):
   too, with `error` = its failure: it stays in the denominator as a
   failure of the run, not as a benchmark defect.
 - `invalid`: the prediction does not parse, is neither an object nor a
-  query string, or uses a forbidden operator (SPEC §7); a forbidden query
+  query string, or uses a forbidden operator; a forbidden query
   is never executed.
 - `exec_error`: the prediction failed while running (incl. timeout, row or
   byte cap, an unknown operator, which MongoDB reports when it runs the

@@ -149,7 +149,7 @@ def test_check_forbidden_names_every_operator_in_one_message():
     check_forbidden([{"$match": {"a": 1}}])
     with pytest.raises(ForbiddenOperatorError) as info:
         check_forbidden(Query("c", [{"$sample": {"size": 1}}, {"$addFields": {"t": "$$NOW"}}, {"$out": "x"}]))
-    assert str(info.value) == ("$sample, $$NOW, $out are forbidden (SPEC §7: read-only, deterministic queries); "
+    assert str(info.value) == ("$sample, $$NOW, $out are forbidden (nlq runs only read-only, deterministic queries); "
                                "never executed")
 
 

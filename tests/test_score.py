@@ -241,7 +241,7 @@ def test_self_check_lists_defects_and_empty_golds(backend):
     assert lines == [
         "self-check: 2 of 3 golds earn EXC = 1 against themselves; 1 defect; 1 empty gold "
         "(EXC = 1, but any empty prediction would be too)",
-        "defect bad: forbidden_operator: $sample is forbidden (SPEC §7: read-only, deterministic queries); never executed",
+        "defect bad: forbidden_operator: $sample is forbidden (nlq runs only read-only, deterministic queries); never executed",
         "empty none: the gold returns no rows",
     ]
 

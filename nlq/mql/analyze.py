@@ -374,7 +374,7 @@ def variables(query) -> list[tuple[str, bool, Path]]:
 
 
 def forbidden(query) -> list[str]:
-    """The SPEC §7 operators a query uses, at any depth, each once in order of appearance.
+    """The forbidden operators a query uses, at any depth, each once in order of appearance.
 
     Besides operators in operator position this finds `"$$NOW"` and
     `"$$CLUSTER_TIME"` (also `"$$NOW.x"`) in any string outside `$literal`.
@@ -385,11 +385,11 @@ def forbidden(query) -> list[str]:
 
 
 def check_forbidden(query) -> None:
-    """Raise ForbiddenOperatorError naming every SPEC §7 operator the query uses (one message for
+    """Raise ForbiddenOperatorError naming every forbidden operator the query uses (one message for
     the engine, the MongoDB backend and scoring); ExecutionError for a query nested too deeply
     to walk.
 
-        $sample, $$NOW, $out are forbidden (SPEC §7: read-only, deterministic queries); never executed
+        $sample, $$NOW, $out are forbidden (nlq runs only read-only, deterministic queries); never executed
     """
     try:
         names = forbidden(query)
@@ -397,8 +397,8 @@ def check_forbidden(query) -> None:
         raise ExecutionError("the query is nested too deeply to be checked") from None
     if names:
         verb = "is" if len(names) == 1 else "are"
-        raise ForbiddenOperatorError(f"{', '.join(names)} {verb} forbidden (SPEC §7: read-only, deterministic "
-                                     f"queries); never executed")
+        raise ForbiddenOperatorError(f"{', '.join(names)} {verb} forbidden (nlq runs only read-only, "
+                                     f"deterministic queries); never executed")
 
 
 def _forbidden_variables(value) -> Iterator[str]:
@@ -418,7 +418,7 @@ def _forbidden_variables(value) -> Iterator[str]:
 
 
 def order_sensitive(query) -> bool:
-    """SPEC §6: the pipeline has a root `$sort`, `$limit`, `$skip` or `$setWindowFields`."""
+    """The pipeline has a root `$sort`, `$limit`, `$skip` or `$setWindowFields`."""
     return any(isinstance(stage, dict) and not set(stage).isdisjoint(registry.ORDER_SENSITIVE_STAGES)
                for stage in _pipeline_of(query))
 

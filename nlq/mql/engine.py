@@ -10,7 +10,7 @@ pipeline is a chain of generators, so a `$match`-first pipeline never
 materializes what it drops, and input documents are never copied unless a
 stage modifies them (it then builds a new dict; the input stays untouched).
 
-Limits (SPEC §7): a deadline checked once per document in every loop
+Limits: a deadline checked once per document in every loop
 (`StageContext.check`) and every few elements in loops inside expressions
 (`expressions.check_deadline`), a row cap and a byte cap on the result, and a bound
 on document nesting depth — each a typed error, never a hang or a traceback.
@@ -103,7 +103,7 @@ def _stage_compiler(name: str):
     return registry.resolve(
         name, STAGE, unknown="unrecognized pipeline stage name: {name}{suggestion}",
         other_kind="unrecognized pipeline stage name: {name} ({name} is {article} {kind} operator)",
-        forbidden="{name} is forbidden (SPEC §7: read-only, deterministic queries)",
+        forbidden="{name} is forbidden (nlq runs only read-only, deterministic queries)",
         unsupported="the embedded engine does not support the stage {name}")
 
 

@@ -94,7 +94,7 @@ def _compile_clause(key: str, value, scope) -> Predicate | None:
 
 def _reject_special(name: str) -> None:
     if name in registry.FORBIDDEN:
-        raise ForbiddenOperatorError(f"{name} is forbidden (SPEC §7)")
+        raise ForbiddenOperatorError(f"{name} is forbidden (nlq runs only read-only, deterministic queries)")
     if name in _UNSUPPORTED:
         raise UnsupportedOperatorError(f"the embedded engine does not support the query operator {name}")
 

@@ -2,7 +2,7 @@
 
 Each :class:`Operator` says what a `$name` is (stage, expression, accumulator,
 window function, query or projection operator, system variable) and its
-properties (forbidden by SPEC §7, order-sensitive as a root stage, fields or
+properties (forbidden, order-sensitive as a root stage, fields or
 variables it introduces). The parser, analyzer, gate, engine and the
 forbidden-operator scan all read this table; the engine's modules attach
 evaluators to entries with :func:`implements`. :func:`load` imports those
@@ -34,8 +34,8 @@ class Operator:
 
     name: str
     kinds: set[str]
-    forbidden: bool = False          # SPEC §7: never executed
-    order_sensitive: bool = False    # as a root stage, makes result order significant (SPEC §6)
+    forbidden: bool = False          # never executed
+    order_sensitive: bool = False    # as a root stage, makes result order significant (paper §II-D)
     introduces_fields: bool = False  # stage defines fields later stages may reference
     binds_variables: bool = False    # defines `$$name` variables for a sub-expression
     evaluators: dict[str, Callable] = field(default_factory=dict)  # kind -> engine callable
@@ -146,7 +146,7 @@ _add(WINDOW, "$covariancePop $covarianceSamp $denseRank $derivative $documentNum
 _add(VARIABLE, "$$ROOT $$CURRENT $$REMOVE $$DESCEND $$PRUNE $$KEEP $$NOW $$CLUSTER_TIME "
                "$$SEARCH_META $$USER_ROLES")
 
-# --- SPEC §7: writes, server state, non-determinism, server-side JavaScript
+# --- forbidden: writes, server state, non-determinism, server-side JavaScript
 FORBIDDEN = frozenset("$out $merge $function $accumulator $where $sample $rand $$NOW "
                       "$$CLUSTER_TIME $currentOp $listSessions $collStats $indexStats "
                       "$planCacheStats".split())
@@ -156,7 +156,7 @@ for _name in ("$out", "$merge", "$currentOp", "$listSessions", "$collStats", "$i
 for _name in FORBIDDEN:
     _TABLE[_name].forbidden = True
 
-# Root stages whose presence makes the order of gold rows significant (SPEC §6).
+# Root stages whose presence makes the order of gold rows significant (paper §II-D).
 ORDER_SENSITIVE_STAGES = frozenset(n for n, op in _TABLE.items() if op.order_sensitive)
 
 
@@ -272,7 +272,7 @@ def evaluator(name: str, kind: str) -> Callable | None:
 
 
 def resolve(name: str, kind: str, *, unknown: str, other_kind: str, unsupported: str,
-            forbidden: str = "{name} is forbidden (SPEC §7)") -> Callable:
+            forbidden: str = "{name} is forbidden (nlq runs only read-only, deterministic queries)") -> Callable:
     """The engine's evaluator of `name` as a `kind` operator, or the typed error saying why there is none.
 
     The messages are templates over `{name}`, `{suggestion}` (a did-you-mean among

@@ -24,7 +24,7 @@ def compile_accumulator_spec(field: str, spec):
     if op is None or ACCUMULATOR not in op.kinds:
         raise UnknownOperatorError(f"unknown group operator '{name}'{registry.suggestion(name, ACCUMULATOR)}")
     if op.forbidden:
-        raise ForbiddenOperatorError(f"{name} is forbidden (SPEC §7)")
+        raise ForbiddenOperatorError(f"{name} is forbidden (nlq runs only read-only, deterministic queries)")
     return compile_accumulator(name, arg)
 
 
