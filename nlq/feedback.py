@@ -199,13 +199,19 @@ def _distinct(backend, db: str, query: Query, stage: int, path: str, timeout: fl
         {"$match": {"v": {"$exists": True}}},
         {"$group": {"_id": "$v", "n": {"$sum": 1}}},
         {"$sort": {"n": -1, "_id": 1}}, {"$limit": MAX_VALUES}]
+    rows = _probe(backend, db, query.collection, probe, timeout)
+    return [] if rows is None else [r["_id"] for r in rows]
+
+
+def _probe(backend, db: str, collection: str, pipeline: list, timeout: float) -> list | None:
+    """The rows of a diagnostic probe, or None when the probe itself fails (an
+    unreachable backend still stops the run)."""
     try:
-        rows = backend.aggregate(db, query.collection, probe, timeout=timeout, max_rows=MAX_VALUES)
+        return backend.aggregate(db, collection, pipeline, timeout=timeout, max_rows=MAX_VALUES)
     except BackendError:
         raise
     except NlqError:
-        return []
-    return [r["_id"] for r in rows]
+        return None
 
 
 def _map_keys(backend, db: str, query: Query, stage: int, path: str, timeout: float):
@@ -218,11 +224,8 @@ def _map_keys(backend, db: str, query: Query, stage: int, path: str, timeout: fl
                                                                        f"${parent}", {}]}}}},
             {"$unwind": "$kv"}, {"$group": {"_id": "$kv.k", "n": {"$sum": 1}}},
             {"$sort": {"n": -1, "_id": 1}}, {"$limit": MAX_VALUES}]
-        try:
-            rows = backend.aggregate(db, query.collection, probe, timeout=timeout, max_rows=MAX_VALUES)
-        except BackendError:
-            raise
-        except NlqError:
+        rows = _probe(backend, db, query.collection, probe, timeout)
+        if rows is None:
             return None
         if rows:
             return parent, [r["_id"] for r in rows]
