@@ -42,6 +42,8 @@ def sort_value_key(doc, parts: tuple[str, ...], descending: bool):
                 keys.append(_EMPTY_ARRAY_KEY)
         else:
             keys.append(sort_key(value))
+    if not keys:  # the path ends in arrays without documents (`c.x` of `{c: [1]}`): missing, as null
+        return sort_key(None)
     return max(keys) if descending else min(keys)
 
 
