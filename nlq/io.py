@@ -23,7 +23,6 @@ import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import accumulate
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
@@ -37,12 +36,13 @@ from nlq.mql.values import MISSING
 # orjson reads an integer beyond 64 bits as a double (99999999999999999999999 -> 1e+23) and
 # one in 2^63..2^64 as an int no BSON type holds. Such an integer is written with at least 19
 # digits in a row: a text without 19 digits in a row (found at the speed of bytes methods:
-# every digit made b"0", then one substring search) has none. A text with one is searched for
-# integer tokens outside strings (strings dropped as `nesting_depth` drops them), each
-# checked against the 64-bit range.
+# every digit made b"0", then one substring search) has none. In a text with one, escapes are
+# dropped and each such run with an even number of quotes before it (outside strings) is read
+# as a number token, an integer one checked against the 64-bit range.
 _DIGIT_MARKS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
 _LONG_RUN = b"0" * 19
 _LONG_INTEGER = re.compile(rb"(?<![\w.+\-])-?\d{19,}(?![\d.eE])")
+_DIGITS = re.compile(rb"\d*")
 
 
 def _check_integers(text: str | bytes) -> None:
@@ -53,12 +53,20 @@ def _check_integers(text: str | bytes) -> None:
         text = bytes(text)
     if _LONG_RUN not in text.translate(_DIGIT_MARKS):
         return
-    outside_strings = b" ".join(text.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])
-    for found in _LONG_INTEGER.finditer(outside_strings):
-        if not INT64_MIN <= int(found.group()) <= INT64_MAX:
-            literal = found.group().decode()
-            raise InputError(f"the integer {literal} is outside the 64-bit range of a BSON long "
-                             f"(write it as {{\"$numberDecimal\": \"{literal}\"}} or as a double)")
+    cleaned = text.replace(b"\\\\", b"").replace(b'\\"', b"")  # escapes gone: a quote opens or closes a string
+    marks = cleaned.translate(_DIGIT_MARKS)
+    quotes, counted = 0, 0
+    at = marks.find(_LONG_RUN)
+    while at >= 0:  # at: the first digit of a run of 19 or more (the previous byte is no digit)
+        quotes += cleaned.count(b'"', counted, at)
+        counted = at
+        if quotes % 2 == 0:  # outside strings: a number token
+            token = _LONG_INTEGER.match(cleaned, at - 1 if cleaned[at - 1:at] == b"-" else at)
+            if token and not INT64_MIN <= int(token.group()) <= INT64_MAX:
+                literal = token.group().decode()
+                raise InputError(f"the integer {literal} is outside the 64-bit range of a BSON long "
+                                 f"(write it as {{\"$numberDecimal\": \"{literal}\"}} or as a double)")
+        at = marks.find(_LONG_RUN, _DIGITS.match(cleaned, at).end())
 
 
 def _may_hold_wrappers(text: str | bytes) -> bool:
@@ -79,10 +87,11 @@ DEFAULT_MAX_RECORD_BYTES = 64 << 20
 _BOM = b"\xef\xbb\xbf"
 # Nesting is measured on the text, before any value is built, at the speed of bytes methods:
 # escapes are dropped (an escaped backslash first, then an escaped quote), only quotes and
-# brackets are kept, the brackets between quotes (inside strings) are dropped, and the
-# deepest running count of open brackets is the depth.
+# brackets are kept, the brackets between quotes (inside strings) are dropped, every opener
+# made "(" and every closer ")", and the innermost pairs "()" are removed pass after pass:
+# each pass lowers every subtree by one level, so the number of passes is the depth.
 _NOT_QUOTES_OR_BRACKETS = bytes(b for b in range(256) if b not in b'"[]{}')
-_BRACKET_STEP = tuple(1 if b in b"[{" else -1 for b in range(256))
+_PARENTHESES = bytes.maketrans(b"[]{}", b"()()")
 
 
 def nesting_depth(text: str | bytes) -> int:
@@ -94,8 +103,19 @@ def nesting_depth(text: str | bytes) -> int:
     if isinstance(text, str):
         text = text.encode()
     kept = bytes(text).replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_QUOTES_OR_BRACKETS)
-    outside_strings = b"".join(kept.split(b'"')[::2])
-    return max(accumulate(map(_BRACKET_STEP.__getitem__, outside_strings)), default=0)
+    # Strings without brackets leave adjacent quote pairs; a bracket inside a string leaves a
+    # quote behind, and only then are the strings cut out one by one.
+    brackets = kept.replace(b'""', b"")
+    if b'"' in brackets:
+        brackets = b"".join(kept.split(b'"')[::2])
+    brackets = brackets.translate(_PARENTHESES)
+    depth = 0
+    while brackets:
+        peeled = brackets.replace(b"()", b"")
+        if len(peeled) == len(brackets):  # unbalanced (not valid JSON): no pair left to peel
+            break
+        brackets, depth = peeled, depth + 1
+    return depth
 
 
 def check_nesting(text: str | bytes, max_nesting: int = DEFAULT_MAX_NESTING) -> None:

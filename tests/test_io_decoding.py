@@ -121,3 +121,18 @@ def test_a_malformed_wrapper_is_an_input_error_in_place_too():
 def test_round_trip_through_loads_and_dumps():
     doc = {"a": [{"$numberLong": "5"}, {"b": {"$date": "2020-01-01T00:00:00Z"}}], "c": "plain"}
     assert orjson.loads(io.dumps(io.loads(orjson.dumps(doc)))) == to_extjson(from_extjson(doc))
+
+
+def parsed_depth(value) -> int:
+    if type(value) is dict:
+        return 1 + max(map(parsed_depth, value.values()), default=0)
+    if type(value) is list:
+        return 1 + max(map(parsed_depth, value), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values)
+def test_nesting_depth_of_the_text_is_the_depth_of_the_value(value):
+    text = json.dumps(value).encode()
+    assert io.nesting_depth(text) == parsed_depth(json.loads(text))
