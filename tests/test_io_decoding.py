@@ -131,8 +131,13 @@ def parsed_depth(value) -> int:
     return 0
 
 
+bracketed = st.recursive(st.integers(0, 9) | st.text(alphabet='[]{}"\\a', max_size=6),
+                         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                             st.text(alphabet='[]{}"\\k', max_size=4), inner, max_size=3), max_leaves=15)
+
+
 @settings(max_examples=300, deadline=None)
-@given(value=json_values)
+@given(value=bracketed)
 def test_nesting_depth_of_the_text_is_the_depth_of_the_value(value):
     text = json.dumps(value).encode()
     assert io.nesting_depth(text) == parsed_depth(json.loads(text))
