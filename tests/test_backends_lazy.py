@@ -161,3 +161,15 @@ def test_objectid_keys_read_from_the_text_are_the_values_sort_keys():
     assert embedded._line_id_key(1, b'{"_id":-0,"a":1}') == sort_key(0)
     assert embedded._line_id_key(1, b'{"_id":"x","_id":2}') == sort_key(2)  # twice: parsed, the last wins
     assert embedded._line_id_key(1, b'{"\\u005fid": 3}') == sort_key(3)
+
+
+def test_a_file_too_large_to_read_in_one_piece_is_read_by_line_alike(tmp_path, monkeypatch):
+    from nlq.backends import embedded
+
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"_id": {"$oid": "000000000000000000000002"}}\n\n  \n{"b":\n{"c": 3}')
+    whole = embedded._Lines(path)
+    monkeypatch.setattr(embedded, "WHOLE_FILE_BYTES", 0)
+    by_line = embedded._Lines(path)
+    assert [whole.line(i) for i in range(len(whole))] == [by_line.line(i) for i in range(len(by_line))]
+    assert [n for n, _ in (whole.line(i) for i in range(len(whole)))] == [1, 4, 5]

@@ -78,6 +78,7 @@ class EmbeddedBackend(Closing):
         self._singles: dict[str, dict[str, list[dict]]] = {}  # the collections of <db>.json files
         self._docs: dict[tuple[str, str], list[dict]] = {}  # collections read whole
         self._counts: dict[tuple[str, str], int] = {}  # line counts of .jsonl collections not read
+        self._last_lines: _Lines | None = None
 
     # -- discovery -----------------------------------------------------------------
     def databases(self) -> list[str]:
@@ -205,13 +206,19 @@ class EmbeddedBackend(Closing):
         path = self._catalog(db).get(collection)
         return path if path is not None and path.suffix == ".jsonl" else None
 
+    def _lines_of(self, path: Path) -> "_Lines":
+        """The lines of a .jsonl file, kept from `count` for the `sample` that follows it."""
+        if self._last_lines is None or self._last_lines.path != path:
+            self._last_lines = _Lines(path)
+        return self._last_lines
+
     def count(self, db: str, collection: str) -> int:
         path = self._by_lines(db, collection)
         if path is None:
             return len(self.documents(db, collection))
         key = (db, collection)
         if key not in self._counts:
-            self._counts[key] = len(_lines(path)[0])
+            self._counts[key] = len(self._lines_of(path))
         return self._counts[key]
 
     def sample(self, db: str, collection: str, n: int, seed: int = 0) -> list[dict]:
@@ -219,32 +226,35 @@ class EmbeddedBackend(Closing):
         if path is None:
             return sampling.sample(self.documents(db, collection), n, seed)
         with _collector_paused():
-            return self._sample_lines(path, n, seed)
+            lines, self._last_lines = self._lines_of(path), None
+            return self._sample_lines(lines, n, seed)
 
-    def _sample_lines(self, path: Path, n: int, seed: int) -> list[dict]:
+    def _sample_lines(self, lines: "_Lines", n: int, seed: int) -> list[dict]:
         """The sample of a .jsonl collection parsing only the lines it needs (see the module
         docstring): the same documents as `sampling.sample` over the file read whole."""
-        lines, may_hold_ids = _lines(path)
         problems: list[tuple[int, str]] = []
         order = None
-        if may_hold_ids:
-            keys = []
-            for number, raw in lines:
-                key = _line_id_key(number, raw)
-                if type(key) is io.Line:
-                    problems.append((number, key.error))
-                    key = None
-                keys.append(key)
+        if lines.may_hold_ids:
+            keys = lines.objectid_keys()
+            if keys is None:
+                keys = []
+                for i in range(len(lines)):
+                    number, raw = lines.line(i)
+                    key = _line_id_key(number, raw)
+                    if type(key) is io.Line:
+                        problems.append((number, key.error))
+                        key = None
+                    keys.append(key)
             order = sampling.key_order(keys)
-        picked = [lines[i if order is None else order[i]] for i in sampling.positions(len(lines), n, seed)]
         docs = []
-        for number, raw in picked:
+        for position in sampling.positions(len(lines), n, seed):
+            number, raw = lines.line(position if order is None else order[position])
             line = io.parse_line(number, raw)
             if line.error is None:
                 docs.append(line.record)
             else:
                 problems.append((number, line.error))
-        self._bad(path, [message for _, message in sorted(set(problems))])
+        self._bad(lines.path, [message for _, message in sorted(set(problems))])
         return docs
 
     def aggregate(self, db: str, collection: str, pipeline: list, *,
@@ -259,28 +269,52 @@ WHOLE_FILE_BYTES = 256 << 20  # a .jsonl file up to this size is read in one pie
 _OBJECTID_BRACKET = sort_key(ObjectId(b"\0" * 12))[0]
 
 
-def _lines(path: Path) -> tuple[list[tuple[int, bytes | None]], bool]:
-    """(line number, raw line) of the non-blank lines of a .jsonl file as `io.raw_lines` splits
-    them (None: a line longer than `io.DEFAULT_MAX_RECORD_BYTES`), and whether a line may hold
-    an `_id` (False when no key of the file can spell it)."""
-    try:
-        if path.stat().st_size > WHOLE_FILE_BYTES:
+_ID_OBJECTID_LINES = re.compile(rb"(?m)^" + _ID_OBJECTID.pattern)
+
+
+class _Lines:
+    """The non-blank lines of a .jsonl file, each as `io.raw_lines` reads it."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.text = b""
+        try:
+            if path.stat().st_size > WHOLE_FILE_BYTES:  # by line: memory bounded by the longest one
+                with open(path, "rb") as f:
+                    self.pieces = [raw for raw in io.raw_lines(f)]
+                self.numbers = [i for i, raw in enumerate(self.pieces) if not io.is_blank(raw)]
+                self.bare_last, self.newline, self.may_hold_ids = -1, b"", True  # raw_lines keeps newlines
+                return
             with open(path, "rb") as f:
-                lines = [(number, raw) for number, raw in enumerate(io.raw_lines(f), start=1)
-                         if not io.is_blank(raw)]
-            return lines, True
-        with open(path, "rb") as f:
-            data = io.strip_bom(f.read())
-    except OSError as exc:
-        raise BackendError(f"cannot read {path}: {exc.strerror}") from None
-    limit = io.DEFAULT_MAX_RECORD_BYTES
-    pieces = data.split(b"\n")
-    # each line as io.raw_lines reads it, with its newline (a parse error names the same column)
-    lines = [(number, raw + b"\n" if len(raw) <= limit else None)
-             for number, raw in enumerate(pieces[:-1], start=1) if raw and not raw.isspace()]
-    if pieces[-1] and not pieces[-1].isspace():  # a last line without a newline
-        lines.append((len(pieces), pieces[-1] if len(pieces[-1]) <= limit else None))
-    return lines, b'"_id"' in data or b"\\u00" in data
+                self.text = io.strip_bom(f.read())
+        except OSError as exc:
+            raise BackendError(f"cannot read {path}: {exc.strerror}") from None
+        self.pieces = self.text.split(b"\n")
+        self.numbers = [i for i, raw in enumerate(self.pieces) if raw and not raw.isspace()]
+        self.bare_last, self.newline = len(self.pieces) - 1, b"\n"  # the last piece has no newline
+        if len(self.text) > io.DEFAULT_MAX_RECORD_BYTES:  # lines too long read as io.raw_lines reads them
+            self.pieces = [raw if len(raw) <= io.DEFAULT_MAX_RECORD_BYTES else None for raw in self.pieces]
+        self.may_hold_ids = b'"_id"' in self.text or b"\\u00" in self.text
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def line(self, i: int) -> tuple[int, bytes | None]:
+        """(line number, raw line) of the i-th non-blank line; the raw line ends with its newline
+        (so a parse error names what `io.iter_lines` names), None when it is too long."""
+        index = self.numbers[i]
+        raw = self.pieces[index]
+        return index + 1, raw if raw is None or index == self.bare_last else raw + self.newline
+
+    def objectid_keys(self) -> list | None:
+        """The `_id` sort keys when every line opens with an ObjectId `_id` it holds once (read
+        from the text in one pass), else None."""
+        if not self.text or b"\\u00" in self.text:
+            return None
+        found = _ID_OBJECTID_LINES.findall(self.text)
+        if len(found) != len(self.numbers) or self.text.count(b'"_id"') != len(found):
+            return None
+        return [(_OBJECTID_BRACKET, bytes.fromhex(hex_id.decode())) for hex_id in found]
 
 
 def _line_id_key(number: int, raw: bytes | None):
