@@ -111,7 +111,8 @@ def bench_tend_v1() -> None:
     indexes, cold = timed(lambda: list(grounding.build(EmbeddedBackend(TEND_V1))))
     backend = EmbeddedBackend(TEND_V1)
     for db in backend.databases():
-        backend.collections(db)  # read the files once
+        for name in backend.collections(db):  # read the files once
+            backend.documents(db, name)
     _, warm = timed(lambda: list(grounding.build(backend)))
     paths = sum(len(ix["lattice"]) for ix in indexes)
     print(f"TEND v1 ({len(indexes)} databases, {paths} lattice paths): index {cold:.3f} s including "

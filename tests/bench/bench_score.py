@@ -34,7 +34,8 @@ def main() -> None:
     backend = EmbeddedBackend(TEND_V1 / "mongodb_data")
     batch = records(TEND_V1)
     for db in {r["db"] for r in batch}:  # file loading is not scoring
-        backend.collections(db)
+        for name in backend.collections(db):
+            backend.documents(db, name)
     started = time.perf_counter()
     out = list(score.run(batch, backend))
     elapsed = time.perf_counter() - started
