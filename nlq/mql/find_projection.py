@@ -25,7 +25,9 @@ The first matching element is found by a `$lookup` whose pipeline starts with
 condition (`{v: {$elemMatch: cond}}`, or the filter's conditions with `arr`
 renamed `v`), so the element is judged by the query matcher itself, exactly as
 find() judges it; the result is kept in a temporary field named `__nlq_<n>`,
-removed at the end. $elemMatch and positional projections take a top-level
+removed at the end. `$documents` may read the `$lookup`'s `let` variables
+(manual: $documents, "variables in scope from $lookup expressions"; MongoDB 6.0
+or later, like `$documents` itself). $elemMatch and positional projections take a top-level
 array field or a path through embedded documents; mixing them with exclusions
 of other fields is an error.
 """
