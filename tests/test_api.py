@@ -50,3 +50,11 @@ def test_importing_nlq_loads_nothing_else():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
     assert out.strip() == "['nlq', 'nlq.mql']"
+
+
+def test_module_examples_run():
+    from nlq import mql
+    from nlq.mql import find_projection
+
+    for module in (mql, find_projection):
+        assert doctest.testmod(module).failed == 0, module.__name__
