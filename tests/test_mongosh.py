@@ -191,6 +191,7 @@ def test_distinct_lowering():
     ("db.c.find({}, {a: {$slice: [1, 0]}})", "must be positive"),
     ("db.c.find({}, {a: {$slice: 'x'}})", "takes a number or [skip, limit]"),
     ("db.c.find({}, {b: 0, a: {$elemMatch: {x: 1}}})", "mixes exclusions (b)"),
+    ("db.c.find({}, {'a.b': {$elemMatch: {x: 1}}})", "Cannot use $elemMatch projection on a nested field"),
     ("use clinic", "takes the database from --db"),
     ("use clinic; db.c.find()", "drop the `use` line"),
     ("db.getSiblingDB('clinic').c.find()", "--db clinic"),

@@ -58,6 +58,8 @@ def stages(filter_: dict, projection: dict, fail: Callable[[str], Exception] = V
             condition = value["$elemMatch"]
             if not isinstance(condition, dict):
                 raise fail(f"$elemMatch on {key!r} takes a query document")
+            if "." in key:
+                raise fail(f"Cannot use $elemMatch projection on a nested field ({key!r}), as MongoDB says")
             matches[key] = ({"v": {"$elemMatch": condition}}, True)
         else:
             plain[key] = value
