@@ -235,6 +235,17 @@ def test_find_projection_operators_are_lowered():
     assert parse_query("db.c.find({}, {a: 1})").pipeline == [{"$project": {"a": 1}}]
 
 
+def test_a_dotted_slice_goes_through_arrays_of_documents():
+    from nlq.mql import engine
+
+    docs = [{"_id": 1, "d": [{"c": [1, 2, 3], "s": 0}, {"c": [4, 5]}, {"o": 1}, 7]}, {"_id": 2, "d": {"c": "x"}}, {"_id": 3}]
+    run = lambda text: engine.aggregate(docs, parse_query(text).pipeline)  # noqa: E731
+    assert run("db.c.find({}, {'d.c': {$slice: 1}})") == [
+        {"_id": 1, "d": [{"c": [1], "s": 0}, {"c": [4]}, {"o": 1}, 7]}, {"_id": 2, "d": {"c": "x"}}, {"_id": 3}]
+    assert run("db.c.find({}, {_id: 0, 'd.c': {$slice: -1}, 'd.s': 1})") == [
+        {"d": [{"c": [3], "s": 0}, {"c": [5]}, {}]}, {"d": {"c": "x"}}, {}]
+
+
 def test_error_has_line_column_and_caret():
     text = "db.c.aggregate([\n  {$match: {a: oops}}\n])"
     with pytest.raises(ParseError) as info:

@@ -9,9 +9,11 @@ three operators that only find() knows are lowered with MongoDB's semantics
 
 - `{arr: {$slice: n}}`, `{arr: {$slice: [skip, n]}}`: the first (last, when
   negative) n elements, or n elements from `skip` (from the end when negative);
-  a field that is not an array is returned as is. A projection whose other
+  a field that is not an array is returned as is; a dotted path is followed
+  through embedded documents and arrays of them. A projection whose other
   fields are all exclusions is an exclusion projection (every other field is
-  kept): the slices become an `$addFields`, the exclusions a `$project`.
+  kept): each slice becomes an `$addFields`, the exclusions a `$project`; in an
+  inclusion projection the sliced path is included, then sliced.
 - `{arr: {$elemMatch: cond}}`: an array holding only the first element that
   matches `cond` (an `$elemMatch` query condition); the field is left out when
   none does or it is not an array. The field comes after the other included
@@ -27,9 +29,10 @@ renamed `v`), so the element is judged by the query matcher itself, exactly as
 find() judges it; the result is kept in a temporary field named `__nlq_<n>`,
 removed at the end. `$documents` may read the `$lookup`'s `let` variables
 (manual: $documents, "variables in scope from $lookup expressions"; MongoDB 6.0
-or later, like `$documents` itself). $elemMatch and positional projections take a top-level
-array field or a path through embedded documents; mixing them with exclusions
-of other fields is an error.
+or later, like `$documents` itself). An $elemMatch projection takes a
+top-level field (MongoDB refuses a nested one), a positional one a path
+through embedded documents; mixing either with exclusions of other fields is
+an error.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ def stages(filter_: dict, projection: dict, fail: Callable[[str], Exception] = V
         return [{"$project": projection}]
     inclusion = bool(matches) or any(k != "_id" and not _excluded(v) for k, v in plain.items())
     if not inclusion:  # exclusions and slices only: every other field stays
-        out: list[dict] = [{"$addFields": slices}]
+        out: list[dict] = list(slices.values())
         if plain:
             out.append({"$project": plain})
         return out
@@ -81,12 +84,13 @@ def stages(filter_: dict, projection: dict, fail: Callable[[str], Exception] = V
         temps[path] = f"{_TEMP}{n}"
         out.append(_first_match(path, condition, temps[path]))
     project = dict(plain)
-    project.update(slices)
+    project.update((path, 1) for path in slices)  # kept where they are, then sliced
     for path, (_, last) in matches.items():
         if not last:  # a positional field keeps its place among the included fields
             project[path] = 1
         project[temps[path]] = 1
     out.append({"$project": project})
+    out += slices.values()
     if not temps:
         return out
     out.append({"$addFields": {path: {"$cond": [{"$gt": [{"$size": "$" + temp}, 0]},
@@ -105,16 +109,35 @@ def _excluded(value) -> bool:
 
 
 def _slice(path: str, spec, fail) -> dict:
-    field = "$" + path
+    """`{$addFields: {top: expression}}` slicing the array at `path`; a dotted path is followed
+    through embedded documents and through arrays of them (every element's array is sliced)."""
     if _is_int(spec):
-        sliced = {"$slice": [field, int(spec)]}
+        args = [int(spec)]
     elif isinstance(spec, list) and len(spec) == 2 and all(_is_int(x) for x in spec):
         if spec[1] <= 0:
             raise fail(f"$slice on {path!r}: the number of elements to return must be positive, not {spec[1]}")
-        sliced = {"$slice": [field, int(spec[0]), int(spec[1])]}
+        args = [int(spec[0]), int(spec[1])]
     else:
         raise fail(f"$slice on {path!r} takes a number or [skip, limit], not {spec!r}")
-    return {"$cond": [{"$isArray": field}, sliced, field]}
+    top, *rest = path.split(".")
+    return {"$addFields": {top: _sliced("$" + top, rest, args, 0)}}
+
+
+def _sliced(value: str, rest: list[str], args: list[int], depth: int):
+    """The expression of `value` with the array at its sub-path `rest` sliced by `args`."""
+    if not rest:
+        return {"$cond": [{"$isArray": value}, {"$slice": [value, *args]}, value]}
+    element = f"$$e{depth}"
+    return {"$cond": [{"$isArray": value},
+                      {"$map": {"input": value, "as": f"e{depth}", "in": _in_document(element, rest, args, depth)}},
+                      _in_document(value, rest, args, depth)]}
+
+
+def _in_document(value: str, rest: list[str], args: list[int], depth: int):
+    head, *more = rest
+    return {"$cond": [{"$eq": [{"$type": value}, "object"]},
+                      {"$mergeObjects": [value, {head: _sliced(f"{value}.{head}", more, args, depth + 1)}]},
+                      value]}
 
 
 def _is_int(value) -> bool:
