@@ -187,9 +187,10 @@ class _Walker:
                 return self.field(expr[1:], shape, stage, where)
             return EMPTY  # a constant has no fields
         if t is list:
-            for i, element in enumerate(expr):
-                self.expression(element, shape, variables, stage, where + (i,))
-            return EMPTY if _constant(expr) else OPEN
+            elements = [self.expression(element, shape, variables, stage, where + (i,))
+                        for i, element in enumerate(expr)]
+            # a constant array has the fields of its documents (paths see through arrays)
+            return union(EMPTY, *elements) if _constant(expr) else OPEN
         if t is not dict:
             return EMPTY
         if expr and next(iter(expr)).startswith("$"):
