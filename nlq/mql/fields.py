@@ -26,9 +26,8 @@ def read_paths(collection: str, pipeline: list) -> set[tuple[str, str]]:
     """`{(collection, dotted path)}` of every stored field `pipeline` reads from `collection` and
     from the collections its `$lookup` / `$unionWith` stages name."""
     query = Query(collection, pipeline if isinstance(pipeline, list) else [])
-    schema = {name: scope.Node.unknown(name) for name in named_collections(collection, query.pipeline)}
     found: set[tuple[str, str]] = set()
-    for ref in scope.walk(query, schema).references:
+    for ref in scope.walk(query, _Unknown()).references:
         path, shape = ref.path, ref.shape
         if path.startswith("$$"):
             path = path.partition(".")[2]
@@ -38,6 +37,17 @@ def read_paths(collection: str, pipeline: list) -> set[tuple[str, str]]:
         for node in shape.nodes:
             found.add((node.collection, f"{node.path}.{path}" if node.path else path))
     return found
+
+
+class _Unknown(dict):
+    """A schema holding every collection, each with every path (:meth:`scope.Node.unknown`)."""
+
+    def get(self, name, default=None):
+        if not isinstance(name, str):
+            return default
+        if name not in self:
+            self[name] = scope.Node.unknown(name)
+        return self[name]
 
 
 def named_collections(collection: str, pipeline: list) -> list[str]:

@@ -225,7 +225,11 @@ class _Walker:
 
     def term(self, term: Term, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
         """Walk `value` as `term` in `ctx`; return the shape of its value."""
-        return getattr(self, "_" + term.kind)(term, value, ctx, variables, where)
+        method = _METHODS.get(id(term))
+        if method is None:
+            method = _METHODS[id(term)] = getattr(_Walker, "_" + term.kind)
+            _TERMS.append(term)  # keeps the id valid
+        return method(self, term, value, ctx, variables, where)
 
     def _malformed(self, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
         """An argument of the wrong type: its nested operators are still seen, nothing is known after it."""
@@ -576,6 +580,11 @@ class _Walker:
                 if key.startswith("$"):
                     self.report(key, QUERY, where + (key,))
         return OPEN
+
+
+# term id -> the walker method that interprets it (terms are declared once and live as long as the registry)
+_METHODS: dict[int, object] = {}
+_TERMS: list[Term] = []
 
 
 def _of_document(op) -> bool:
