@@ -1,16 +1,24 @@
 """The operator registry: every MongoDB 7/8 operator nlq knows, in one table.
 
 Each :class:`Operator` says what a `$name` is (stage, expression, accumulator,
-window function, query or projection operator, system variable) and its
-properties (forbidden, order-sensitive as a root stage, fields or
-variables it introduces). The parser, analyzer, gate, engine and the
+window function, query or projection operator, system variable), the shape
+of its argument per kind (a :mod:`nlq.mql.grammar` term: which parts are
+expressions, filters, sub-pipelines, field paths, collection names; which
+name new fields; which bind `$$variables`), for a stage how the documents
+after it are formed, and its properties (forbidden, order-sensitive as a
+root stage). The parser, analyzer, scoped walk, gate, engine and the
 forbidden-operator scan all read this table; the engine's modules attach
 evaluators to entries with :func:`implements`. :func:`load` imports those
 modules (listed in IMPLEMENTATIONS); every reader of evaluators calls it, so
 the table is complete whatever was imported first.
 
+Adding an operator is one :func:`declare` here (plus, for the engine, its
+evaluator decorated with :func:`implements` in a module of IMPLEMENTATIONS).
+
     >>> lookup("$sortByCount").kind
     'stage'
+    >>> lookup("$lookup").binds_variables, lookup("$lookup").introduces_fields
+    (True, True)
 """
 
 from __future__ import annotations
