@@ -157,7 +157,7 @@ class _Walker:
             self.expression(arg, OPEN, variables, stage, where)
             return OPEN
         ctx = _Context(shape, stage)
-        self.term(op.args[STAGE], arg, ctx, variables, where)
+        _method(op.args[STAGE])(self, op.args[STAGE], arg, ctx, variables, where)
         mode = op.output.mode
         if ctx.malformed or mode == "open":
             return OPEN
@@ -196,19 +196,17 @@ class _Walker:
         if expr and next(iter(expr)).startswith("$"):
             result = OPEN
             for op, arg in expr.items():
-                result = self.operator(op, arg, shape, variables, stage, where + (op,))
+                self.report(op, EXPRESSION, where + (op,))
+                result = self.argument(op, (EXPRESSION,), arg, shape, variables, stage, where + (op,))
             return result
         fields = {}
         for key, value in expr.items():
             if key.startswith("$"):  # invalid in MongoDB; walked so that it is not missed
-                self.operator(key, value, shape, variables, stage, where + (key,))
+                self.report(key, EXPRESSION, where + (key,))
+                self.argument(key, (EXPRESSION,), value, shape, variables, stage, where + (key,))
             else:
                 fields[key] = self.expression(value, shape, variables, stage, where + (key,))
         return Shape(fields=fields)
-
-    def operator(self, op: str, arg, shape: Shape, variables: dict, stage, where: tuple) -> Shape:
-        self.report(op, EXPRESSION, where)
-        return self.argument(op, (EXPRESSION,), arg, shape, variables, stage, where)
 
     def argument(self, name: str, kinds: tuple, arg, shape: Shape, variables: dict, stage, where: tuple,
                  condition=None) -> Shape:
@@ -218,18 +216,10 @@ class _Walker:
         kind = next((k for k in kinds if op is not None and k in op.kinds), None)
         term = op.argument(kind) if kind is not None else (grammar.DATA if kinds[0] == QUERY else grammar.EXPR)
         ctx = _Context(shape, stage, condition)
-        self.term(term, arg, ctx, variables, where)
+        _method(term)(self, term, arg, ctx, variables, where)
         return ctx.value()
 
     # -- the grammar of declarations ------------------------------------------------------
-
-    def term(self, term: Term, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
-        """Walk `value` as `term` in `ctx`; return the shape of its value."""
-        method = _METHODS.get(id(term))
-        if method is None:
-            method = _METHODS[id(term)] = getattr(_Walker, "_" + term.kind)
-            _TERMS.append(term)  # keeps the id valid
-        return method(self, term, value, ctx, variables, where)
 
     def _malformed(self, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
         """An argument of the wrong type: its nested operators are still seen, nothing is known after it."""
@@ -253,7 +243,8 @@ class _Walker:
         for key in order:
             sub = term.keys.get(key, term.rest)
             scoped = ctx.scoped.get(key)
-            self.term(sub, value[key], ctx, {**variables, **scoped} if scoped else variables, where + (key,))
+            inner = {**variables, **scoped} if scoped else variables
+            _method(sub)(self, sub, value[key], ctx, inner, where + (key,))
         ctx.siblings = outer
         return OPEN
 
@@ -261,7 +252,8 @@ class _Walker:
         if not isinstance(value, dict):
             return self._malformed(value, ctx, variables, where)
         for name, sub in value.items():
-            ctx.fields[name] = self.term(term.named.get(name, term.value), sub, ctx, variables, where + (name,))
+            value_term = term.named.get(name) or term.value
+            ctx.fields[name] = _method(value_term)(self, value_term, sub, ctx, variables, where + (name,))
         return OPEN
 
     def _items(self, term: grammar.Items, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
@@ -271,7 +263,7 @@ class _Walker:
         for i, item in enumerate(value):
             if term.alternatives:
                 self.alternative = (where, i, len(value))
-            self.term(term.item, item, ctx, variables, where + (i,))
+            _method(term.item)(self, term.item, item, ctx, variables, where + (i,))
         self.alternative = outer
         return OPEN
 
@@ -279,30 +271,32 @@ class _Walker:
         if not isinstance(value, list):
             return self._malformed(value, ctx, variables, where)
         for i, item in enumerate(value):
-            self.term(term.items[i] if i < len(term.items) else term.rest, item, ctx, variables, where + (i,))
+            item_term = term.items[i] if i < len(term.items) else term.rest
+            _method(item_term)(self, item_term, item, ctx, variables, where + (i,))
         return OPEN
 
     def _either(self, term: grammar.Either, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
         chosen = term.pick(value)
         if chosen is None:
             return self._malformed(value, ctx, variables, where)
-        return self.term(chosen, value, ctx, variables, where)
+        return _method(chosen)(self, chosen, value, ctx, variables, where)
 
     def _shorthand(self, term: grammar.Shorthand, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
-        return self.term(term.term, {term.key: value} if type(value) is str else value, ctx, variables, where)
+        value = {term.key: value} if type(value) is str else value
+        return _method(term.term)(self, term.term, value, ctx, variables, where)
 
     def _value(self, term: grammar.Value, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
-        shape = self.term(term.term, value, ctx, variables, where)
+        shape = _method(term.term)(self, term.term, value, ctx, variables, where)
         ctx.values.append(shape)
         return shape
 
     def _into(self, term: grammar.Into, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
-        shape = ctx.fields[term.name] = self.term(term.term, value, ctx, variables, where)
+        shape = ctx.fields[term.name] = _method(term.term)(self, term.term, value, ctx, variables, where)
         return shape
 
     def _foreign(self, term: Foreign, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
         outer, ctx.shape = ctx.shape, ctx.joined
-        shape = self.term(term.term, value, ctx, variables, where)
+        shape = _method(term.term)(self, term.term, value, ctx, variables, where)
         ctx.shape = outer
         if term.term is grammar.PIPELINE:
             ctx.joined = shape
@@ -311,13 +305,15 @@ class _Walker:
     def _vars(self, term: Vars, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
         if not isinstance(value, dict):
             return OPEN
-        bound = {name: self.term(term.value, sub, ctx, variables, where + (name,)) for name, sub in value.items()}
+        walk_value, bound = _method(term.value), {}
+        for name, sub in value.items():
+            bound[name] = walk_value(self, term.value, sub, ctx, variables, where + (name,))
         for target in term.into:
             ctx.scoped.setdefault(target, {}).update(bound)
         return OPEN
 
     def _bound(self, term: Bound, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
-        shape = self.term(term.term, value, ctx, variables, where)
+        shape = _method(term.term)(self, term.term, value, ctx, variables, where)
         name = ctx.siblings.get(term.name_key, term.default) if term.name_key else term.default
         bound = dict.fromkeys(term.extra, OPEN)
         if isinstance(name, str):
@@ -585,6 +581,16 @@ class _Walker:
 # term id -> the walker method that interprets it (terms are declared once and live as long as the registry)
 _METHODS: dict[int, object] = {}
 _TERMS: list[Term] = []
+
+
+def _method(term: Term):
+    """The walker method that walks a `term`: `_method(term)(walker, term, value, ctx, variables, where)`
+    (called so, the walk takes one frame per level of the argument, not two)."""
+    method = _METHODS.get(id(term))
+    if method is None:
+        method = _METHODS[id(term)] = getattr(_Walker, "_" + term.kind)
+        _TERMS.append(term)  # keeps the id valid
+    return method
 
 
 def _of_document(op) -> bool:
