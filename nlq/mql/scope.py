@@ -548,7 +548,7 @@ class _Walker:
             return self._literal(term, value, ctx, variables, where)
         path, target, key_where = ctx.condition
         for i, item in enumerate(value):
-            if type(item) is dict and "$elemMatch" in item:  # `$all: [{$elemMatch: ...}]`
+            if _is_operator_object(item):  # `$all: [{$elemMatch: ...}]`
                 self.condition(path, item, target, ctx.shape, variables, ctx.stage, where + (i,), key_where)
             elif _is_literal(item):
                 self.compared(path, item, ctx.stage, where + (i,), target, key_where, ctx.shape)
