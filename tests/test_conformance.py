@@ -195,10 +195,15 @@ def result_difference(expected: list, actual: list, case: dict) -> str | None:
     return multiset_difference(expected, actual, "rows", lambda e, a: row_difference(e, a, case))
 
 
+def case_pipeline(case: dict) -> list:
+    """The case's pipeline, written as one or lowered from its mongosh `query`."""
+    return from_extjson(case["pipeline"]) if "pipeline" in case else parse_query(case["query"]).pipeline
+
+
 def run_case(case: dict) -> list[dict]:
     docs = from_extjson(case["docs"])
     others = from_extjson(case.get("collections", {}))
-    pipeline = from_extjson(case["pipeline"]) if "pipeline" in case else parse_query(case["query"]).pipeline
+    pipeline = case_pipeline(case)
     return engine.aggregate(docs, pipeline, catalog=lambda name: others.get(name, []), timeout=20.0)
 
 

@@ -24,7 +24,7 @@ from nlq.mql.mongosh import parse_query
 from nlq.mql.query import Query
 from nlq.mql.registry import EXPRESSION, STAGE
 from nlq.mql.stages.base import set_nested
-from tests.test_conformance import CASES, run_case
+from tests.test_conformance import CASES, case_pipeline, run_case
 
 RUNNING = [(family, case) for family, case in CASES if "error" not in case]
 
@@ -85,7 +85,7 @@ def _paths(value, prefix=()):
 def _walk_case(case):
     docs, others = from_extjson(case["docs"]), from_extjson(case.get("collections", {}))
     schema = gate.prepare(index_documents("conformance", {"input": docs, **others})).schema
-    return scope.walk(Query("input", from_extjson(case["pipeline"])), schema)
+    return scope.walk(Query("input", case_pipeline(case)), schema)
 
 
 @pytest.mark.parametrize("family, case", RUNNING, ids=[f"{f}:{c['id']}" for f, c in RUNNING])
@@ -101,14 +101,14 @@ def test_every_field_the_engine_outputs_is_known_to_the_walk(family, case):
 @pytest.mark.parametrize("family, case", RUNNING, ids=[f"{f}:{c['id']}" for f, c in RUNNING])
 def test_every_variable_the_engine_binds_is_bound_in_the_walk(family, case):
     """An operator that binds `$$name` without declaring it would leave the name unbound here."""
-    unbound = [(name, where) for name, bound, where in analyze.variables(from_extjson(case["pipeline"]))
+    unbound = [(name, where) for name, bound, where in analyze.variables(case_pipeline(case))
                if not bound]
     assert unbound == [], case["_where"]
 
 
 def test_the_conformance_cases_run_every_implemented_stage_and_binding_operator():
     """So the two checks above cover every stage and every binding operator the engine has."""
-    used = {name for _, case in RUNNING for name, _, _ in analyze.operators(from_extjson(case["pipeline"]))}
+    used = {name for _, case in RUNNING for name, _, _ in analyze.operators(case_pipeline(case))}
     implemented = set(registry.supported(STAGE))
     binding = {n for n in registry.supported(EXPRESSION) if registry.get(n).binds_variables}
     assert implemented - used == set()
