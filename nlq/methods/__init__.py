@@ -29,6 +29,7 @@ _MODULES = {
     "sql-pivot": "sql_pivot",
     "react": "react",
     "cascade": "cascade",
+    "sag": "sag",
 }
 
 
