@@ -21,8 +21,9 @@ The record gains
 
 (`violations` of the selected candidate, `clusters` = [{members, size,
 rows, violations}] largest first, `vote_share` = winner size / voters,
-`rows` = its row count, `original` = the input prediction; with a model
-also `usage`) and `prediction`
+`rows` = its row count, `original` = the input prediction; `usage` when
+the other candidates carry the model usage that produced them, summed, so
+that a report counts every call behind the vote) and `prediction`
 becomes the selected candidate, so `nlq score` after `repair` scores the
 repaired answer. When no candidate parses and executes, `prediction` is null
 and the record gets a typed failure `no_valid_candidate` naming each
@@ -187,7 +188,27 @@ def repair_record(record: dict, backend, index: dict, options: Options) -> dict:
     """One record with `repair` added and `prediction` replaced (LLM-free)."""
     started = time.perf_counter()
     candidates = [evaluate(s, i, record, backend, index, options) for i, s in enumerate(_candidates(record))]
-    return finish(record, candidates, vote(candidates), started, options, rounds=0, attempts=len(candidates))
+    vote_ = vote(candidates)
+    out = finish(record, candidates, vote_, started, options, rounds=0, attempts=len(candidates))
+    spent = candidates_usage([c for c in candidates if c is not vote_.winner])
+    if spent is not None and "repair" in out:
+        out["repair"]["usage"] = spent
+    return out
+
+
+def candidates_usage(candidates: list[Candidate]) -> dict | None:
+    """The summed `usage` of candidates that carry one (the model calls behind other runs'
+    predictions: what a vote among them cost besides the selected prediction's own), or None."""
+    usages = [c.submitted["usage"] for c in candidates
+              if isinstance(c.submitted, dict) and isinstance(c.submitted.get("usage"), dict)]
+    if not usages:
+        return None
+    total: dict = {}
+    for usage in usages:
+        for key, value in usage.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                total[key] = round(total.get(key, 0) + value, 3)
+    return total
 
 
 def finish(record: dict, candidates: list[Candidate], vote_: Vote, started: float, options: Options, *,

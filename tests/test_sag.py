@@ -183,3 +183,31 @@ def test_generate_sag_replays_offline_without_requests(runner, fake_llm, index_f
 def test_sag_flags_need_the_sag_method(runner, index_file):
     result = runner.invoke(cli, ["generate", "-m", "rules", "--index", str(index_file), "--no-gate", "-"], input="")
     assert result.exit_code == 2 and "--no-gate only apply to --method sag" in result.output
+
+
+def test_concurrent_first_queries_see_every_stage(tmp_path):
+    """Worker threads (generate/repair --concurrency) compiling their first pipelines at once in a fresh
+    interpreter: each finds every stage (the operator registry is loaded whole before anyone reads it)."""
+    import subprocess
+    import sys
+
+    script = f"""
+import threading
+from nlq.backends import EmbeddedBackend
+backend = EmbeddedBackend({str(WORLDS)!r})
+errors, start = [], threading.Barrier(8)
+def run():
+    start.wait()
+    try:
+        backend.aggregate("clinic", "patients", [{{"$match": {{"kind": "x"}}}}, {{"$group": {{"_id": "$kind"}}}}])
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=run) for _ in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(errors)
+"""
+    for _ in range(3):
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "[]"
