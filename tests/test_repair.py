@@ -212,3 +212,22 @@ def test_loop_model_failure_everywhere_is_a_typed_failure(backend):
     out = loop_repair(backend, Failing(), attempts=2)
     assert out["prediction"] is None and out["failure"]["type"] == repair.NO_VALID_CANDIDATE
     assert "503" in out["failure"]["message"]
+
+
+def test_a_vote_counts_the_usage_behind_the_other_candidates(backend):
+    spent = {"model_calls": 1, "prompt_tokens": 100, "completion_tokens": 7, "cache_hits": 0, "ms": 2.5}
+    own = {**COUNT_OPEN, "usage": spent}
+    out = repaired(backend, own, [{**COUNT_OPEN_2, "usage": spent}, {**COUNT_ALL, "usage": spent}])
+    assert out["prediction"] == own
+    assert out["repair"]["usage"] == {"model_calls": 2, "prompt_tokens": 200, "completion_tokens": 14,
+                                      "cache_hits": 0, "ms": 5.0}
+
+
+def test_a_failed_record_with_candidates_is_repaired_over_them(backend):
+    failed = {"id": "w/1", "db": "w", "question": "How many open labs?", "prediction": None,
+              "failure": {"stage": "generate", "type": "model_timeout", "message": "no answer"},
+              "candidates": [COUNT_OPEN]}
+    [out] = repair.run([failed], backend, {"w": INDEX})
+    assert out["prediction"] == COUNT_OPEN and "failure" not in out
+    alone = {k: v for k, v in failed.items() if k != "candidates"}
+    assert list(repair.run([alone], backend, {"w": INDEX})) == [alone]
