@@ -14,9 +14,9 @@ of `vote` with `--min-vote`. Needs ../shared (recorded outputs and TEND v1 data)
 First, on the shipped fixtures, the SAG loop (`generate --method sag`, k=3, R=6) against the
 scripted fake HTTP server: a model whose first answer to each task is a mutant of its gold (one
 mistake of one class, the classes taken in turn) and which answers with the gold once it is shown
-a repair turn. It measures the loop's mechanics, not a model: rounds per attempt (1 when the gate
-and the execution feedback miss the mistake), model calls per task, EXC after the loop, and
-milliseconds per task.
+a repair turn, then a model that never fixes its mistake (the cost ceiling: every round used). It
+measures the loop's mechanics, not a model: rounds per attempt (1 when the gate and the execution
+feedback miss the mistake), model calls per task, EXC after the loop, and milliseconds per task.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _exc(records, backend) -> list[int]:
     return [r["score"]["exc"] for r in score.run(records, backend)]
 
 
-def scripted_loop() -> None:
+def scripted_loop(fixes: bool = True) -> None:
     from nlq import generate
     from nlq.llm import ChatClient, ModelConfig
     from tests.fakellm import FakeLLM, reply
@@ -56,7 +56,7 @@ def scripted_loop() -> None:
     def respond(body):
         user = body["messages"][1]["content"]
         question = next(q for q in gold if user.endswith(f"Question: {q}"))
-        repaired = any("It has these problems" in m["content"] for m in body["messages"][2:])
+        repaired = fixes and any("It has these problems" in m["content"] for m in body["messages"][2:])
         return reply(io.dumps(gold[question] if repaired else first[question][1]).decode())
 
     records = [{k: v for k, v in t.items() if k != "query"} for t in corpus.tasks]
@@ -73,9 +73,10 @@ def scripted_loop() -> None:
     for record, result in zip(records, scored):
         by_kind[first[record["question"]][0]].append(result)
     n = len(scored)
-    print(f"scripted SAG loop on the {n} fixture tasks (k=3, R=6; first answer a gold mutant, the gold "
-          f"after feedback): {1000 * elapsed / n:.0f} ms per task, {len(fake.requests)} requests")
-    print(f"  {'first answer':<20} {'tasks':>5} {'rounds/attempt':>15} {'calls/task':>11} {'EXC':>6}  rounds per attempt")
+    after = "the gold after feedback" if fixes else "the same mutant after every feedback"
+    print(f"scripted SAG loop on the {n} fixture tasks (k=3, R=6; first answer a gold mutant, {after}): "
+          f"{1000 * elapsed / n:.0f} ms per task, {len(fake.requests)} requests")
+    print(f"  {'first answer':<20} {'tasks':>5} {'rounds/attempt':>15} {'calls/task':>11} {'EXC':>6}  rounds per attempt (answered records)")
     for kind in (*CLASSES, "none"):
         group = by_kind.get(kind) or []
         if not group:
@@ -91,6 +92,7 @@ def scripted_loop() -> None:
 
 def main() -> None:
     scripted_loop()
+    scripted_loop(fixes=False)
     corpus = tend_v1_golds()
     if corpus is None or not RECORDED.exists():
         print("bench_repair: skipped (../shared/recorded or ../shared/tend-v1 is not present)")
