@@ -88,7 +88,8 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
         settings = Settings(ladder=ladder or "sag", gate=not no_gate, witnesses=not no_witnesses,
                             bisection=not no_bisection, card=card_kind or "full", contract=contract,
                             rounds=rounds, attempts=attempts, fail_closed=fail_closed)
-    impl = methods.get(method)
+    with errors_as_click():  # a plugin that cannot be loaded: exit 1 with its message
+        impl = methods.get(method)
     options = {"fallback": fallback}
     config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", options),
                                what=f"--method {method}")
