@@ -203,6 +203,7 @@ def repair_loop(model, settings: Settings | None = None, *, start_from_predictio
 
 class SagMethod:
     name = "sag"
+    prompt_name = PROMPT
     channels = ("question", "path_card", "execution_feedback")  # + value_witnesses, unless knocked out
     needs_model = True
     needs_backend = True
@@ -218,7 +219,7 @@ class SagMethod:
         if out.get("failure"):
             raise repair.NoValidCandidateError(out["failure"]["message"])
         report = out["repair"]
-        prediction = {**out["prediction"], "prompt": load(PROMPT).ref, "confidence": report["vote_share"],
+        prediction = {**out["prediction"], "prompt": load(self.prompt_name).ref, "confidence": report["vote_share"],
                       "sag": settings.describe(), "repair": report}
         if settings.uses_witnesses:
             prediction["disclosure"] = ["value_witnesses"]
