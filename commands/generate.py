@@ -34,10 +34,25 @@ Example:
               help="cascade: rules' answer stands at or above this confidence (README recommends 0.8).")
 @click.option("--max-steps", type=click.IntRange(min=1), default=50, show_default=True,
               help="react: model turns before the typed `budget_exhausted` failure.")
+@click.option("--ladder", type=click.Choice(["card", "gated-repair", "value-bisection", "sag"]), default=None,
+              help="sag: a rung of the paper's cumulative ladder (default sag, the full solver).")
+@click.option("--card", "card_kind", type=click.Choice(["full", "top-level", "no-collapse"]), default=None,
+              help="sag: the path card shown (knockouts: top-level fields only, no dynamic-key collapse).")
+@click.option("--no-gate", is_flag=True, help="sag knockout: no admissibility gate (execution feedback only).")
+@click.option("--no-witnesses", is_flag=True, help="sag knockout: no value-witness lines in the prompt.")
+@click.option("--no-bisection", is_flag=True, help="sag knockout: empty results without prefix bisection.")
+@click.option("--contract", is_flag=True,
+              help="sag: the model declares an output contract first; results are checked against it.")
+@click.option("--fail-closed", is_flag=True, help="sag: a $lookup join probe that cannot run is a violation.")
+@click.option("--rounds", type=click.IntRange(min=1), default=None,
+              help="sag: repair rounds per attempt (default: the rung's, 6; card: 1).")
+@click.option("--attempts", type=click.IntRange(min=1), default=None,
+              help="sag: attempts voted in result space (default: the rung's, 3 for sag, else 1).")
 @backend_options
 @model_options
 def cli(input, output, append, strict, progress, limits, max_question_chars, method, index_path, min_confidence,
-        candidates, fallback, threshold, max_steps, data, uri, timeout, max_rows, model_options):
+        candidates, fallback, threshold, max_steps, ladder, card_kind, no_gate, no_witnesses, no_bisection, contract,
+        fail_closed, rounds, attempts, data, uri, timeout, max_rows, model_options):
     """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
@@ -45,18 +60,34 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
     gets a typed `failure` and flows on. A record without `witnesses` gets
     them first, as `nlq witness` would compute them.
 
-    LLM methods (card, nlq-only, schema, sampled, data-rich, sql-pivot, react)
-    need a model (the model options below) and add `prompt = {id, sha256}` and
-    `usage`; sampled, data-rich, sql-pivot and react also read the database
-    (--data/--uri: seeded document samples, react's read-only actions), e.g.
-    with NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL set:
+    LLM methods (card, nlq-only, schema, sampled, data-rich, sql-pivot, react,
+    sag) need a model (the model options below) and add `prompt = {id, sha256}`
+    and `usage`; sampled, data-rich, sql-pivot, react and sag also read the
+    database (--data/--uri: seeded document samples, react's read-only actions,
+    sag's gated execution and repair: the record gains `repair` as from `nlq
+    repair`, the prediction `sag` = the settings in effect), e.g. with
+    NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL set:
 
     \b
       nlq generate -m card --index racing.index.jsonl fixtures/tasks/racing.jsonl
       nlq generate -m sampled --data fixtures/worlds --index racing.index.jsonl TASKS
+      nlq generate -m sag --data fixtures/worlds --index racing.index.jsonl --ladder gated-repair TASKS
     """
     if method == "cascade" and (fallback is None or threshold is None):
         raise click.UsageError("--method cascade needs --fallback METHOD and --threshold T")
+    sag_flags = {"--ladder": ladder, "--card": card_kind, "--no-gate": no_gate, "--no-witnesses": no_witnesses,
+                 "--no-bisection": no_bisection, "--contract": contract, "--fail-closed": fail_closed,
+                 "--rounds": rounds, "--attempts": attempts}
+    given = [flag for flag, value in sag_flags.items() if value not in (None, False)]
+    if given and method != "sag":
+        raise click.UsageError(f"{', '.join(given)} only apply to --method sag")
+    settings = None
+    if method == "sag":
+        from nlq.methods.sag import Settings
+
+        settings = Settings(ladder=ladder or "sag", gate=not no_gate, witnesses=not no_witnesses,
+                            bisection=not no_bisection, card=card_kind or "full", contract=contract,
+                            rounds=rounds, attempts=attempts, fail_closed=fail_closed)
     with errors_as_click():  # a plugin that cannot be loaded: exit 1 with its message
         impl = methods.get(method)
     options = {"fallback": fallback}
@@ -67,7 +98,7 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
         indexes = grounding.load(index_path)
         context = generate.Context(indexes, backend=backend, model=model, min_confidence=min_confidence,
                                    max_steps=max_steps, timeout=timeout, max_rows=max_rows,
-                                   candidates=candidates, fallback=fallback, threshold=threshold)
+                                   candidates=candidates, fallback=fallback, threshold=threshold, sag=settings)
         records = with_progress(io.read_records(input, strict=strict, stage="generate", **limits), progress, "generate")
         io.write_records(generate.run(records, method, context, max_question_chars=max_question_chars), output,
                          append=append)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from nlq.commands.options import backend_options, errors_as_click, io_options, open_backend_from, with_progress
+from nlq.commands.options import (backend_options, errors_as_click, io_options, model_client, model_config_from,
+                                  model_options, open_backend_from, with_progress)
 
 
 @click.command(epilog="""\b
@@ -28,24 +29,55 @@ Example:
 @click.option("--contract", is_flag=True, help="Check each candidate's declared output contract after execution.")
 @click.option("--no-gate", is_flag=True, help="Knockout: no admissibility gate (every executed candidate votes).")
 @click.option("--no-bisection", is_flag=True, help="Knockout: report empty results without prefix bisection.")
+@click.option("--fail-closed", is_flag=True,
+              help="A $lookup join probe that cannot run is a violation (default: it fails open).")
+@click.option("--rounds", type=click.IntRange(min=1), default=6, show_default=True,
+              help="With a model: decodes per attempt (the first attempt starts from the record's prediction).")
+@click.option("--attempts", type=click.IntRange(min=1), default=3, show_default=True,
+              help="With a model: attempts voted in result space.")
+@click.option("--no-model", is_flag=True,
+              help="Vote among the given candidates only, even when NLQ_MODEL is set.")
+@model_options
 def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, limits, index_path, runs, min_vote,
-        contract, no_gate, no_bisection):
+        contract, no_gate, no_bisection, fail_closed, rounds, attempts, no_model, model_options):
     """Repair each record: gate, execute and cluster its `prediction` and `candidates` by result.
 
     Adds `repair = {violations, rounds, attempts, clusters, vote_share, rows,
     ms, original}` and replaces `prediction` with the candidate of the largest
     result cluster (`original` keeps the input one). No candidate that runs is
     a typed `no_valid_candidate` failure.
+
+    With a model (--model or NLQ_MODEL, and the other model options), each
+    record gets the SAG loop: --attempts attempts of up to --rounds decodes
+    from the path card and value witnesses, each gated, executed and fed back
+    to the model with its violations; the attempts' best candidates vote.
+    `repair.rounds` then lists the rounds each attempt used and `repair.usage`
+    counts the model calls. For example, with NLQ_BASE_URL, NLQ_API_KEY and
+    NLQ_MODEL set:
+
+    \b
+      nlq repair --data fixtures/worlds --index out/clinic.index.jsonl out/rules.jsonl
     """
     from nlq import index as grounding
     from nlq import io, repair
 
-    with open_backend_from(data, uri, timeout) as backend, errors_as_click():
+    config = model_config_from(model_options, needed=bool(model_options["model"]) and not no_model,
+                               what="nlq repair with a model")
+    with open_backend_from(data, uri, timeout) as backend, errors_as_click(), model_client(config) as model:
         indexes = grounding.load(index_path)
         options = repair.Options(timeout=timeout, max_rows=max_rows, gate=not no_gate, bisection=not no_bisection,
-                                 contract=contract, min_vote=min_vote)
+                                 contract=contract, fail_closed=fail_closed, min_vote=min_vote)
+        loop = None
+        if model is not None:
+            from nlq.methods.sag import Settings, repair_loop
+
+            settings = Settings(gate=not no_gate, bisection=not no_bisection, contract=contract, rounds=rounds,
+                                attempts=attempts, fail_closed=fail_closed)
+            loop = repair_loop(model, settings, start_from_prediction=True)
         records = io.read_records(input, strict=strict, stage="repair", **limits)
         if runs:
             records = repair.extra_candidates(records, list(runs))
         records = with_progress(records, progress, "repair")
-        io.write_records(repair.run(records, backend, indexes, options=options), output, append=append)
+        workers = config.concurrency if config is not None else 1
+        io.write_records(repair.run(records, backend, indexes, options=options, loop=loop, workers=workers),
+                         output, append=append)

@@ -17,7 +17,9 @@ timeout and row cap. The checks, each a :class:`nlq.gate.Violation`:
   compares a literal that matches no document reaching it (one branch of an
   `$or`, say), that stage is named instead: the stream shrank there and died
   later. A root `$lookup` whose join edge is not witnessed (none of up to 20
-  local values occurs at the foreign field) adds a `join` violation.
+  local values occurs at the foreign field) adds a `join` violation; a probe
+  that cannot run fails open (the paper's rule), or with `fail_closed` is a
+  `join` violation too.
 - `leaked_id`: result rows carry a synthetic `_id` (an ObjectId) while the
   question does not ask for ids.
 - `contract`: with a declared output contract (DIA's shape declaration:
@@ -77,9 +79,10 @@ def concise(message: str) -> str:
 
 
 def diagnose(query: Query, ran: Execution, backend, db: str, *, question: str = "", contract: dict | None = None,
-             bisection: bool = True, timeout: float = DEFAULT_TIMEOUT,
+             bisection: bool = True, fail_closed: bool = False, timeout: float = DEFAULT_TIMEOUT,
              max_rows: int = DEFAULT_MAX_ROWS) -> list[Violation]:
-    """The execution feedback of one run (see the module docstring)."""
+    """The execution feedback of one run (see the module docstring); `fail_closed` makes a join
+    probe that cannot run a violation (:func:`join_probe`)."""
     if ran.error is not None:
         check = "forbidden" if ran.error["type"] == ForbiddenOperatorError.type else "exec"
         return [Violation(check, f"the pipeline failed: {concise(ran.error['message'])}", None)]
@@ -87,7 +90,7 @@ def diagnose(query: Query, ran: Execution, backend, db: str, *, question: str = 
         if not bisection:
             return [Violation("empty", "the pipeline returns no rows", None)]
         return [bisect(query, backend, db, timeout=timeout, max_rows=max_rows)] + join_probe(
-            query, backend, db, timeout=timeout)
+            query, backend, db, fail_closed=fail_closed, timeout=timeout)
     out = []
     leaked = leaked_id(ran.rows, question)
     if leaked is not None:

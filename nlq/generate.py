@@ -167,7 +167,9 @@ def _generate_one(impl, context: Context, needs_model: bool, max_question_chars:
         prediction["usage"] = meter.as_dict()
     prediction["ms"] = round((time.perf_counter() - start) * 1000, 3)
     candidates = prediction.pop("candidates", None)  # other readings: the record's, for `nlq repair`
-    return {**record, "prediction": prediction, **({"candidates": candidates} if candidates is not None else {})}
+    repaired = prediction.pop("repair", None)  # a method that repairs (sag) reports as `nlq repair` does
+    return {**record, "prediction": prediction, **({"candidates": candidates} if candidates is not None else {}),
+            **({"repair": repaired} if repaired is not None else {})}
 
 
 def _failed(record: dict, failure_: dict, meter) -> dict:

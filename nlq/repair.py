@@ -21,30 +21,39 @@ The record gains
 
 (`violations` of the selected candidate, `clusters` = [{members, size,
 rows, violations}] largest first, `vote_share` = winner size / voters,
-`rows` = its row count, `original` = the input prediction; with a model
-also `usage`) and `prediction`
+`rows` = its row count, `original` = the input prediction; `usage` when
+the other candidates carry the model usage that produced them, summed, so
+that a report counts every call behind the vote) and `prediction`
 becomes the selected candidate, so `nlq score` after `repair` scores the
 repaired answer. When no candidate parses and executes, `prediction` is null
 and the record gets a typed failure `no_valid_candidate` naming each
 candidate's problem; with `min_vote`, a winner below that share abstains
-(`abstained`). A record that failed upstream passes through unchanged.
+(`abstained`). A record that failed upstream passes through unchanged, unless
+there is something to repair: its question and database, and candidates (from
+other runs) or a model to solve it afresh.
 
 With a model (:class:`Loop`), each of `attempts` attempts decodes up to
-`rounds` candidates, feeding back the previous candidate and its violations,
-keeps its best one (executed, fewest violations, non-empty, later round), and the
-attempts' best candidates vote as above; `rounds` in the report is the
-largest round a voter came from.
+`rounds` candidates, feeding back the previous candidate and its violations
+(gate and execution feedback), keeps its best one (executed, fewest
+violations, non-empty, later round), and the attempts' best candidates vote
+as above. `rounds` is then a list, the rounds each attempt used (an integer,
+0, without a model: no candidate is decoded), and `usage = {model_calls,
+prompt_tokens, completion_tokens, cache_hits, ms}` the repair stage's model
+calls. `workers` records are repaired at a time.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from nlq import feedback, gate, io
+from nlq.generate import ordered_map
+from nlq.llm import usage as llm_usage
 from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from nlq.errors import BackendError, NlqError, UnknownDatabaseError, failure
+from nlq.errors import BackendError, InputError, NlqError, UnknownDatabaseError, failure
 from nlq.mql import analyze
 from nlq.mql.mongosh import parse_query
 from nlq.normexec import prepare
@@ -53,6 +62,7 @@ from nlq.score import submitted_query
 STAGE = "repair"
 NO_VALID_CANDIDATE = "no_valid_candidate"
 ABSTAINED = "abstained"
+GATE_CHECKS = ("path", "value", "limit")
 
 
 @dataclass
@@ -62,9 +72,19 @@ class Options:
     timeout: float = DEFAULT_TIMEOUT
     max_rows: int = DEFAULT_MAX_ROWS
     gate: bool = True          # run the admissibility gate
+    checks: tuple = GATE_CHECKS  # which of its checks (by name: path, value, limit)
     bisection: bool = True     # localize empty results
     contract: bool = False     # check a candidate's declared output contract
+    fail_closed: bool = False  # a `$lookup` join probe that cannot run is a violation
     min_vote: float | None = None
+
+    def gate_checks(self) -> tuple:
+        """The gate's check functions these options run (none without the gate)."""
+        unknown = set(self.checks) - set(gate.NAMES.values())
+        if unknown:
+            raise InputError(f"unknown gate check(s) {', '.join(sorted(unknown))}; "
+                             f"the gate has: {', '.join(GATE_CHECKS)}")
+        return tuple(fn for fn in gate.CHECKS if gate.NAMES[fn] in self.checks) if self.gate else ()
 
 
 @dataclass
@@ -108,15 +128,17 @@ def evaluate(submitted, position: int, record: dict, backend, index: dict, optio
         candidate.violations = [gate.Violation(kind, candidate.problem, None)]
         return candidate
     question = record.get("question") or ""
-    if options.gate:
-        candidate.violations = gate.run(candidate.query, index, question)
+    checks = options.gate_checks()
+    if checks:
+        candidate.violations = gate.run(candidate.query, index, question, checks=checks)
     candidate.admissible = not candidate.violations
     ran = feedback.execute(candidate.query, backend, record["db"], timeout=options.timeout,
                            max_rows=options.max_rows)
     contract = submitted.get("contract") if options.contract and isinstance(submitted, dict) else None
     candidate.violations += feedback.diagnose(candidate.query, ran, backend, record["db"], question=question,
                                               contract=contract, bisection=options.bisection,
-                                              timeout=options.timeout, max_rows=options.max_rows)
+                                              fail_closed=options.fail_closed, timeout=options.timeout,
+                                              max_rows=options.max_rows)
     if ran.error is not None:
         candidate.problem = f"{ran.error['type']}: {feedback.concise(ran.error['message'])}"
     else:
@@ -166,7 +188,27 @@ def repair_record(record: dict, backend, index: dict, options: Options) -> dict:
     """One record with `repair` added and `prediction` replaced (LLM-free)."""
     started = time.perf_counter()
     candidates = [evaluate(s, i, record, backend, index, options) for i, s in enumerate(_candidates(record))]
-    return finish(record, candidates, vote(candidates), started, options, rounds=0, attempts=len(candidates))
+    vote_ = vote(candidates)
+    out = finish(record, candidates, vote_, started, options, rounds=0, attempts=len(candidates))
+    spent = candidates_usage([c for c in candidates if c is not vote_.winner])
+    if spent is not None and "repair" in out:
+        out["repair"]["usage"] = spent
+    return out
+
+
+def candidates_usage(candidates: list[Candidate]) -> dict | None:
+    """The summed `usage` of candidates that carry one (the model calls behind other runs'
+    predictions: what a vote among them cost besides the selected prediction's own), or None."""
+    usages = [c.submitted["usage"] for c in candidates
+              if isinstance(c.submitted, dict) and isinstance(c.submitted.get("usage"), dict)]
+    if not usages:
+        return None
+    total: dict = {}
+    for usage in usages:
+        for key, value in usage.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                total[key] = round(total.get(key, 0) + value, 3)
+    return total
 
 
 def finish(record: dict, candidates: list[Candidate], vote_: Vote, started: float, options: Options, *,
@@ -200,96 +242,112 @@ DEFAULT_ROUNDS = 6
 DEFAULT_ATTEMPTS = 3
 
 
-def feedback_message(candidate: Candidate) -> str:
-    """The repair turn after a candidate: the candidate itself and its concrete violations."""
+class NoValidCandidateError(NlqError):
+    """No candidate of a record parses and executes (every attempt failed)."""
+
+    type = NO_VALID_CANDIDATE
+
+
+def shown(candidate: Candidate) -> str:
+    """A candidate as the repair turn quotes it back to the model."""
     if candidate.query is not None:
-        shown = io.dumps({"collection": candidate.query.collection, "pipeline": candidate.query.pipeline}).decode()
-    else:
-        shown = str(candidate.submitted)[:2000]
-    problems = "\n".join(f"- [{v.check}] {v.message}" for v in candidate.violations) or \
+        declared = candidate.submitted.get("contract") if isinstance(candidate.submitted, dict) else None
+        answer = {"contract": declared} if declared is not None else {}
+        answer.update(collection=candidate.query.collection, pipeline=candidate.query.pipeline)
+        return io.dumps(answer).decode()
+    return str(candidate.submitted)[:2000]
+
+
+def problems(candidate: Candidate) -> str:
+    """A candidate's violations (gate and execution feedback), one `- [check] message` line each."""
+    return "\n".join(f"- [{v.check}] {v.message}" for v in candidate.violations) or \
         f"- {candidate.problem or 'it could not be run'}"
-    return (f"Your previous candidate:\n{shown}\n\nIt has these problems:\n{problems}\n\n"
-            "Return a corrected pipeline in the same format. Use only paths and stored values that exist.")
 
 
 @dataclass
 class Loop:
     """Algorithm 1 with a model: per attempt up to `rounds` decodes, each gated, executed and diagnosed,
     the next one seeing the previous candidate and its violations; the attempt keeps its best
-    candidate (fewest violations, non-empty, later round), and the attempts vote in result space.
+    candidate (executed, fewest violations, non-empty, later round), and the attempts vote in result
+    space (:func:`vote`).
 
-    `model.chat(messages) -> reply` (reply.text), `messages(record, index) -> [chat messages]` (the
-    method's prompt: card, witnesses, question), `decode(text, collections) -> prediction object`.
-    With `start_from_prediction`, the record's own prediction is round 1 of the first attempt.
+    - `model.chat(messages, schema=, schema_name=, sample=) -> reply` (`reply.text`): an
+      :class:`nlq.llm.ChatClient`; `sample` is the attempt number, so the cache keeps the attempts apart;
+    - `messages(record, index) -> [chat messages]`: the method's prompt (card, witnesses, question);
+    - `decode(text, collections) -> prediction object` (a ModelBadOutputError costs the round and is fed back);
+    - `feedback(candidate) -> str`: the user turn after an inadmissible candidate;
+    - `schema(collections) -> JSON schema | None`: the structured-output schema of an answer.
+
+    With `start_from_prediction`, the record's own prediction is round 1 of the first attempt. A model
+    fault (after the client's retries) ends its attempt; the attempt keeps what it had.
     """
 
     model: object
-    messages: object
-    decode: object
+    messages: Callable
+    decode: Callable
+    feedback: Callable
     rounds: int = DEFAULT_ROUNDS
     attempts: int = DEFAULT_ATTEMPTS
+    schema: Callable | None = None
     start_from_prediction: bool = False
-    chat_options: dict = field(default_factory=dict)
 
-    def solve(self, record: dict, backend, index: dict, options: Options) -> tuple[list, list, dict]:
-        """(best candidate per attempt, every candidate, usage) of one record."""
+    def attempt(self, number: int, record: dict, backend, index: dict, options: Options,
+                every: list[Candidate]) -> list[Candidate]:
+        """The candidates of one attempt, in round order (each is also appended to `every`)."""
         collections = sorted(index.get("collections") or {})
-        best, every = [], []
-        usage = {"calls": 0, "rounds": 0}
-        for attempt in range(self.attempts):
-            conversation = list(self.messages(record, index))
-            tried: list[Candidate] = []
-            for round_ in range(1, self.rounds + 1):
-                if attempt == 0 and round_ == 1 and self.start_from_prediction and record.get("prediction"):
-                    submitted, text = record["prediction"], None
-                else:
-                    try:
-                        reply = self.model.chat(conversation, **self.chat_options)
-                    except BackendError:
-                        raise
-                    except NlqError as exc:  # a model failure ends this attempt
-                        failed = Candidate(len(every), None, problem=f"{exc.type}: {feedback.concise(exc.message)}",
-                                           round=round_, attempt=attempt)
-                        every.append(failed)
-                        break
-                    usage["calls"] += 1
-                    for key, value in (getattr(reply, "usage", None) or {}).items():
-                        if isinstance(value, (int, float)):
-                            usage[key] = usage.get(key, 0) + value
-                    text = reply.text
-                    try:
-                        submitted = self.decode(text, collections)
-                    except NlqError as exc:
-                        submitted = text
-                        candidate = Candidate(len(every), text, problem=f"{exc.type}: {feedback.concise(exc.message)}",
-                                              round=round_, attempt=attempt)
-                        candidate.violations = [gate.Violation("parse", candidate.problem, None)]
-                        tried.append(candidate)
-                        every.append(candidate)
-                        conversation += [{"role": "assistant", "content": text},
-                                         {"role": "user", "content": feedback_message(candidate)}]
-                        continue
-                candidate = evaluate(submitted, len(every), record, backend, index, options)
-                candidate.round, candidate.attempt = round_, attempt
-                tried.append(candidate)
-                every.append(candidate)
-                usage["rounds"] += 1
-                if not candidate.violations:
+        schema = self.schema(collections) if self.schema is not None else None
+        conversation = list(self.messages(record, index))
+        tried: list[Candidate] = []
+        for round_ in range(1, self.rounds + 1):
+            if number == 0 and round_ == 1 and self.start_from_prediction and record.get("prediction"):
+                submitted, text = record["prediction"], None
+            else:
+                try:
+                    text = self.model.chat(conversation, schema=schema, schema_name="answer", sample=number).text
+                except BackendError:
+                    raise
+                except NlqError as exc:  # a model fault ends this attempt
+                    every.append(Candidate(len(every), None, problem=f"{exc.type}: {feedback.concise(exc.message)}",
+                                           round=round_, attempt=number))
                     break
-                shown = text if text is not None else io.dumps(submitted).decode()
-                conversation += [{"role": "assistant", "content": shown},
-                                 {"role": "user", "content": feedback_message(candidate)}]
+                try:
+                    submitted = self.decode(text, collections)
+                except NlqError as exc:
+                    said = getattr(exc, "feedback", None) or exc.message
+                    candidate = Candidate(len(every), text, problem=f"{exc.type}: {feedback.concise(said)}",
+                                          round=round_, attempt=number)
+                    candidate.violations = [gate.Violation("parse", candidate.problem, None)]
+                    tried.append(candidate)
+                    every.append(candidate)
+                    conversation += [{"role": "assistant", "content": text},
+                                     {"role": "user", "content": self.feedback(candidate)}]
+                    continue
+            candidate = evaluate(submitted, len(every), record, backend, index, options)
+            candidate.round, candidate.attempt = round_, number
+            tried.append(candidate)
+            every.append(candidate)
+            if not candidate.violations:
+                break
+            conversation += [{"role": "assistant", "content": text if text is not None else io.dumps(submitted).decode()},
+                             {"role": "user", "content": self.feedback(candidate)}]
+        return tried
+
+    def solve(self, record: dict, backend, index: dict, options: Options) -> tuple[list, list, list]:
+        """(best candidate per attempt, every candidate, rounds used per attempt) of one record."""
+        best, every, rounds = [], [], []
+        for number in range(self.attempts):
+            tried = self.attempt(number, record, backend, index, options, every)
+            rounds.append(len(tried))
             if tried:
                 best.append(min(tried, key=lambda c: (c.rank(), c.position)))
-        return best, every, usage
+        return best, every, rounds
 
     def __call__(self, record: dict, backend, index: dict, options: Options) -> dict:
+        """The record with `repair` (its `rounds` a list: the rounds each attempt used) and the
+        voted `prediction`, or a typed failure."""
         started = time.perf_counter()
-        best, every, usage = self.solve(record, backend, index, options)
-        out = finish(record, every, vote(best), started, options, rounds=max((c.round for c in best), default=0),
-                     attempts=self.attempts)
-        out["repair"]["usage"] = usage
-        return out
+        best, every, rounds = self.solve(record, backend, index, options)
+        return finish(record, every, vote(best), started, options, rounds=rounds, attempts=self.attempts)
 
 
 def index_for(indexes: dict[str, dict], db) -> dict:
@@ -318,31 +376,56 @@ def extra_candidates(records: Iterable[dict], runs: list[str]) -> Iterator[dict]
         yield record
 
 
-def run(records: Iterable[dict], backend, indexes: dict[str, dict], *, options: Options | None = None,
-        loop=None) -> Iterator[dict]:
-    """Add `repair` to each record (see the module docstring); `loop` is the model loop, when a model
-    is given (:func:`nlq.methods.sag.repair_loop`)."""
-    options = options or Options()
-    for record in records:
-        if io.has_failure(record):
-            yield record
-            continue
+def _repairable(record: dict, loop) -> bool:
+    """Whether a record that failed upstream still has something to repair: its question and
+    database, and a model loop to solve it afresh or `candidates` (other runs') to vote among."""
+    if not io.has_failure(record):
+        return True
+    listed = record.get("candidates")
+    return isinstance(record.get("db"), str) and isinstance(record.get("question"), str) and (
+        loop is not None or (isinstance(listed, list) and bool(listed)))
+
+
+def repair_one(record: dict, backend, indexes: dict[str, dict], options: Options, loop=None) -> dict:
+    """One record through the stage (LLM-free, or with the model `loop`); never raises an NlqError
+    but a BackendError. A model loop's calls are metered into `repair.usage`."""
+    if not _repairable(record, loop):
+        return record
+    record = {k: v for k, v in record.items() if k != "failure"}
+    with llm_usage.metered() as meter:
         try:
             if not isinstance(record.get("db"), str):
                 raise UnknownDatabaseError("the record names no database (a string `db` field)")
             index = index_for(indexes, record["db"])
-            if loop is not None:
-                yield loop(record, backend, index, options)
-            else:
-                yield repair_record(record, backend, index, options)
+            out = loop(record, backend, index, options) if loop is not None else \
+                repair_record(record, backend, index, options)
         except BackendError:
             raise
         except NlqError as exc:
-            yield {**record, "prediction": None, "failure": exc.to_failure(STAGE)}
+            out = {**record, "prediction": None, "failure": exc.to_failure(STAGE)}
         except Exception as exc:  # noqa: BLE001 - a bug must not lose the record
-            yield {**record, "prediction": None, "failure": failure(STAGE, "internal_error",
-                                                                    f"{type(exc).__name__}: {exc}")}
+            out = {**record, "prediction": None, "failure": failure(STAGE, "internal_error",
+                                                                   f"{type(exc).__name__}: {exc}")}
+    if loop is not None:
+        target = out["repair"] if "repair" in out else out.get("failure")
+        if isinstance(target, dict):
+            target["usage"] = meter.as_dict()
+    return out
+
+
+def run(records: Iterable[dict], backend, indexes: dict[str, dict], *, options: Options | None = None,
+        loop=None, workers: int = 1) -> Iterator[dict]:
+    """Add `repair` to each record, in input order (see the module docstring); `loop` is the model
+    loop, when a model is given (:func:`nlq.methods.sag.repair_loop`), and `workers` records are
+    repaired at a time (the model's concurrency)."""
+    options = options or Options()
+    handle = functools.partial(repair_one, backend=backend, indexes=indexes, options=options, loop=loop)
+    if workers <= 1:
+        yield from map(handle, records)
+    else:
+        yield from ordered_map(handle, records, workers)
 
 
 __all__ = ["Options", "Candidate", "evaluate", "vote", "Vote", "result_key", "repair_record", "finish", "run",
-           "extra_candidates", "STAGE"]
+           "repair_one", "extra_candidates", "Loop", "NoValidCandidateError", "STAGE", "DEFAULT_ROUNDS",
+           "DEFAULT_ATTEMPTS"]

@@ -83,6 +83,30 @@ def test_a_witnessed_join_edge_is_silent(backend):
     assert feedback.join_probe(query, backend, "w") == []
 
 
+class ProbeFails:
+    """The backend, except that a query on `owners` (the join probe's) runs out of time."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def aggregate(self, db, collection, pipeline, **kw):
+        from nlq.errors import QueryTimeout
+
+        if collection == "owners":
+            raise QueryTimeout("query exceeded the time limit of 0.1 s")
+        return self.backend.aggregate(db, collection, pipeline, **kw)
+
+
+@pytest.mark.parametrize("fail_closed", [False, True])
+def test_a_join_probe_that_cannot_run_fails_open_unless_fail_closed(backend, fail_closed):
+    found = diagnose(ProbeFails(backend), [{"$lookup": {"from": "owners", "localField": "lab", "foreignField": "lab",
+                                                        "as": "o"}}, {"$unwind": "$o"}], fail_closed=fail_closed)
+    assert [v.check for v in found] == (["empty", "join"] if fail_closed else ["empty"])
+    if fail_closed:
+        assert found[1].message == ("stage 0 ($lookup): the join edge lab -> owners.lab could not be probed: "
+                                    "query exceeded the time limit of 0.1 s")
+
+
 def test_without_bisection_empty_is_just_reported(backend):
     [v] = diagnose(backend, [{"$match": {"status": "x"}}], bisection=False)
     assert (v.check, v.stage, v.message) == ("empty", None, "the pipeline returns no rows")

@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from nlq import repair
+from nlq.methods import sag
 from nlq.backends import EmbeddedBackend
 from nlq.commands import cli
 from nlq.index import index_documents
@@ -132,12 +133,17 @@ class ScriptedModel:
     def __init__(self, *replies):
         self.replies = list(replies)
         self.seen = []
+        self.options = []
 
     def chat(self, messages, **options):
         from types import SimpleNamespace
 
+        from nlq.llm import usage
+
         self.seen.append([dict(m) for m in messages])
-        return SimpleNamespace(text=self.replies.pop(0), usage={"prompt_tokens": 10, "completion_tokens": 5})
+        self.options.append(options)
+        usage.record(prompt_tokens=10, completion_tokens=5, cached=False, ms=1.0)  # as ChatClient meters a call
+        return SimpleNamespace(text=self.replies.pop(0))
 
 
 def _decode(text, collections):
@@ -152,7 +158,7 @@ def _messages(record, index):
 
 def loop_repair(backend, model, *, rounds=6, attempts=1, prediction=None, **kw):
     record = {"id": "w/1", "db": "w", "question": "How many open labs?", "prediction": prediction}
-    loop = repair.Loop(model, _messages, _decode, rounds=rounds, attempts=attempts, **kw)
+    loop = repair.Loop(model, _messages, _decode, sag.feedback_turn, rounds=rounds, attempts=attempts, **kw)
     [out] = repair.run([record], backend, {"w": INDEX}, loop=loop)
     return out
 
@@ -162,11 +168,12 @@ def test_loop_repairs_a_wrong_path_after_feedback(backend):
     model = ScriptedModel(wrong, json.dumps(COUNT_OPEN))
     out = loop_repair(backend, model)
     assert out["prediction"] == COUNT_OPEN
-    assert out["repair"]["rounds"] == 2 and out["repair"]["violations"] == []
+    assert out["repair"]["rounds"] == [2] and out["repair"]["violations"] == []
     feedback_turn = model.seen[1][-1]["content"]
     assert "stauts" in feedback_turn and "did you mean 'status'?" in feedback_turn
     assert model.seen[1][-2] == {"role": "assistant", "content": wrong}
-    assert out["repair"]["usage"]["calls"] == 2 and out["repair"]["usage"]["prompt_tokens"] == 20
+    assert out["repair"]["usage"]["model_calls"] == 2 and out["repair"]["usage"]["prompt_tokens"] == 20
+    assert [o["sample"] for o in model.options] == [0, 0]
 
 
 def test_loop_three_attempts_two_agree(backend):
@@ -176,6 +183,7 @@ def test_loop_three_attempts_two_agree(backend):
     assert out["prediction"] == COUNT_OPEN
     assert out["repair"]["attempts"] == 3 and out["repair"]["vote_share"] == pytest.approx(2 / 3, abs=1e-4)
     assert [c["members"] for c in out["repair"]["clusters"]] == [[1, 2], [0]]
+    assert out["repair"]["rounds"] == [1, 1, 1] and [o["sample"] for o in model.options] == [0, 1, 2]
 
 
 def test_loop_keeps_the_best_candidate_when_rounds_run_out(backend):
@@ -184,7 +192,7 @@ def test_loop_keeps_the_best_candidate_when_rounds_run_out(backend):
     out = loop_repair(backend, model, rounds=3)
     # every round has one violation; ties go to the later round
     assert out["prediction"] == q({"$match": {"status": "Open"}})
-    assert out["repair"]["rounds"] == 3 and [v["check"] for v in out["repair"]["violations"]][0] == "value"
+    assert out["repair"]["rounds"] == [3] and [v["check"] for v in out["repair"]["violations"]][0] == "value"
 
 
 def test_loop_starts_from_the_input_prediction(backend):
@@ -204,3 +212,22 @@ def test_loop_model_failure_everywhere_is_a_typed_failure(backend):
     out = loop_repair(backend, Failing(), attempts=2)
     assert out["prediction"] is None and out["failure"]["type"] == repair.NO_VALID_CANDIDATE
     assert "503" in out["failure"]["message"]
+
+
+def test_a_vote_counts_the_usage_behind_the_other_candidates(backend):
+    spent = {"model_calls": 1, "prompt_tokens": 100, "completion_tokens": 7, "cache_hits": 0, "ms": 2.5}
+    own = {**COUNT_OPEN, "usage": spent}
+    out = repaired(backend, own, [{**COUNT_OPEN_2, "usage": spent}, {**COUNT_ALL, "usage": spent}])
+    assert out["prediction"] == own
+    assert out["repair"]["usage"] == {"model_calls": 2, "prompt_tokens": 200, "completion_tokens": 14,
+                                      "cache_hits": 0, "ms": 5.0}
+
+
+def test_a_failed_record_with_candidates_is_repaired_over_them(backend):
+    failed = {"id": "w/1", "db": "w", "question": "How many open labs?", "prediction": None,
+              "failure": {"stage": "generate", "type": "model_timeout", "message": "no answer"},
+              "candidates": [COUNT_OPEN]}
+    [out] = repair.run([failed], backend, {"w": INDEX})
+    assert out["prediction"] == COUNT_OPEN and "failure" not in out
+    alone = {k: v for k, v in failed.items() if k != "candidates"}
+    assert list(repair.run([alone], backend, {"w": INDEX})) == [alone]

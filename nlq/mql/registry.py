@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -294,6 +295,7 @@ IMPLEMENTATIONS = (
     "nlq.mql.stages.gaps",
 )
 _loaded = False
+_load_lock = threading.RLock()  # reentrant: an implementation module may call load() while imported
 
 
 def load() -> None:
@@ -305,13 +307,12 @@ def load() -> None:
     global _loaded
     if _loaded:
         return
-    _loaded = True
-    try:
+    with _load_lock:  # threads (generate/repair workers) wait until every evaluator is attached
+        if _loaded:
+            return
         for module in IMPLEMENTATIONS:
             importlib.import_module(module)
-    except BaseException:
-        _loaded = False
-        raise
+        _loaded = True
 
 
 def lookup(name: str) -> Operator:

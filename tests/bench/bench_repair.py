@@ -10,12 +10,19 @@ Arms, each scored by `nlq score` against the gold:
 - `vote, no gate`: the same vote with every executed candidate voting;
 and the gate's verdict against correctness of the recorded predictions, and the accuracy/coverage
 of `vote` with `--min-vote`. Needs ../shared (recorded outputs and TEND v1 data).
+
+First, on the shipped fixtures, the SAG loop (`generate --method sag`, k=3, R=6) against the
+scripted fake HTTP server: a model whose first answer to each task is a mutant of its gold (one
+mistake of one class, the classes taken in turn) and which answers with the gold once it is shown
+a repair turn, then a model that never fixes its mistake (the cost ceiling: every round used). It
+measures the loop's mechanics, not a model: rounds per attempt (1 when the gate and the execution
+feedback miss the mistake), model calls per task, EXC after the loop, and milliseconds per task.
 """
 
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from nlq import io, repair, score
 from tests.conftest import SHARED
@@ -28,7 +35,64 @@ def _exc(records, backend) -> list[int]:
     return [r["score"]["exc"] for r in score.run(records, backend)]
 
 
+def scripted_loop(fixes: bool = True) -> None:
+    from nlq import generate
+    from nlq.llm import ChatClient, ModelConfig
+    from tests.fakellm import FakeLLM, reply
+    from tests.gate_mutants import CLASSES, mutants
+    from tests.golds import fixture_golds
+
+    corpus = fixture_golds()
+    first: dict[str, tuple[str, dict]] = {}      # question -> (class, first answer)
+    for n, task in enumerate(corpus.tasks):
+        found = {m.kind: m for m in mutants(task, corpus.indexes[task["db"]])}
+        kinds = [CLASSES[(n + i) % len(CLASSES)] for i in range(len(CLASSES))]
+        kind = next((k for k in kinds if k in found), None)
+        answer = found[kind].query if kind else task["query"]
+        first[task["question"]] = (kind or "none", {"collection": answer.collection, "pipeline": answer.pipeline})
+    gold = {t["question"]: {"collection": t["query"].collection, "pipeline": t["query"].pipeline}
+            for t in corpus.tasks}
+
+    def respond(body):
+        user = body["messages"][1]["content"]
+        question = next(q for q in gold if user.endswith(f"Question: {q}"))
+        repaired = fixes and any("It has these problems" in m["content"] for m in body["messages"][2:])
+        return reply(io.dumps(gold[question] if repaired else first[question][1]).decode())
+
+    records = [{k: v for k, v in t.items() if k != "query"} for t in corpus.tasks]
+    with FakeLLM() as fake:
+        fake.responder = respond
+        model = ChatClient(ModelConfig(model="scripted", base_url=fake.url, concurrency=2))
+        context = generate.Context(corpus.indexes, backend=corpus.backend, model=model)
+        started = time.perf_counter()
+        out = list(generate.run(iter(records), "sag", context))
+        elapsed = time.perf_counter() - started
+        model.close()
+    scored = list(score.run(out, corpus.backend))
+    by_kind: dict = defaultdict(list)
+    for record, result in zip(records, scored):
+        by_kind[first[record["question"]][0]].append(result)
+    n = len(scored)
+    after = "the gold after feedback" if fixes else "the same mutant after every feedback"
+    print(f"scripted SAG loop on the {n} fixture tasks (k=3, R=6; first answer a gold mutant, {after}): "
+          f"{1000 * elapsed / n:.0f} ms per task, {len(fake.requests)} requests")
+    print(f"  {'first answer':<20} {'tasks':>5} {'rounds/attempt':>15} {'calls/task':>11} {'EXC':>6}  rounds per attempt (answered records)")
+    for kind in (*CLASSES, "none"):
+        group = by_kind.get(kind) or []
+        if not group:
+            continue
+        rounds = [r for g in group if g.get("repair") for r in g["repair"]["rounds"]]
+        calls = [g["prediction"]["usage"]["model_calls"] if g.get("prediction") else g["failure"]["usage"]["model_calls"]
+                 for g in group]
+        exc = sum(g["score"]["exc"] for g in group)
+        hist = ", ".join(f"{k}: {v}" for k, v in sorted(Counter(rounds).items()))
+        print(f"  {kind:<20} {len(group):>5} {sum(rounds) / max(len(rounds), 1):>15.2f} "
+              f"{sum(calls) / len(calls):>11.2f} {100 * exc / len(group):>5.1f}%  {{{hist}}}")
+
+
 def main() -> None:
+    scripted_loop()
+    scripted_loop(fixes=False)
     corpus = tend_v1_golds()
     if corpus is None or not RECORDED.exists():
         print("bench_repair: skipped (../shared/recorded or ../shared/tend-v1 is not present)")
