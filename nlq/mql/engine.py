@@ -11,9 +11,11 @@ materializes what it drops, and input documents are never copied unless a
 stage modifies them (it then builds a new dict; the input stays untouched).
 
 Limits: a deadline checked once per document in every loop
-(`StageContext.check`) and every few elements in loops inside expressions
-(`expressions.check_deadline`), a row cap and a byte cap on the result, and a bound
-on document nesting depth — each a typed error, never a hang or a traceback.
+(`StageContext.check`), every few elements in loops inside expressions
+(`expressions.check_deadline`) and inside regular expressions, a row cap and a
+byte cap on the result, a byte cap on every value an expression builds, at most
+1000 stages per pipeline and a bound on document nesting depth (`nlq.mql.limits`)
+— each a typed error, never a hang or a traceback.
 """
 
 from __future__ import annotations
@@ -27,28 +29,66 @@ from nlq.errors import ExecutionError, QueryTimeout, ResultTooLarge
 from nlq.mql import analyze, registry
 from nlq.mql.registry import STAGE
 from nlq.mql.expressions import bindings, deadline
-from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, check_stage_count
 from nlq.mql.values import MISSING
 
 Stream = Iterable[dict]
 CompiledPipeline = Callable[[Stream], Iterator[dict]]
+
+# Stages chained lazily before the stream is materialized once (see compile_pipeline.run).
+SEGMENT = 100
 
 # MongoDB refuses BSON documents nested deeper than 100 levels; results deeper than
 # this are reported as an error instead of exhausting the Python stack.
 MAX_NESTING = 100
 
 
+# The clock is read at most every _MAX_STRIDE checks: a stage calls `check()` once per document,
+# and reading time.monotonic() each time is a measurable part of a cheap stage's cost. The stride
+# doubles while reads come less than _GAP apart and drops to 1 (a read on every check) as soon as
+# they come further apart, so slow documents are timed one by one and the deadline holds.
+_MAX_STRIDE = 16
+_GAP = 0.001  # seconds
+
+
 class _Clock:
     """The deadline shared by a context and all its children (sub-pipelines)."""
 
-    __slots__ = ("timeout", "deadline")
+    __slots__ = ("timeout", "deadline", "left", "stride", "last")
 
     def __init__(self, timeout: float):
         self.timeout = timeout
         self.deadline = float("inf")
+        self.left = self.stride = 1
+        self.last = 0.0
 
     def start(self) -> None:
-        self.deadline = time.monotonic() + self.timeout
+        self.last = time.monotonic()
+        self.deadline = self.last + self.timeout
+        self.left = self.stride = 1
+
+    def check(self) -> None:
+        """QueryTimeout once the deadline has passed (reads the clock every `stride` calls)."""
+        self.left -= 1
+        if self.left <= 0:
+            now = time.monotonic()
+            if now > self.deadline:
+                raise self.expired()
+            self.stride = min(self.stride * 2, _MAX_STRIDE) if now - self.last < _GAP else 1
+            self.left = self.stride
+            self.last = now
+
+    def check_now(self) -> None:
+        """QueryTimeout once the deadline has passed (reads the clock on every call)."""
+        if time.monotonic() > self.deadline:
+            raise self.expired()
+
+    def remaining(self) -> float:
+        """Seconds left before the deadline (negative past it, infinite before `start()`)."""
+        return self.deadline - time.monotonic()
+
+    def expired(self) -> QueryTimeout:
+        return QueryTimeout(f"query exceeded the time limit of {self.timeout:g} s", code=50)
 
 
 class StageContext:
@@ -57,7 +97,8 @@ class StageContext:
     - `catalog(name)`: the documents of another collection of the same database
       (`[]` when it does not exist);
     - `check()`: raise QueryTimeout once the deadline has passed (call it once
-      per document in every loop that can run long);
+      per document in every loop that can run long; it is cheap: the clock is
+      read every few calls, see `_Clock.check`);
     - `compile_pipeline(pipeline, variables=None)`: compile a sub-pipeline
       (`$facet`, `$lookup`, `$unionWith`). `variables` is held by reference:
       a stage that re-binds per document (a `$lookup` `let`) assigns into that
@@ -71,15 +112,11 @@ class StageContext:
         self._clock = _clock or _Clock(timeout)
         self.variables = variables if variables is not None else {}
         self.depth = depth  # sub-pipeline nesting ($facet in $lookup in ...)
+        self.check = self._clock.check  # QueryTimeout past the deadline (see `_Clock.check`)
 
     def catalog(self, name: str) -> list[dict]:
         docs = self._catalog(name)
         return docs if docs is not None else []
-
-    def check(self) -> None:
-        if time.monotonic() > self._clock.deadline:
-            raise QueryTimeout(f"query exceeded the time limit of {self._clock.timeout:g} s",
-                               code=50)
 
     def start(self) -> None:
         """Start the clock (aggregate() does this right before streaming)."""
@@ -126,6 +163,7 @@ def compile_pipeline(pipeline, ctx: StageContext | None = None) -> CompiledPipel
         ctx = StageContext()
     if type(pipeline) is not list:
         raise ExecutionError("a pipeline must be an array of stage objects")
+    check_stage_count(pipeline)
     stages = []
     for i, stage in enumerate(pipeline):
         if type(stage) is not dict or len(stage) != 1:
@@ -137,7 +175,12 @@ def compile_pipeline(pipeline, ctx: StageContext | None = None) -> CompiledPipel
 
     def run(docs: Stream) -> Iterator[dict]:
         stream = iter(docs)
-        for fn in stages:
+        for i, fn in enumerate(stages):
+            if i and i % SEGMENT == 0:
+                # Each stage is a generator reading the one before it, so pulling a document
+                # through n stages nests n Python frames: every SEGMENT stages the stream is
+                # materialized, which keeps the nesting bounded whatever the stage count.
+                stream = iter(list(stream))
             stream = fn(stream)
         return stream
     return run
@@ -161,10 +204,11 @@ def aggregate(docs: Stream, pipeline, *, catalog: Callable[[str], list] = lambda
     if froze:
         gc.freeze()
     try:
+        check_stage_count(pipeline)  # before any walk of the pipeline
         analyze.check_forbidden(pipeline)
         run = compile_pipeline(pipeline, ctx)
         ctx.start()
-        with deadline(ctx.check):  # loops inside expressions check it too
+        with deadline(ctx._clock):  # loops inside expressions check it too
             return capped_rows(run(docs), max_rows=max_rows, max_bytes=max_bytes, check=ctx.check)
     except RecursionError:
         raise ExecutionError(f"a document or expression is nested too deeply for the engine (MongoDB "
