@@ -56,3 +56,59 @@ def test_a_pipeline_of_mongodb_s_maximum_length_runs():
 def test_every_sub_pipeline_is_bounded_too(wrap):
     with pytest.raises(ExecutionError, match=f"at most {MAX_STAGES} stages"):
         aggregate([{"_id": 1}], wrap([{"$match": {}}] * (MAX_STAGES + 1)), catalog=lambda name: [{"_id": 2}])
+
+
+# --- regular expressions stop at the query's deadline ---------------------------------------------
+
+# Exponential backtracking for PCRE, `re` and `regex` alike: minutes for 40 a's and a b.
+CATASTROPHIC = "^(a|aa)+$"
+_A = "a" * 40 + "b"
+
+
+def _one(*stages) -> dict:
+    return {"collection": "patients", "pipeline": [{"$limit": 1}, {"$project": {"s": {"$literal": _A}}}, *stages]}
+
+
+REGEX_RUNAWAY = {
+    "$match $regex": _one({"$match": {"s": {"$regex": CATASTROPHIC}}}),
+    "$match $in": _one({"$match": {"s": {"$in": [{"$regularExpression": {"pattern": CATASTROPHIC, "options": ""}}]}}}),
+    "$regexMatch": _one({"$project": {"x": {"$regexMatch": {"input": "$s", "regex": CATASTROPHIC}}}}),
+    "$regexFind": _one({"$project": {"x": {"$regexFind": {"input": "$s", "regex": CATASTROPHIC}}}}),
+    "$regexFindAll": _one({"$project": {"x": {"$regexFindAll": {"input": "$s", "regex": CATASTROPHIC}}}}),
+}
+
+
+def test_a_catastrophic_regular_expression_is_a_timeout_and_the_stream_goes_on():
+    records = [{"id": f"rx{i}", "db": "clinic", "gold": gold} for i, gold in enumerate(REGEX_RUNAWAY.values())]
+    # without a deadline inside the search each record runs for minutes: the child's timeout fails the test
+    *hostile, good = _exec_tasks(*records, GOOD, timeout=0.5)
+    for name, execution in zip(REGEX_RUNAWAY, hostile):
+        assert execution["error"]["type"] == "timeout", (name, execution)
+    assert good["error"] is None and good["rows_count"] == 1
+
+
+def test_a_regular_expression_in_another_thread_stops_too():
+    import threading
+
+    from nlq.errors import QueryTimeout
+    outcome = []
+
+    def run():
+        try:
+            aggregate([{"s": _A}], [{"$match": {"s": {"$regex": CATASTROPHIC}}}], timeout=0.3)
+        except QueryTimeout as exc:
+            outcome.append(exc)
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive() and len(outcome) == 1
+
+
+def test_regular_expressions_read_pcre_syntax():
+    docs = [{"s": "Émile 42"}, {"s": "emile"}, {"s": "x\n"}]
+    assert aggregate(docs, [{"$match": {"s": {"$regex": r"^\p{Lu}"}}}]) == docs[:1]
+    assert aggregate(docs, [{"$match": {"s": {"$regex": r"^[[:alpha:]]+$"}}}]) == docs[1:]  # POSIX classes are ASCII; $ also matches before a final newline
+    assert aggregate(docs, [{"$match": {"s": {"$regex": r"x\z"}}}]) == []  # \z: the very end, not before a newline
+    assert aggregate(docs, [{"$match": {"s": {"$regex": r"(?>e|em)ile"}}}]) == []  # an atomic group
+    found = aggregate(docs[:1], [{"$project": {"_id": 0, "m": {"$regexFind": {"input": "$s", "regex": r"(?<n>\d++)"}}}}])
+    assert found == [{"m": {"match": "42", "idx": 6, "captures": ["42"]}}]

@@ -56,6 +56,10 @@ def time_left() -> float | None:
     return None if clock is None else clock.remaining()
 
 
+current_clock = _DEADLINE.get
+"""The running query's clock (`check_now()`, `remaining()`, `expired()`), None outside a query."""
+
+
 @contextmanager
 def deadline(clock) -> Iterator[None]:
     """Within the block, `check_deadline()` calls `clock.check_now()` (QueryTimeout past the limit)
