@@ -112,3 +112,70 @@ def test_regular_expressions_read_pcre_syntax():
     assert aggregate(docs, [{"$match": {"s": {"$regex": r"(?>e|em)ile"}}}]) == []  # an atomic group
     found = aggregate(docs[:1], [{"$project": {"_id": 0, "m": {"$regexFind": {"input": "$s", "regex": r"(?<n>\d++)"}}}}])
     assert found == [{"m": {"match": "42", "idx": 6, "captures": ["42"]}}]
+
+
+# --- values an expression builds are capped at 16 MiB (the BSON document size limit) -------------
+
+def _doubling(step) -> dict:
+    """A value that doubles at each of 60 steps (2^60 bytes at the end, if nothing stopped it)."""
+    return {"$reduce": {"input": {"$range": [0, 60]}, "initialValue": "ab", "in": step}}
+
+
+def _nested_lets(levels: int = 60):
+    value = "x"
+    for _ in range(levels):
+        value = {"$let": {"vars": {"v": value}, "in": ["$$v", "$$v"]}}
+    return value
+
+
+GROWTH = {
+    "$concat": _doubling({"$concat": ["$$value", "$$value"]}),
+    "$replaceAll": _doubling({"$replaceAll": {"input": "$$value", "find": "a", "replacement": "aaa"}}),
+    "$replaceOne": {"$replaceOne": {"input": "a", "find": "a", "replacement": {"$reduce": {
+        "input": {"$range": [0, 30]}, "initialValue": "ab", "in": {"$concat": ["$$value", "$$value"]}}}}},
+    "object sharing parts": _doubling({"a": "$$value", "b": "$$value"}),
+    "array sharing parts": _doubling(["$$value", "$$value"]),
+    "$mergeObjects sharing parts": _doubling({"$mergeObjects": [{"a": "$$value"}, {"b": "$$value"}]}),
+    "$arrayToObject sharing parts": _doubling({"$arrayToObject": [[["a", "$$value"], ["b", "$$value"]]]}),
+    "$setField sharing parts": _doubling({"$setField": {"field": "b", "input": {"a": "$$value"}, "value": "$$value"}}),
+    "$zip sharing parts": _doubling({"$zip": {"inputs": [["$$value"], ["$$value"]]}}),
+    "nested $let": _nested_lets(),
+    "$map": {"$map": {"input": {"$range": [0, 5000]}, "in": "x" * 4096}},
+    "$concatArrays": _doubling({"$concatArrays": [["$$value"], ["$$value"]]}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROWTH))
+def test_a_value_growing_without_bound_is_a_memory_limit(name):
+    from nlq.errors import MemoryLimit
+    with pytest.raises(MemoryLimit, match="16 MiB") as caught:
+        aggregate([{"_id": 1}], [{"$project": {"x": GROWTH[name]}}], timeout=60)
+    assert "BSON document size limit" in str(caught.value)
+
+
+def test_string_operators_measure_before_they_build():
+    from nlq.errors import MemoryLimit
+    big = "a" * (5 << 20)
+    with pytest.raises(MemoryLimit):  # 15 MiB of input, 20 MiB of output: refused before joining
+        aggregate([{"s": big}], [{"$project": {"x": {"$concat": ["$s", "$s", "$s", "$s"]}}}])
+    assert aggregate([{"s": big}], [{"$project": {"_id": 0, "n": {"$strLenBytes": {"$concat": ["$s", "$s", "$s"]}}}}]) \
+        == [{"n": 15 << 20}]
+    with pytest.raises(MemoryLimit):
+        aggregate([{"s": big}], [{"$project": {"x": {"$replaceAll": {"input": "$s", "find": "a", "replacement": "bbbb"}}}}])
+
+
+def test_a_result_document_sharing_parts_is_measured_without_walking_every_copy():
+    from nlq.errors import ResultTooLarge
+    value: object = "x" * 100
+    for _ in range(40):  # 2^40 copies of one string, 40 objects in memory
+        value = {"a": value, "b": value}
+    with pytest.raises(ResultTooLarge, match="16 MiB"):
+        aggregate([{"_id": 1, "v": value}], [])
+
+
+def test_legitimate_reductions_still_work():
+    flat = {"$reduce": {"input": [[1, 2], [3], [4, 5]], "initialValue": [], "in": {"$concatArrays": ["$$value", "$$this"]}}}
+    merged = {"$reduce": {"input": {"$range": [0, 3]}, "initialValue": {},
+                          "in": {"$mergeObjects": ["$$value", {"$arrayToObject": [[[{"$toString": "$$this"}, "$$this"]]]}]}}}
+    assert aggregate([{"_id": 1}], [{"$project": {"_id": 0, "f": flat, "m": merged}}]) == \
+        [{"f": [1, 2, 3, 4, 5], "m": {"0": 0, "1": 1, "2": 2}}]

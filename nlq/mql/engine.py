@@ -29,8 +29,8 @@ from nlq.errors import ExecutionError, QueryTimeout, ResultTooLarge
 from nlq.mql import analyze, registry
 from nlq.mql.registry import STAGE
 from nlq.mql.expressions import bindings, deadline
-from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, check_stage_count
-from nlq.mql.values import MISSING
+from nlq.mql.limits import (DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, MAX_NESTING, MAX_VALUE_BYTES,
+                             check_stage_count, value_size)
 
 Stream = Iterable[dict]
 CompiledPipeline = Callable[[Stream], Iterator[dict]]
@@ -38,9 +38,6 @@ CompiledPipeline = Callable[[Stream], Iterator[dict]]
 # Stages chained lazily before the stream is materialized once (see compile_pipeline.run).
 SEGMENT = 100
 
-# MongoDB refuses BSON documents nested deeper than 100 levels; results deeper than
-# this are reported as an error instead of exhausting the Python stack.
-MAX_NESTING = 100
 
 
 # The clock is read at most every _MAX_STRIDE checks: a stage calls `check()` once per document,
@@ -221,7 +218,8 @@ def aggregate(docs: Stream, pipeline, *, catalog: Callable[[str], list] = lambda
 def capped_rows(rows: Iterable[dict], *, max_rows: int, max_bytes: int,
                 check: Callable[[], None] | None = None) -> list[dict]:
     """The rows as a list; ResultTooLarge beyond `max_rows` rows or about `max_bytes` bytes
-    of BSON. `check()` (the deadline) runs before each row."""
+    of BSON, or for a row larger than a BSON document may be (16 MiB). `check()` (the
+    deadline) runs before each row."""
     out: list[dict] = []
     size = 0
     for row in rows:
@@ -229,32 +227,15 @@ def capped_rows(rows: Iterable[dict], *, max_rows: int, max_bytes: int,
             check()
         if len(out) >= max_rows:
             raise ResultTooLarge(f"the result has more than {max_rows} rows (the row cap)")
-        size += approx_size(row)
+        # the walk stops as soon as a cap is passed, so a row whose parts are shared many times
+        # (2^40 copies of one object in 40 objects of memory) costs at most 16 MiB of walking
+        n = value_size(row, min(max_bytes - size, MAX_VALUE_BYTES) + 1)
+        if n > MAX_VALUE_BYTES:
+            raise ResultTooLarge(f"a result document is larger than {MAX_VALUE_BYTES} bytes (16 MiB, MongoDB's "
+                                 f"BSON document size limit)")
+        size += n
         if size > max_bytes:
             raise ResultTooLarge(f"the result is larger than {max_bytes} bytes (the byte cap)")
         out.append(row)
     return out
 
-
-def approx_size(value, depth: int = 0) -> int:
-    """A cheap estimate of a value's BSON size in bytes (bounded by MAX_NESTING levels)."""
-    t = type(value)
-    if t is dict:
-        if depth >= MAX_NESTING:
-            raise ExecutionError(f"a result document is nested more than {MAX_NESTING} levels deep")
-        n = 5
-        for key, item in value.items():
-            n += len(key) + 2 + approx_size(item, depth + 1)
-        return n
-    if t is list:
-        if depth >= MAX_NESTING:
-            raise ExecutionError(f"a result document is nested more than {MAX_NESTING} levels deep")
-        n = 5
-        for item in value:
-            n += 4 + approx_size(item, depth + 1)
-        return n
-    if t is str:
-        return len(value) + 5
-    if value is None or value is MISSING or t is bool:
-        return 1
-    return 12

@@ -643,15 +643,15 @@ def _bits_leaf(name: str, arg) -> Leaf:
 
 
 def _is_regex(value) -> bool:
-    return isinstance(value, (Regex, re.Pattern, regexes.Pattern))
+    return isinstance(value, Regex) or regexes.is_pattern(value)
 
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "x": re.VERBOSE, "s": re.DOTALL, "u": 0}
 
 
-def _compile_regex(value, options=None) -> regexes.Pattern:
+def _compile_regex(value, options=None) :
     """A Python pattern for a `$regex` (string, bson Regex or re.Pattern) plus `$options`."""
-    if isinstance(value, (re.Pattern, regexes.Pattern)):
+    if regexes.is_pattern(value):
         pattern, flags = value.pattern, value.flags & (re.I | re.M | re.X | re.S)
     elif isinstance(value, Regex):
         pattern = value.pattern
@@ -667,7 +667,7 @@ def _compile_regex(value, options=None) -> regexes.Pattern:
         flags |= _flags_from(options)
     try:
         return _cached_regex(pattern, flags)
-    except regexes.error as exc:
+    except regexes.PatternError as exc:
         raise ExecutionError(f"Regular expression is invalid: {exc}") from None
 
 
@@ -680,10 +680,10 @@ def _flags_from(options: str) -> int:
     return flags
 
 
-_REGEX_CACHE: dict[tuple[str, int], regexes.Pattern] = {}
+_REGEX_CACHE: dict[tuple[str, int], object] = {}
 
 
-def _cached_regex(pattern: str, flags: int) -> regexes.Pattern:
+def _cached_regex(pattern: str, flags: int) :
     key = (pattern, flags)
     compiled = _REGEX_CACHE.get(key)
     if compiled is None:
@@ -693,7 +693,7 @@ def _cached_regex(pattern: str, flags: int) -> regexes.Pattern:
     return compiled
 
 
-def _regex_leaf(rx: regexes.Pattern) -> Leaf:
+def _regex_leaf(rx) -> Leaf:
     search = regexes.search  # under the query's deadline
 
     def regex(v):
@@ -713,7 +713,7 @@ def _regex_leaf(rx: regexes.Pattern) -> Leaf:
     return regex
 
 
-def _same_regex(value, rx: regexes.Pattern) -> bool:
+def _same_regex(value, rx) -> bool:
     try:
         other = _compile_regex(value)
     except ExecutionError:

@@ -11,7 +11,6 @@ messages/codes are MongoDB's.
 from __future__ import annotations
 
 import datetime as _dt
-import re
 
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
@@ -21,6 +20,7 @@ from bson.timestamp import Timestamp
 from nlq.errors import ExecutionError
 from nlq.mql import regexes, registry
 from nlq.mql.expressions import compile_args, compile_named
+from nlq.mql.limits import MAX_VALUE_BYTES, check_str, too_large
 from nlq.mql.registry import EXPRESSION
 from nlq.mql.values import MISSING, bson_type, is_nullish, iso_date_string
 
@@ -93,7 +93,13 @@ def _concat(args):
                 null = True
             else:
                 raise ExecutionError(f"$concat only supports strings, not {bson_type(v)}", code=16702)
-        return None if null else "".join(parts)
+        if null:
+            return None
+        if sum(map(len, parts)) > MAX_VALUE_BYTES >> 2:  # may pass the byte cap: measure before joining
+            total = sum(len(p) if p.isascii() else len(p.encode("utf-8", "surrogatepass")) for p in parts)
+            if total > MAX_VALUE_BYTES:
+                raise too_large("$concat", total)
+        return "".join(parts)
     return concat
 
 
@@ -359,7 +365,7 @@ _FLAGS = {"i": regexes.IGNORECASE, "m": regexes.MULTILINE, "x": regexes.VERBOSE,
 translate_pcre = regexes.translate_pcre
 
 
-def compile_regex(pattern: str, options: str, op: str) -> regexes.Pattern:
+def compile_regex(pattern: str, options: str, op: str) :
     """A regex for a MongoDB pattern + option letters (i m x s); search it with `regexes.search`."""
     flags = 0
     for c in options:
@@ -371,7 +377,7 @@ def compile_regex(pattern: str, options: str, op: str) -> regexes.Pattern:
         raise ExecutionError(f"{op}: regular expression cannot contain an embedded null byte", code=51109)
     try:
         return regexes.compile(pattern, flags)
-    except regexes.error as exc:
+    except regexes.PatternError as exc:
         raise ExecutionError(f"Invalid Regex in {op}: {exc}", code=51111) from None
 
 
@@ -391,7 +397,7 @@ def _regex_compiler(op: str):
                 raise ExecutionError(f"{op} needs 'options' to be of type string", code=51106)
             if type(regex) is str:
                 pattern, flags = regex, options or ""
-            elif isinstance(regex, (Regex, re.Pattern, regexes.Pattern)):
+            elif isinstance(regex, Regex) or regexes.is_pattern(regex):
                 if isinstance(regex, Regex):
                     pattern, flags = regex.pattern, regex.flags if type(regex.flags) is str else \
                         _py_flags_to_letters(regex.flags)
@@ -438,7 +444,7 @@ def _is_constant(spec) -> bool:
         return True
     if type(spec) is str:
         return not spec.startswith("$")
-    return isinstance(spec, (Regex, re.Pattern, regexes.Pattern))
+    return isinstance(spec, Regex) or regexes.is_pattern(spec)
 
 
 def _py_flags_to_letters(flags) -> str:
@@ -523,7 +529,14 @@ def _replace(op: str, count: int):
             if null:
                 return None
             s, find, repl = vals
-            return s.replace(find, repl, count)
+            growth = len(repl) - len(find)
+            if growth > 0:  # measure the result before building it when it might pass the byte cap
+                most = 1 if count == 1 else len(s) // max(len(find), 1) + 1
+                if len(s) + most * growth > MAX_VALUE_BYTES >> 2:
+                    found = s.count(find) if count < 0 else min(1, s.count(find))
+                    if len(s) + found * growth > MAX_VALUE_BYTES:
+                        raise too_large(op, len(s) + found * growth)
+            return check_str(op, s.replace(find, repl, count))
         return replace
     return compile_
 

@@ -22,23 +22,26 @@ does not backtrack exponentially on some patterns that `re` does (`^(a+)+$`).
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 
-import regex as _regex
-
 from nlq.mql.expressions import current_clock
 
-error = _regex.error
-Pattern = _regex.Pattern
-IGNORECASE, MULTILINE, DOTALL, VERBOSE = _regex.IGNORECASE, _regex.MULTILINE, _regex.DOTALL, _regex.VERBOSE
+# `regex` is imported by the first compile (it costs ~40 ms, and most runs match no pattern).
+_regex = None
+IGNORECASE, MULTILINE, DOTALL, VERBOSE = re.IGNORECASE, re.MULTILINE, re.DOTALL, re.VERBOSE  # regex's values too
+
+
+class PatternError(ValueError):
+    """An invalid pattern (the message is the regex package's)."""
 
 
 # PCRE's POSIX classes are ASCII ([[:alpha:]] is [a-zA-Z]); `regex` would read them as Unicode classes.
 _POSIX = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
           "space": r"\s", "punct": r"!-/:-@\[-`{-~", "xdigit": "0-9A-Fa-f", "word": r"\w",
           "blank": r" \t", "cntrl": r"\x00-\x1f\x7f", "print": r"\x20-\x7e", "graph": r"\x21-\x7e"}
-_POSIX_RE = _regex.compile(r"\[:(\w+):\]")
+_POSIX_RE = re.compile(r"\[:(\w+):\]")
 
 
 def translate_pcre(pattern: str) -> str:
@@ -49,9 +52,20 @@ def translate_pcre(pattern: str) -> str:
     return pattern
 
 
-def compile(pattern: str, flags: int) -> Pattern:  # noqa: A001 - the name every regex module uses
-    """A compiled MongoDB (PCRE) pattern (raises `error` for an invalid one)."""
-    return _regex.compile(translate_pcre(pattern), flags)
+def compile(pattern: str, flags: int):  # noqa: A001 - the name every regex module uses
+    """A compiled MongoDB (PCRE) pattern (PatternError for an invalid one)."""
+    global _regex
+    if _regex is None:
+        import regex as _regex
+    try:
+        return _regex.compile(translate_pcre(pattern), flags)
+    except _regex.error as exc:
+        raise PatternError(str(exc)) from None
+
+
+def is_pattern(value) -> bool:
+    """A pattern `compile` returned (or one of Python's `re`)."""
+    return isinstance(value, re.Pattern) or _regex is not None and isinstance(value, _regex.Pattern)
 
 
 _MAIN = threading.main_thread().ident
@@ -84,7 +98,7 @@ def _alarm_usable() -> bool:
     return True
 
 
-def search(rx: Pattern, s: str, pos: int = 0):
+def search(rx, s: str, pos: int = 0):
     """`rx.search(s, pos)`, stopped by the running query's deadline (QueryTimeout); no limit outside a query."""
     clock = current_clock()
     if clock is None or clock is _armed_for and not _fired and _get_ident() == _MAIN:
@@ -95,7 +109,7 @@ def search(rx: Pattern, s: str, pos: int = 0):
 _SEARCH_CODE = search.__code__
 
 
-def _search_arming(rx: Pattern, s: str, pos: int, clock):
+def _search_arming(rx, s: str, pos: int, clock):
     """The first search of a query (arm the alarm at its deadline), or one the alarm cannot stop."""
     global _armed_for, _fired
     left = clock.remaining()
@@ -111,4 +125,4 @@ def _search_arming(rx: Pattern, s: str, pos: int, clock):
         raise clock.expired() from None
 
 
-__all__ = ["compile", "search", "translate_pcre", "error", "Pattern", "IGNORECASE", "MULTILINE", "DOTALL", "VERBOSE"]
+__all__ = ["compile", "search", "translate_pcre", "is_pattern", "PatternError", "IGNORECASE", "MULTILINE", "DOTALL", "VERBOSE"]
