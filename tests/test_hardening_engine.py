@@ -179,3 +179,52 @@ def test_legitimate_reductions_still_work():
                           "in": {"$mergeObjects": ["$$value", {"$arrayToObject": [[[{"$toString": "$$this"}, "$$this"]]]}]}}}
     assert aggregate([{"_id": 1}], [{"$project": {"_id": 0, "f": flat, "m": merged}}]) == \
         [{"f": [1, 2, 3, 4, 5], "m": {"0": 0, "1": 1, "2": 2}}]
+
+
+# --- long buffered computations check the deadline as they go ----------------------------------
+
+class _Stop(Exception):
+    pass
+
+
+def _stop_after(calls: int):
+    count = [0]
+
+    def check():
+        count[0] += 1
+        if count[0] > calls:
+            raise _Stop()
+    return check, count
+
+
+def test_a_large_sort_checks_the_deadline_between_runs_and_merges():
+    from nlq.mql.stages.ordering import _SORT_RUN, sort_documents
+    docs = [{"r": (i * 7919) % 100_003} for i in range(4 * _SORT_RUN)]
+    check, count = _stop_after(10**9)
+    assert sort_documents(list(docs), [(("r",), False)], check) == sorted(docs, key=lambda d: d["r"])
+    assert count[0] >= 4 + 4 + 3  # keys, runs, merges
+    check, _ = _stop_after(6)
+    with pytest.raises(_Stop):  # stopped in the middle: the sort is not one uninterruptible call
+        sort_documents(list(docs), [(("r",), True)], check)
+
+
+@pytest.mark.parametrize("output", [
+    {"$sum": "$r", "window": {"documents": [-1000, 1000]}},
+    {"$sum": "$r"},
+    {"$avg": "$r", "window": {"range": [-10, 10]}},
+    {"$shift": {"output": "$r", "by": 1}},
+    {"$rank": {}},
+    {"$derivative": {"input": "$r"}, "window": {"documents": [-1, 0]}},
+    {"$integral": {"input": "$r"}, "window": {"documents": [-1000, 0]}},
+    {"$covariancePop": ["$r", "$r"], "window": {"documents": [-1000, 0]}},
+    {"$locf": "$r"},
+    {"$expMovingAvg": {"input": "$r", "N": 3}},
+])
+def test_window_functions_check_the_deadline_while_they_compute(output):
+    from nlq.mql.expressions import bindings
+    from nlq.mql.stages.windows import _compile_window_output, _Partition
+    docs = [{"_id": i, "r": (i * 7919) % 100_003} for i in range(20_000)]
+    fn = _compile_window_output("w", output, [(("r",), False)])
+    check, count = _stop_after(10**9)
+    fn.compute(_Partition(docs, [bindings(d) for d in docs], [d["r"] for d in docs]), False, check)
+    assert count[0] >= len(docs) // 1024  # a check at least every 1024 documents of every pass
