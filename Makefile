@@ -9,7 +9,7 @@ WORLDS  := fixtures/worlds
 WIRE    := .venv-wire
 SECANTUS ?= secantusdb==0.7.0b3
 
-.PHONY: install test demo bench calibrate fixtures docs check clean browser wire
+.PHONY: install test fuzz demo bench calibrate fixtures docs check clean browser wire
 
 $(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,6 +21,11 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest tests
+
+# The hostile-input property suite with many more examples than `make test` runs (FUZZ_EXAMPLES per property).
+FUZZ_EXAMPLES ?= 200
+fuzz: $(STAMP)
+	NLQ_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/test_fuzz.py tests/test_hardening.py tests/test_hardening_engine.py tests/test_robustness.py
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench

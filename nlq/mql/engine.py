@@ -11,9 +11,11 @@ materializes what it drops, and input documents are never copied unless a
 stage modifies them (it then builds a new dict; the input stays untouched).
 
 Limits: a deadline checked once per document in every loop
-(`StageContext.check`) and every few elements in loops inside expressions
-(`expressions.check_deadline`), a row cap and a byte cap on the result, and a bound
-on document nesting depth — each a typed error, never a hang or a traceback.
+(`StageContext.check`), every few elements in loops inside expressions
+(`expressions.check_deadline`) and inside regular expressions, a row cap and a
+byte cap on the result, a byte cap on every value an expression builds, at most
+1000 stages per pipeline and a bound on document nesting depth (`nlq.mql.limits`)
+— each a typed error, never a hang or a traceback.
 """
 
 from __future__ import annotations
@@ -27,28 +29,63 @@ from nlq.errors import ExecutionError, QueryTimeout, ResultTooLarge
 from nlq.mql import analyze, registry
 from nlq.mql.registry import STAGE
 from nlq.mql.expressions import bindings, deadline
-from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from nlq.mql.values import MISSING
+from nlq.mql.limits import (DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, MAX_NESTING, MAX_VALUE_BYTES,
+                             check_stage_count, value_size)
 
 Stream = Iterable[dict]
 CompiledPipeline = Callable[[Stream], Iterator[dict]]
 
-# MongoDB refuses BSON documents nested deeper than 100 levels; results deeper than
-# this are reported as an error instead of exhausting the Python stack.
-MAX_NESTING = 100
+# Stages chained lazily before the stream is materialized once (see compile_pipeline.run).
+SEGMENT = 100
+
+
+
+# The clock is read at most every _MAX_STRIDE checks: a stage calls `check()` once per document,
+# and reading time.monotonic() each time is a measurable part of a cheap stage's cost. The stride
+# doubles while reads come less than _GAP apart and drops to 1 (a read on every check) as soon as
+# they come further apart, so slow documents are timed one by one and the deadline holds.
+_MAX_STRIDE = 16
+_GAP = 0.001  # seconds
 
 
 class _Clock:
     """The deadline shared by a context and all its children (sub-pipelines)."""
 
-    __slots__ = ("timeout", "deadline")
+    __slots__ = ("timeout", "deadline", "left", "stride", "last")
 
     def __init__(self, timeout: float):
         self.timeout = timeout
         self.deadline = float("inf")
+        self.left = self.stride = 1
+        self.last = 0.0
 
     def start(self) -> None:
-        self.deadline = time.monotonic() + self.timeout
+        self.last = time.monotonic()
+        self.deadline = self.last + self.timeout
+        self.left = self.stride = 1
+
+    def check(self) -> None:
+        """QueryTimeout once the deadline has passed (reads the clock every `stride` calls)."""
+        self.left -= 1
+        if self.left <= 0:
+            now = time.monotonic()
+            if now > self.deadline:
+                raise self.expired()
+            self.stride = min(self.stride * 2, _MAX_STRIDE) if now - self.last < _GAP else 1
+            self.left = self.stride
+            self.last = now
+
+    def check_now(self) -> None:
+        """QueryTimeout once the deadline has passed (reads the clock on every call)."""
+        if time.monotonic() > self.deadline:
+            raise self.expired()
+
+    def remaining(self) -> float:
+        """Seconds left before the deadline (negative past it, infinite before `start()`)."""
+        return self.deadline - time.monotonic()
+
+    def expired(self) -> QueryTimeout:
+        return QueryTimeout(f"query exceeded the time limit of {self.timeout:g} s", code=50)
 
 
 class StageContext:
@@ -57,7 +94,8 @@ class StageContext:
     - `catalog(name)`: the documents of another collection of the same database
       (`[]` when it does not exist);
     - `check()`: raise QueryTimeout once the deadline has passed (call it once
-      per document in every loop that can run long);
+      per document in every loop that can run long; it is cheap: the clock is
+      read every few calls, see `_Clock.check`);
     - `compile_pipeline(pipeline, variables=None)`: compile a sub-pipeline
       (`$facet`, `$lookup`, `$unionWith`). `variables` is held by reference:
       a stage that re-binds per document (a `$lookup` `let`) assigns into that
@@ -71,15 +109,11 @@ class StageContext:
         self._clock = _clock or _Clock(timeout)
         self.variables = variables if variables is not None else {}
         self.depth = depth  # sub-pipeline nesting ($facet in $lookup in ...)
+        self.check = self._clock.check  # QueryTimeout past the deadline (see `_Clock.check`)
 
     def catalog(self, name: str) -> list[dict]:
         docs = self._catalog(name)
         return docs if docs is not None else []
-
-    def check(self) -> None:
-        if time.monotonic() > self._clock.deadline:
-            raise QueryTimeout(f"query exceeded the time limit of {self._clock.timeout:g} s",
-                               code=50)
 
     def start(self) -> None:
         """Start the clock (aggregate() does this right before streaming)."""
@@ -185,6 +219,7 @@ def compile_pipeline(pipeline, ctx: StageContext | None = None) -> CompiledPipel
         ctx = StageContext()
     if type(pipeline) is not list:
         raise ExecutionError("a pipeline must be an array of stage objects")
+    check_stage_count(pipeline)
     stages = []
     for i, stage in enumerate(pipeline):
         if type(stage) is not dict or len(stage) != 1:
@@ -200,7 +235,12 @@ def compile_pipeline(pipeline, ctx: StageContext | None = None) -> CompiledPipel
 
     def run(docs: Stream) -> Iterator[dict]:
         stream = iter(docs)
-        for fn in stages:
+        for i, fn in enumerate(stages):
+            if i and i % SEGMENT == 0:
+                # Each stage is a generator reading the one before it, so pulling a document
+                # through n stages nests n Python frames: every SEGMENT stages the stream is
+                # materialized, which keeps the nesting bounded whatever the stage count.
+                stream = iter(list(stream))
             stream = fn(stream)
         return stream
     return run
@@ -224,10 +264,11 @@ def aggregate(docs: Stream, pipeline, *, catalog: Callable[[str], list] = lambda
     if froze:
         gc.freeze()
     try:
+        check_stage_count(pipeline)  # before any walk of the pipeline
         analyze.check_forbidden(pipeline)
         run = compile_pipeline(pipeline, ctx)
         ctx.start()
-        with deadline(ctx.check):  # loops inside expressions check it too
+        with deadline(ctx._clock):  # loops inside expressions check it too
             return capped_rows(run(docs), max_rows=max_rows, max_bytes=max_bytes, check=ctx.check)
     except RecursionError:
         raise ExecutionError(f"a document or expression is nested too deeply for the engine (MongoDB "
@@ -240,7 +281,8 @@ def aggregate(docs: Stream, pipeline, *, catalog: Callable[[str], list] = lambda
 def capped_rows(rows: Iterable[dict], *, max_rows: int, max_bytes: int,
                 check: Callable[[], None] | None = None) -> list[dict]:
     """The rows as a list; ResultTooLarge beyond `max_rows` rows or about `max_bytes` bytes
-    of BSON. `check()` (the deadline) runs before each row."""
+    of BSON, or for a row larger than a BSON document may be (16 MiB). `check()` (the
+    deadline) runs before each row."""
     out: list[dict] = []
     size = 0
     for row in rows:
@@ -248,32 +290,15 @@ def capped_rows(rows: Iterable[dict], *, max_rows: int, max_bytes: int,
             check()
         if len(out) >= max_rows:
             raise ResultTooLarge(f"the result has more than {max_rows} rows (the row cap)")
-        size += approx_size(row)
+        # the walk stops as soon as a cap is passed, so a row whose parts are shared many times
+        # (2^40 copies of one object in 40 objects of memory) costs at most 16 MiB of walking
+        n = value_size(row, min(max_bytes - size, MAX_VALUE_BYTES) + 1)
+        if n > MAX_VALUE_BYTES:
+            raise ResultTooLarge(f"a result document is larger than {MAX_VALUE_BYTES} bytes (16 MiB, MongoDB's "
+                                 f"BSON document size limit)")
+        size += n
         if size > max_bytes:
             raise ResultTooLarge(f"the result is larger than {max_bytes} bytes (the byte cap)")
         out.append(row)
     return out
 
-
-def approx_size(value, depth: int = 0) -> int:
-    """A cheap estimate of a value's BSON size in bytes (bounded by MAX_NESTING levels)."""
-    t = type(value)
-    if t is dict:
-        if depth >= MAX_NESTING:
-            raise ExecutionError(f"a result document is nested more than {MAX_NESTING} levels deep")
-        n = 5
-        for key, item in value.items():
-            n += len(key) + 2 + approx_size(item, depth + 1)
-        return n
-    if t is list:
-        if depth >= MAX_NESTING:
-            raise ExecutionError(f"a result document is nested more than {MAX_NESTING} levels deep")
-        n = 5
-        for item in value:
-            n += 4 + approx_size(item, depth + 1)
-        return n
-    if t is str:
-        return len(value) + 5
-    if value is None or value is MISSING or t is bool:
-        return 1
-    return 12

@@ -28,19 +28,20 @@ from nlq.mql.values import MISSING
 Compiled = Callable[[dict], Any]
 
 # The deadline of the running query for loops inside expressions, which have no stage
-# context: `engine.aggregate` installs its clock check with `deadline(check)`, and every
-# loop over an array of unbounded size calls `check_deadline()` every CHECK_EVERY elements
+# context: `engine.aggregate` installs its clock with `deadline(clock)`, and every loop
+# over an array of unbounded size calls `check_deadline()` every CHECK_EVERY elements
 # (or once per call when one call is a single linear pass, e.g. `$concatArrays`).
-_DEADLINE: ContextVar[Callable[[], None] | None] = ContextVar("nlq_expression_deadline", default=None)
+# The clock has `check_now()` (QueryTimeout past the deadline) and `remaining()` (seconds left).
+_DEADLINE: ContextVar[Any] = ContextVar("nlq_expression_deadline", default=None)
 CHECK_EVERY = 1024     # elements of a cheap per-element loop between two checks
 CHECK_EVERY_EVAL = 64  # iterations between two checks in loops that evaluate an expression
 
 
 def check_deadline() -> None:
     """Raise QueryTimeout when the running query is past its time limit (no-op outside a query)."""
-    check = _DEADLINE.get()
-    if check is not None:
-        check()
+    clock = _DEADLINE.get()
+    if clock is not None:
+        clock.check_now()
 
 
 def check_deadline_for(array) -> None:
@@ -49,10 +50,21 @@ def check_deadline_for(array) -> None:
         check_deadline()
 
 
+def time_left() -> float | None:
+    """Seconds left before the running query's deadline (None outside a query)."""
+    clock = _DEADLINE.get()
+    return None if clock is None else clock.remaining()
+
+
+current_clock = _DEADLINE.get
+"""The running query's clock (`check_now()`, `remaining()`, `expired()`), None outside a query."""
+
+
 @contextmanager
-def deadline(check: Callable[[], None]) -> Iterator[None]:
-    """Within the block, `check_deadline()` calls `check` (which raises QueryTimeout past the limit)."""
-    token = _DEADLINE.set(check)
+def deadline(clock) -> Iterator[None]:
+    """Within the block, `check_deadline()` calls `clock.check_now()` (QueryTimeout past the limit)
+    and `time_left()` is `clock.remaining()`."""
+    token = _DEADLINE.set(clock)
     try:
         yield
     finally:

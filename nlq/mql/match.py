@@ -23,7 +23,7 @@ import re
 from typing import Callable
 
 from nlq.errors import ExecutionError, ForbiddenOperatorError, UnknownOperatorError, UnsupportedOperatorError
-from nlq.mql import registry
+from nlq.mql import regexes, registry
 from nlq.mql.expressions import bindings, compile_expression
 from nlq.mql.values import (CODE_TYPES, MAXKEY, MINKEY, MISSING, NUMBER_TYPES, TYPE_CODES,
                             Binary, Decimal128, Int64, Regex, bson_type, equal, group_key, is_number,
@@ -658,15 +658,15 @@ def _bits_leaf(name: str, arg) -> Leaf:
 
 
 def _is_regex(value) -> bool:
-    return isinstance(value, Regex) or isinstance(value, re.Pattern)
+    return isinstance(value, Regex) or regexes.is_pattern(value)
 
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "x": re.VERBOSE, "s": re.DOTALL, "u": 0}
 
 
-def _compile_regex(value, options=None) -> re.Pattern:
+def _compile_regex(value, options=None) :
     """A Python pattern for a `$regex` (string, bson Regex or re.Pattern) plus `$options`."""
-    if isinstance(value, re.Pattern):
+    if regexes.is_pattern(value):
         pattern, flags = value.pattern, value.flags & (re.I | re.M | re.X | re.S)
     elif isinstance(value, Regex):
         pattern = value.pattern
@@ -682,7 +682,7 @@ def _compile_regex(value, options=None) -> re.Pattern:
         flags |= _flags_from(options)
     try:
         return _cached_regex(pattern, flags)
-    except re.error as exc:
+    except regexes.PatternError as exc:
         raise ExecutionError(f"Regular expression is invalid: {exc}") from None
 
 
@@ -695,34 +695,29 @@ def _flags_from(options: str) -> int:
     return flags
 
 
-_REGEX_CACHE: dict[tuple[str, int], re.Pattern] = {}
+_REGEX_CACHE: dict[tuple[str, int], object] = {}
 
 
-def _cached_regex(pattern: str, flags: int) -> re.Pattern:
+def _cached_regex(pattern: str, flags: int) :
     key = (pattern, flags)
     compiled = _REGEX_CACHE.get(key)
     if compiled is None:
-        compiled = re.compile(_translate_pcre(pattern), flags)
+        compiled = regexes.compile(pattern, flags)
         if len(_REGEX_CACHE) < 4096:
             _REGEX_CACHE[key] = compiled
     return compiled
 
 
-def _translate_pcre(pattern: str) -> str:
-    """The few PCRE spellings Python's `re` writes differently (`\\Z` ends like PCRE `\\z`)."""
-    return pattern.replace("\\z", "\\Z")
-
-
-def _regex_leaf(rx: re.Pattern) -> Leaf:
-    search = rx.search
+def _regex_leaf(rx) -> Leaf:
+    search = regexes.search  # under the query's deadline
 
     def regex(v):
         t = type(v)
         if t is str:
-            return search(v) is not None
+            return search(rx, v) is not None
         if t is list:
             for e in v:
-                if type(e) is str and search(e) is not None:
+                if type(e) is str and search(rx, e) is not None:
                     return True
                 if _is_regex(e) and _same_regex(e, rx):
                     return True
@@ -733,7 +728,7 @@ def _regex_leaf(rx: re.Pattern) -> Leaf:
     return regex
 
 
-def _same_regex(value, rx: re.Pattern) -> bool:
+def _same_regex(value, rx) -> bool:
     try:
         other = _compile_regex(value)
     except ExecutionError:

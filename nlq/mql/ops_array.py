@@ -7,10 +7,13 @@ error for any other non-array; `$size` and `$in` raise even for null.
 
 from __future__ import annotations
 
-from nlq.errors import ExecutionError
+from operator import is_
+
+from nlq.errors import ExecutionError, MemoryLimit
 from nlq.mql.expressions import (CHECK_EVERY, CHECK_EVERY_EVAL, check_deadline, check_deadline_for,
                                   check_variable_name, compile_args, compile_expression, compile_named,
                                   unary_operator)
+from nlq.mql.limits import MAX_VALUE_BYTES, too_large, value_size
 from nlq.mql.numeric import int_value, positive_n
 from nlq.mql.registry import EXPRESSION, implements
 from nlq.mql.stages.ordering import parse_sort_spec, sort_documents
@@ -161,8 +164,8 @@ def _concat_arrays(args):
                 raise ExecutionError(f"$concatArrays only supports arrays, not {bson_type(v)}", code=28664)
             out.extend(v)
             if len(out) > RANGE_MAX_ELEMENTS:
-                raise ExecutionError(f"$concatArrays would build an array of more than {RANGE_MAX_ELEMENTS} "
-                                     f"elements: it would use too much memory")
+                raise MemoryLimit(f"$concatArrays would build an array of more than {RANGE_MAX_ELEMENTS} "
+                                  f"elements: it would use too much memory")
         check_deadline_for(out)
         return out
     return evaluate
@@ -186,7 +189,7 @@ def _range(args):
             raise ExecutionError("$range requires a non-zero step value")
         count = max(0, (end - start + step - (1 if step > 0 else -1)) // step)
         if count > RANGE_MAX_ELEMENTS:
-            raise ExecutionError(f"$range would use too much memory ({count * 16} bytes) and cannot spill to disk. "
+            raise MemoryLimit(f"$range would use too much memory ({count * 16} bytes) and cannot spill to disk. "
                                  f"Memory limit: {64 << 20} bytes")
         if count >= CHECK_EVERY:
             check_deadline()
@@ -340,12 +343,20 @@ def _map(args):
             raise ExecutionError(f"input to $map must be an array not {bson_type(array)}", code=16883)
         scope = dict(vars)
         out = []
+        size = 0  # bytes of the elements measured so far (each measured once, CHECK_EVERY at a time)
         for i, item in enumerate(array):
             if i % CHECK_EVERY_EVAL == CHECK_EVERY_EVAL - 1:
                 check_deadline()
             scope[name] = item
             v = in_fn(scope)
             out.append(None if v is MISSING else v)
+            if len(out) % CHECK_EVERY == 0:
+                size += value_size(out[-CHECK_EVERY:], MAX_VALUE_BYTES, {})
+                if size > MAX_VALUE_BYTES:
+                    raise too_large("$map", size)
+        rest = len(out) % CHECK_EVERY
+        if size and rest and size + value_size(out[-rest:], MAX_VALUE_BYTES, {}) > MAX_VALUE_BYTES:
+            raise too_large("$map", size)
         return out
     return evaluate
 
@@ -363,12 +374,25 @@ def _reduce(args):
             raise ExecutionError(f"$reduce requires that 'input' be an array, found: {bson_type(array)}", code=40080)
         value = initial_fn(vars)
         scope = dict(vars)
+        memo: dict = {}  # the parts of earlier values, measured once (see limits.value_size)
+        prev, prev_size = (), 0  # the last container value and its size
         for i, item in enumerate(array):
             if i % CHECK_EVERY_EVAL == CHECK_EVERY_EVAL - 1:
                 check_deadline()
             scope["value"] = value
             scope["this"] = item
             value = in_fn(scope)
+            t = type(value)
+            if t is list or t is dict:  # strings are checked where they are built
+                n = len(prev)
+                if t is list and type(prev) is list and 0 < n <= len(value) and all(map(is_, prev, value)):
+                    # the previous value extended ($concatArrays, the usual reduction): measure the new part
+                    size = prev_size + value_size(value[n:], MAX_VALUE_BYTES - prev_size, memo) - 5
+                else:
+                    size = value_size(value, MAX_VALUE_BYTES, memo)
+                if size > MAX_VALUE_BYTES:
+                    raise too_large("$reduce", size)
+                prev, prev_size = value, size
         return value
     return evaluate
 

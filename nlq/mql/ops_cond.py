@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from nlq.errors import ExecutionError
 from nlq.mql.expressions import check_variable_name, compile_args, compile_expression
+from nlq.mql.limits import check_value
 from nlq.mql.registry import EXPRESSION, implements
 from nlq.mql.values import MISSING, expression_compare, is_truthy
 
@@ -158,13 +159,18 @@ def _let(args):
         raise ExecutionError("Missing 'in' parameter to $let")
     if type(args["vars"]) is not dict:
         raise ExecutionError("invalid parameter: expected an object (vars)")
-    bindings = [(check_variable_name("$let", name), compile_expression(spec)) for name, spec in args["vars"].items()]
+    # A value built by an expression is measured (nested $let levels may share parts and double at
+    # each level); a field path or a variable only names a value that exists already.
+    bindings = [(check_variable_name("$let", name), compile_expression(spec),
+                 not (type(spec) is str and spec.startswith("$"))) for name, spec in args["vars"].items()]
     body = compile_expression(args["in"])
 
     def evaluate(vars):
         scope = dict(vars)
-        for name, fn in bindings:  # all evaluated in the outer scope
-            scope[name] = fn(vars)
+        for name, fn, built in bindings:  # all evaluated in the outer scope
+            value = scope[name] = fn(vars)
+            if built and (type(value) is dict or type(value) is list):
+                check_value("$let", value)
         return body(scope)
     return evaluate
 

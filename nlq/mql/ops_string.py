@@ -11,7 +11,6 @@ messages/codes are MongoDB's.
 from __future__ import annotations
 
 import datetime as _dt
-import re
 
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
@@ -19,8 +18,9 @@ from bson.regex import Regex
 from bson.timestamp import Timestamp
 
 from nlq.errors import ExecutionError
-from nlq.mql import registry
+from nlq.mql import regexes, registry
 from nlq.mql.expressions import compile_args, compile_named
+from nlq.mql.limits import MAX_VALUE_BYTES, check_str, too_large
 from nlq.mql.registry import EXPRESSION
 from nlq.mql.values import MISSING, bson_type, is_nullish, iso_date_string
 
@@ -93,7 +93,13 @@ def _concat(args):
                 null = True
             else:
                 raise ExecutionError(f"$concat only supports strings, not {bson_type(v)}", code=16702)
-        return None if null else "".join(parts)
+        if null:
+            return None
+        if sum(map(len, parts)) > MAX_VALUE_BYTES >> 2:  # may pass the byte cap: measure before joining
+            total = sum(len(p) if p.isascii() else len(p.encode("utf-8", "surrogatepass")) for p in parts)
+            if total > MAX_VALUE_BYTES:
+                raise too_large("$concat", total)
+        return "".join(parts)
     return concat
 
 
@@ -355,25 +361,12 @@ registry.implements(EXPRESSION, "$indexOfCP")(_index_of("$indexOfCP", (40093, 40
 
 # ---------------------------------------------------------------- regular expressions
 
-_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "x": re.VERBOSE, "s": re.DOTALL}
-_POSIX = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
-          "space": r"\s", "punct": r"!-/:-@\[-`{-~", "xdigit": "0-9A-Fa-f", "word": r"\w",
-          "blank": r" \t", "cntrl": r"\x00-\x1f\x7f", "print": r"\x20-\x7e", "graph": r"\x21-\x7e"}
-_POSIX_RE = re.compile(r"\[:(\w+):\]")
-_NAMED_GROUP_RE = re.compile(r"\(\?<(?![=!])")
+_FLAGS = {"i": regexes.IGNORECASE, "m": regexes.MULTILINE, "x": regexes.VERBOSE, "s": regexes.DOTALL}
+translate_pcre = regexes.translate_pcre
 
 
-def translate_pcre(pattern: str) -> str:
-    """Rewrite the PCRE spellings Python's `re` lacks: `(?<name>...)` and `[[:alpha:]]`."""
-    if "(?<" in pattern:
-        pattern = _NAMED_GROUP_RE.sub("(?P<", pattern)
-    if "[:" in pattern:
-        pattern = _POSIX_RE.sub(lambda m: _POSIX.get(m.group(1), m.group(0)), pattern)
-    return pattern
-
-
-def compile_regex(pattern: str, options: str, op: str) -> re.Pattern:
-    """A Python regex for a MongoDB pattern + option letters (i m x s)."""
+def compile_regex(pattern: str, options: str, op: str) :
+    """A regex for a MongoDB pattern + option letters (i m x s); search it with `regexes.search`."""
     flags = 0
     for c in options:
         f = _FLAGS.get(c)
@@ -383,8 +376,8 @@ def compile_regex(pattern: str, options: str, op: str) -> re.Pattern:
     if "\x00" in pattern:
         raise ExecutionError(f"{op}: regular expression cannot contain an embedded null byte", code=51109)
     try:
-        return re.compile(translate_pcre(pattern), flags)
-    except re.error as exc:
+        return regexes.compile(pattern, flags)
+    except regexes.PatternError as exc:
         raise ExecutionError(f"Invalid Regex in {op}: {exc}", code=51111) from None
 
 
@@ -404,7 +397,7 @@ def _regex_compiler(op: str):
                 raise ExecutionError(f"{op} needs 'options' to be of type string", code=51106)
             if type(regex) is str:
                 pattern, flags = regex, options or ""
-            elif isinstance(regex, Regex) or type(regex) is re.Pattern:
+            elif isinstance(regex, Regex) or regexes.is_pattern(regex):
                 if isinstance(regex, Regex):
                     pattern, flags = regex.pattern, regex.flags if type(regex.flags) is str else \
                         _py_flags_to_letters(regex.flags)
@@ -451,7 +444,7 @@ def _is_constant(spec) -> bool:
         return True
     if type(spec) is str:
         return not spec.startswith("$")
-    return isinstance(spec, Regex) or type(spec) is re.Pattern
+    return isinstance(spec, Regex) or regexes.is_pattern(spec)
 
 
 def _py_flags_to_letters(flags) -> str:
@@ -464,7 +457,7 @@ def _py_flags_to_letters(flags) -> str:
     return out
 
 
-def _match_doc(m: re.Match, s: str) -> dict:
+def _match_doc(m, s: str) -> dict:
     return {"match": m.group(0), "idx": m.start(),
             "captures": [g for g in m.groups()]}
 
@@ -475,7 +468,7 @@ def _regex_match(args):
 
     def regex_match(vars):
         r = run(vars)
-        return False if r is None else r[1].search(r[0]) is not None
+        return False if r is None else regexes.search(r[1], r[0]) is not None
     return regex_match
 
 
@@ -487,7 +480,7 @@ def _regex_find(args):
         r = run(vars)
         if r is None:
             return None
-        m = r[1].search(r[0])
+        m = regexes.search(r[1], r[0])
         return None if m is None else _match_doc(m, r[0])
     return regex_find
 
@@ -505,7 +498,7 @@ def _regex_find_all(args):
         pos = 0
         n = len(s)
         while pos <= n:
-            m = pattern.search(s, pos)
+            m = regexes.search(pattern, s, pos)
             if m is None:
                 break
             out.append(_match_doc(m, s))
@@ -536,7 +529,14 @@ def _replace(op: str, count: int):
             if null:
                 return None
             s, find, repl = vals
-            return s.replace(find, repl, count)
+            growth = len(repl) - len(find)
+            if growth > 0:  # measure the result before building it when it might pass the byte cap
+                most = 1 if count == 1 else len(s) // max(len(find), 1) + 1
+                if len(s) + most * growth > MAX_VALUE_BYTES >> 2:
+                    found = s.count(find) if count < 0 else min(1, s.count(find))
+                    if len(s) + found * growth > MAX_VALUE_BYTES:
+                        raise too_large(op, len(s) + found * growth)
+            return check_str(op, s.replace(find, repl, count))
         return replace
     return compile_
 

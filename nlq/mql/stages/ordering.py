@@ -64,14 +64,45 @@ def parse_sort_spec(spec, stage: str = "$sort") -> list[tuple[tuple[str, ...], b
     return keys
 
 
+# Documents keyed, or sorted, between two deadline checks: a sort of a million documents is
+# seconds of C code that cannot be stopped, so it runs as sorted runs of this size, merged
+# two by two (timsort merges two sorted runs in one linear pass), with a check between any
+# two steps: the longest step left is the last linear merge.
+_SORT_RUN = 1 << 15
+
+
 def sort_documents(docs: list, keys, check=None) -> list:
-    """Stable multi-key sort (in place) by MongoDB order; returns docs."""
+    """Stable multi-key sort (in place) by MongoDB order; returns docs.
+    `check()` (the deadline) runs every _SORT_RUN documents."""
+    n = len(docs)
     for parts, descending in reversed(keys):
         if check is not None:
             check()
-        decorated = [(sort_value_key(doc, parts, descending), i) for i, doc in enumerate(docs)]
-        decorated.sort(key=lambda pair: pair[0], reverse=descending)
-        docs[:] = [docs[i] for _, i in decorated]
+        if check is None or n <= _SORT_RUN:
+            decorated = [(sort_value_key(doc, parts, descending), i) for i, doc in enumerate(docs)]
+            decorated.sort(key=lambda pair: pair[0], reverse=descending)
+            docs[:] = [docs[i] for _, i in decorated]
+            continue
+        sort_keys: list = []
+        for start in range(0, n, _SORT_RUN):
+            check()
+            sort_keys.extend([sort_value_key(doc, parts, descending) for doc in docs[start:start + _SORT_RUN]])
+        key = sort_keys.__getitem__
+        runs = []
+        for start in range(0, n, _SORT_RUN):
+            check()
+            runs.append(sorted(range(start, min(n, start + _SORT_RUN)), key=key, reverse=descending))
+        while len(runs) > 1:  # merge neighbours, a round at a time (stable: the left run wins ties)
+            merged = []
+            for i in range(0, len(runs) - 1, 2):
+                check()
+                pair = runs[i] + runs[i + 1]
+                pair.sort(key=key, reverse=descending)  # timsort merges the two sorted runs in one pass
+                merged.append(pair)
+            if len(runs) % 2:
+                merged.append(runs[-1])
+            runs = merged
+        docs[:] = [docs[i] for i in runs[0]]
     return docs
 
 

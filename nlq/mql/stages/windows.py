@@ -98,7 +98,21 @@ def _sort_number(value, unit, what="sortBy"):
     return as_float(value)
 
 
-def _frames(part: _Partition, window: _WindowSpec | None, descending: bool):
+_CHUNK = 1024  # documents between two deadline checks in the list-building loops below
+
+
+def _mapped(fn, items: list, check) -> list:
+    """`[fn(x) for x in items]`, checking the deadline every _CHUNK items."""
+    if len(items) <= _CHUNK:
+        return [fn(x) for x in items]
+    out: list = []
+    for start in range(0, len(items), _CHUNK):
+        check()
+        out.extend([fn(x) for x in items[start:start + _CHUNK]])
+    return out
+
+
+def _frames(part: _Partition, window: _WindowSpec | None, descending: bool, check):
     """(lo, hi) index pairs, inclusive, one per document (lo > hi for an empty frame)."""
     n = len(part.docs)
     if window is None or (window.lo == "unbounded" and window.hi == "unbounded"):
@@ -107,6 +121,7 @@ def _frames(part: _Partition, window: _WindowSpec | None, descending: bool):
         out = []
         lo, hi = window.lo, window.hi
         for i in range(n):
+            check()
             a = 0 if lo == "unbounded" else i if lo == "current" else max(0, i + lo)
             b = n - 1 if hi == "unbounded" else i if hi == "current" else min(n - 1, i + hi)
             out.append((a, b))
@@ -115,7 +130,7 @@ def _frames(part: _Partition, window: _WindowSpec | None, descending: bool):
         raise ExecutionError("Range-based window requires sortBy a single field", code=5339902)
     unit = window.unit
     values = part.sort_values
-    keys = [_sort_number(v, unit) for v in values]
+    keys = _mapped(lambda v: _sort_number(v, unit), values, check)
     sign = -1 if descending else 1
     ordered = [sign * k for k in keys]  # ascending for bisect
 
@@ -126,6 +141,7 @@ def _frames(part: _Partition, window: _WindowSpec | None, descending: bool):
 
     out = []
     for i in range(n):
+        check()
         if window.lo == "unbounded":
             a = 0
         else:
@@ -168,13 +184,14 @@ class _AccumulatorWindow:
 
     def compute(self, part: _Partition, descending: bool, check):
         n = len(part.docs)
-        frames = _frames(part, self.window, descending)
+        frames = _frames(part, self.window, descending, check)
         out = [None] * n
         if n == 0:
             return out
         if self.window is None or (self.window.lo == "unbounded" and self.window.hi == "unbounded"):
             acc = self.factory()
             for vars in part.vars:
+                check()
                 acc.add(vars)
             r = acc.result()
             return [_copy_result(r) if r is not MISSING else None for _ in range(n)]
@@ -258,6 +275,7 @@ def _rank_fn(dense: bool, name: str):
         def compute(part, desc, check):
             out, prev, rank, dense_rank = [], object(), 0, 0
             for i, doc in enumerate(part.docs):
+                check()
                 k = sort_value_key(doc, parts, descending)
                 if i == 0 or k != prev:
                     rank = i + 1
@@ -295,6 +313,7 @@ def _shift(arg, window, sort_keys):
         n = len(part.docs)
         out = []
         for i in range(n):
+            check()
             j = i + by
             if 0 <= j < n:
                 v = out_fn(part.vars[j])
@@ -313,6 +332,7 @@ def _locf(arg, window, sort_keys):
     def compute(part, desc, check):
         out, last = [], None
         for vars in part.vars:
+            check()
             v = fn(vars)
             if not is_nullish(v):
                 last = v
@@ -328,7 +348,7 @@ def _linear_fill(arg, window, sort_keys):
     fn = compile_expression(arg)
 
     def compute(part, desc, check):
-        ys = [fn(v) for v in part.vars]
+        ys = _mapped(fn, part.vars, check)
         xs = part.sort_values
         out = [None if is_nullish(y) else y for y in ys]
         known = [i for i, y in enumerate(ys) if not is_nullish(y)]
@@ -343,6 +363,7 @@ def _linear_fill(arg, window, sort_keys):
             xa, xb = _sort_number(xs[a], unit), _sort_number(xs[b], unit)
             ya, yb = as_float(ys[a]), as_float(ys[b])
             for i in range(a + 1, b):
+                check()
                 if xb == xa:
                     continue
                 xi = _sort_number(xs[i], unit)
@@ -375,6 +396,7 @@ def _exp_moving_avg(arg, window, sort_keys):
     def compute(part, desc, check):
         out, avg = [], None
         for vars in part.vars:
+            check()
             v = fn(vars)
             if is_num(v):
                 # the first value is returned as it is; later ones blend as doubles
@@ -401,9 +423,10 @@ def _xy_args(name, arg):
     return compile_expression(arg["input"]), unit
 
 
-def _x_positions(part, unit, name):
+def _x_positions(part, unit, name, check):
     xs = []
     for v in part.sort_values:
+        check()
         if isinstance(v, _dt.datetime):
             if unit is None:
                 raise ExecutionError(f"{name} where the sortBy is a Date requires a 'unit'", code=5624901)
@@ -426,10 +449,11 @@ def _derivative(arg, window, sort_keys):
     fn, unit = _xy_args("$derivative", arg)
 
     def compute(part, desc, check):
-        xs = _x_positions(part, unit, "$derivative")
-        ys = [fn(v) for v in part.vars]
+        xs = _x_positions(part, unit, "$derivative", check)
+        ys = _mapped(fn, part.vars, check)
         out = []
-        for a, b in _frames(part, window, desc):
+        for a, b in _frames(part, window, desc, check):
+            check()
             if b <= a or not (is_num(ys[a]) and is_num(ys[b])) or xs[b] == xs[a]:
                 out.append(None)
                 continue
@@ -444,10 +468,10 @@ def _integral(arg, window, sort_keys):
     fn, unit = _xy_args("$integral", arg)
 
     def compute(part, desc, check):
-        xs = _x_positions(part, unit, "$integral")
-        ys = [fn(v) for v in part.vars]
+        xs = _x_positions(part, unit, "$integral", check)
+        ys = _mapped(fn, part.vars, check)
         out = []
-        for a, b in _frames(part, window, desc):
+        for a, b in _frames(part, window, desc, check):
             check()
             if a > b:
                 out.append(None)
@@ -472,10 +496,10 @@ def _covariance(sample: bool, name: str):
         x_fn, y_fn = compile_expression(arg[0]), compile_expression(arg[1])
 
         def compute(part, desc, check):
-            xs = [x_fn(v) for v in part.vars]
-            ys = [y_fn(v) for v in part.vars]
+            xs = _mapped(x_fn, part.vars, check)
+            ys = _mapped(y_fn, part.vars, check)
             out = []
-            for a, b in _frames(part, window, desc):
+            for a, b in _frames(part, window, desc, check):
                 check()
                 pairs = [(as_float(xs[j]), as_float(ys[j])) for j in range(a, b + 1)
                          if is_num(xs[j]) and is_num(ys[j])]
@@ -558,11 +582,11 @@ def compile_set_window_fields(spec, ctx):
         for pdocs in partitions:
             if sort_keys:
                 sort_documents(pdocs, sort_keys, check)
-            vars_list = [vars_of(d) for d in pdocs]
+            vars_list = _mapped(vars_of, pdocs, check)
             sort_values = None
             if single is not None:
-                sort_values = [get_nested(d, single) if len(single) > 1 else d.get(single[0], MISSING)
-                               for d in pdocs]
+                sort_values = _mapped(lambda d: get_nested(d, single) if len(single) > 1 else d.get(single[0], MISSING),
+                                      pdocs, check)
             part = _Partition(pdocs, vars_list, sort_values)
             columns = [(parts, fn.compute(part, descending, check)) for parts, fn in outputs]
             for i, doc in enumerate(pdocs):
