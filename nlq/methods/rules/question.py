@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.text import normalize, word_spans
+from nlq.methods.rules.paraphrase import canonical
 from nlq.methods.rules.vocabulary import SYNONYMS, WORD_NUMBERS
 from nlq.methods.rules.ir import Field, Mention
 from nlq.methods.rules.schema import split_name
@@ -27,7 +28,8 @@ def plain(word: str) -> str:
 
 @dataclass
 class Question:
-    """The question as parallel word lists: raw lowercase words and normalized stems."""
+    """The question, its general rephrasings rewritten (`paraphrase.canonical`),
+    as parallel word lists: raw lowercase words and normalized stems."""
 
     text: str
     raw: list[str]
@@ -36,6 +38,7 @@ class Question:
 
     @classmethod
     def of(cls, text: str) -> "Question":
+        text = canonical(text)
         found = word_spans(text)
         raw = [plain(word) for word, _, _ in found]
         return cls(text, raw, [normalize(w) for w in raw], [(start, end) for _, start, end in found])
