@@ -89,10 +89,20 @@ REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.IGNORECAS
     (r"\b(?:the )?(?:quantity|tally|count) of\b", r"the number of"),
     (r"\b(?!(?:you|to|and|also|please|the|a|an|total|then|i|we)\b)([a-z]+) counts?\b"
      r"(?=\s*(?:$|[,.?;:)]|(?:for|per|in|and|along|with|associated|of each|by)\b))", r"number of \1"),
+    # ordering: 'from highest to lowest', 'from the fewest to the most', 'with the oldest listed first'
+    (r"\b(?:going |listed |ranked |ordered )?from (?:the )?(?:highest|greatest|largest|biggest|most|maximum|top)"
+     r"(?: \w+)? (?:to|down to) (?:the )?(?:lowest|least|smallest|fewest|minimum|bottom)\b", r"in descending order"),
+    (r"\b(?:going |listed |ranked |ordered )?from (?:the )?(?:lowest|least|smallest|fewest|minimum|bottom)"
+     r"(?: \w+)? (?:to|up to) (?:the )?(?:highest|greatest|largest|biggest|most|maximum|top)\b", r"in ascending order"),
+    (r"\b(?:with )?the (oldest|youngest|newest|latest|earliest|highest|lowest|largest|smallest) "
+     r"(?:listed|shown|displayed|appearing|coming) first\b", r"\1 first"),
+    (r"\b(ordered|sorted|arranged|ranked|listed|organi[sz]ed) (?:in )?(?:terms of|according to|based on)\b", r"\1 by"),
     # ordering: 'starting with the eldest', 'from most to least'
     (r"\bstarting (?:with|from) the (?:eldest|oldest|highest|largest|biggest|most|greatest|latest|newest)\b",
      r"in descending order"),
     (r"\bstarting (?:with|from) the (?:youngest|lowest|smallest|least|fewest|earliest)\b", r"in ascending order"),
+    (r"\bmost recent(?:ly)?\b", r"latest"),
+    (r"\bleast recent(?:ly)?\b", r"earliest"),
     # words: 'eldest' is 'oldest', a 'surname' a 'last name', an 'identifier' an 'id'
     (r"\beldest\b", r"oldest"),
     (r"\bsurnames\b", r"last names"),

@@ -38,7 +38,7 @@ from nlq.methods.rules.question import (Question, meaningful_mentions, mention_f
                                         order_words, select_mentions, word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare
 from nlq.methods.rules.vocabulary import (AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
-                                          DISTINCT_WORDS, GROUP_PATTERNS, STOPWORDS)
+                                          DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS)
 
 
 @dataclass
@@ -168,6 +168,9 @@ def read_grouping(s: State) -> None:
             ir.group_by.append(eponym)  # 'for different grapes' in `grapes`: its `Grape`
         elif target is None and not is_order_phrase(lower, m.start()):
             group_by_date_part(q, at, s.fields, mentions, ir, s.consumed)
+        if target and set(range(target.start, target.end)) & s.entities and not target.field.arrays \
+                and not ir.count and not STATISTICS & set(q.raw):
+            continue  # 'the names of every company' in `company`: each document, no group
         if target and target.start not in used and not is_order_phrase(lower, m.start()):
             if target.field not in ir.group_by:
                 ir.group_by.append(target.field)

@@ -27,7 +27,8 @@ AGG_WORDS = {
 DISTINCT_WORDS = {"distinct", "different", "unique", "various", "individual"}
 
 
-GROUP_PATTERNS = re.compile(r"\b(?:(?:for|in|of|by|on|at|to|with) (?:each|every)|per|grouped by|group by|"
+GROUP_PATTERNS = re.compile(r"\b(?:(?:for|in|of|by|on|at|to|with|from|under|within|among|across|does|do|did|"
+                            r"has|have|had) (?:each|every)|per|grouped by|group by|"
                             r"broken down by|count by|counts by|for (?:the )?different|across (?:the )?different|"
                             r"(?:classified|categori[sz]ed|separated|split|grouped|broken down) "
                             r"(?:by|according to|into)(?: (?:their|its|the))?)\s+")
