@@ -52,6 +52,11 @@ REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.IGNORECAS
     (rf"\b(?:fall(?:s|ing)? )?(?:with)?in (?:the|a) (?:([a-z]+) )?range (?:of|from) {_N} (?:and|to) {_N}",
      r"\1 between \2 and \3"),
     (rf"\b(?:fall(?:s|ing)? )?(?:with)?in (?:the|a) {_N} (?:and|to) {_N} range", r"between \1 and \2"),
+    (rf"\b(?:ranging|ranges?|varying) (?:from|between) {_N} (?:to|and) {_N}", r"between \1 and \2"),
+    (rf"\b(?:with)?in the range {_N} (?:to|and) {_N}", r"between \1 and \2"),
+    (rf"\b(?:in|on) or (?:after|later than) {_N}", r"since \1"),
+    (rf"\b(?:from )?{_N} onwards?\b", r"since \1"),
+    (rf"\b(?:in|on) or (?:before|earlier than) {_N}", r"at most \1"),
     # against the average: 'more distances than average', 'than the calculated average'
     (r"\bthan (?:the )?(?:calculated|overall|computed|mean) average\b", r"than the average"),
     (r"\b(more|greater|higher|larger|bigger|longer|less|fewer|lower|smaller|shorter) ([a-z]+) than (?:the )?average",

@@ -129,6 +129,14 @@ SYNONYMS = {
 }
 
 
+# Roots of words that name the same event ('established' a school is when it was 'founded' or 'opened').
+RELATED_ROOTS = {
+    "establish": ("found", "open", "start", "creat", "launch"), "launch": ("found", "open", "start", "establish"),
+    "found": ("establish", "open", "start", "creat"), "start": ("begin", "open", "found", "establish"),
+    "creat": ("found", "establish", "made"), "begin": ("start",),
+}
+
+
 DATE_PARTS = {"year": "year", "month": "month", "day": "dayOfMonth", "weekday": "dayOfWeek"}
 
 
