@@ -45,6 +45,10 @@ def pipeline_of(question):
     ("names that exclude the letter M", "names that not containing the letter M"),
     ("names ordered by age from highest to lowest", "names ordered by age in descending order"),
     ("drivers with the oldest listed first", "drivers oldest first"),
+    ("schools whose denomination isn't Catholic", "schools whose denomination is not Catholic"),
+    ("cinemas opened in the year 2011 and later", "cinemas opened since the year 2011"),
+    ("wines made before 2000 or after 2010", "wines made before 2000 or after 2010"),
+    ("the ages of the youngest and oldest students", "the minimum and maximum age of the students"),
 ])
 def test_rephrasings_are_rewritten_to_the_canonical_phrasing(said, canonical_form):
     assert canonical(said) == canonical_form

@@ -26,6 +26,11 @@ _COMPARATOR = (r"more than|greater than|higher than|larger than|less than|fewer 
 
 # (pattern, replacement), applied in order, case-insensitively, to unquoted text
 REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
+    # contractions: "isn't" is 'is not', "won't" 'will not', "can't" 'can not'
+    (r"\b(is|are|was|were|do|does|did|has|have|had|could|would|should|must|need)n['’]t\b", r"\1 not"),
+    (r"\bwon['’]t\b", r"will not"),
+    (r"\bcan['’]t\b", r"can not"),
+    (r"\bcannot\b", r"can not"),
     # ages: '21 years old and above', 'over the age of 30', 'either 24 or 25 years old', 'aged 36'
     (rf"\b{_N}\s+{_YEARS_OLD}\s+(?:and|or)\s+{_MORE}\b", r"age \1 or more"),
     (rf"\b{_N}\s+{_YEARS_OLD}\s+(?:and|or)\s+{_LESS}\b", r"age \1 or less"),
@@ -55,6 +60,10 @@ REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.IGNORECAS
     (rf"\b(?:ranging|ranges?|varying) (?:from|between) {_N} (?:to|and) {_N}", r"between \1 and \2"),
     (rf"\b(?:with)?in the range {_N} (?:to|and) {_N}", r"between \1 and \2"),
     (rf"\b(?:in|on) or (?:after|later than) {_N}", r"since \1"),
+    (rf"\b(?:(?:in|of) )?(?:the )?(year )?{_N},? (?:and|or) (?:later|after|afterwards?|onwards?|beyond|since)\b"
+     r"(?!\s+(?:the\s+)?(?:year\s+(?:of\s+)?)?\d)", r"since the \1\2"),
+    (rf"\bpost[- ]{_N}", r"after \1"),
+    (rf"\bpre[- ]{_N}", r"before \1"),
     (rf"\b(?:from )?{_N} onwards?\b", r"since \1"),
     (rf"\b(?:in|on) or (?:before|earlier than) {_N}", r"at most \1"),
     # against the average: 'more distances than average', 'than the calculated average'
@@ -108,6 +117,13 @@ REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.IGNORECAS
     (r"\bstarting (?:with|from) the (?:youngest|lowest|smallest|least|fewest|earliest)\b", r"in ascending order"),
     (r"\bmost recent(?:ly)?\b", r"latest"),
     (r"\bleast recent(?:ly)?\b", r"earliest"),
+    # the extremes of one measure: 'the ages of the youngest and oldest', 'the oldest and youngest ages'
+    (r"\b(?:the )?ages? of (?:the )?(?:youngest|oldest),? (?:and|or) (?:the )?(?:youngest|oldest)\b",
+     r"the minimum and maximum age of the"),
+    (r"\b(?:the )?(?:youngest|oldest),? (?:and|or) (?:the )?(?:youngest|oldest) ages?\b", r"the minimum and maximum age"),
+    # everything: 'the complete information about', 'everything about'
+    (r"\b(?:the )?(?:complete|full|entire|whole) (information|info|details|data|records?)\b", r"all the \1"),
+    (r"\beverything (?=about|on|regarding|concerning|for)\b", r"all the information "),
     # words: 'eldest' is 'oldest', a 'surname' a 'last name', an 'identifier' an 'id'
     (r"\beldest\b", r"oldest"),
     (r"\bsurnames\b", r"last names"),
