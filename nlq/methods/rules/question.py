@@ -77,8 +77,8 @@ def word_match(q: str, f: str) -> float:
         return 1.0  # 'ids' is left plural by the normalizer, 'buses' becomes 'buse'
     if len(f) >= 2 and len(q) >= 4 and q.startswith(f) and len(f) >= 3:
         return 0.8  # 'student' ~ 'stu'
-    if len(q) >= 4 and len(f) >= 4 and (q.startswith(f[:4]) and f.startswith(q[:4])):
-        return 0.85 if _close(q, f) else 0.0  # 'opening' ~ 'openning'
+    if len(q) >= 4 and len(f) >= 4 and (q.startswith(f[:4]) and f.startswith(q[:4])) and _close(q, f):
+        return 0.85  # 'opening' ~ 'openning'
     if f in SYNONYMS.get(q, ()):
         return 0.7
     root = word_root(q)
