@@ -25,7 +25,7 @@ def detect_limit(q: Question, consumed: set[int]) -> tuple[int | None, int]:
     return n, direction
 
 
-ORDER_BY_COUNT = re.compile(r"\w+\s+(?:of|by) (?:the )?(?:count\b|number of\b|number\b)")
+ORDER_BY_COUNT = re.compile(r"\w+\s+(?:of|by) (?:the |their |its )?(?:count\b|number of\b|number\b)")
 
 
 def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[Field],

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 
+from nlq.text import STOPWORDS
 from nlq.methods.rules.vocabulary import WORD_NUMBERS
 
+_FUNCTION_WORDS = STOPWORDS | {"total", "please", "descending", "ascending", "overall", "then"}
 _N = r"(\d[\d,]*(?:\.\d+)?|" + "|".join(WORD_NUMBERS) + r")"
 _YEARS_OLD = r"years?[ -](?:old|of age)"
 _MORE = r"(?:above|over|older|more|higher|greater|up)"
@@ -24,8 +26,8 @@ _LESS = r"(?:below|under|younger|less|lower|fewer)"
 _COMPARATOR = (r"more than|greater than|higher than|larger than|less than|fewer than|lower than|smaller than|"
                r"at least|at most|over|above|under|below|exceeding|exceeds?|surpass(?:es|ing)?")
 
-# (pattern, replacement), applied in order, case-insensitively, to unquoted text
-REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
+# (pattern, replacement: a template or a function of the match), applied in order, case-insensitively, to unquoted text
+REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
     # contractions: "isn't" is 'is not', "won't" 'will not', "can't" 'can not'
     (r"\b(is|are|was|were|do|does|did|has|have|had|could|would|should|must|need)n['’]t\b", r"\1 not"),
     (r"\bwon['’]t\b", r"will not"),
@@ -100,9 +102,21 @@ REWRITES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.IGNORECAS
     (r"\b(?:lowest|smallest|fewest|minimum) ([a-z]+) counts?\b", r"least number of \1"),
     # counts: 'the student counts', 'the quantity of buses', 'along with their frequency'
     (r"\b(?:respective|corresponding|associated|total)\s+(?=counts?\b)", r""),
-    (r"\b(?:the )?(?:quantity|tally|count) of\b", r"the number of"),
-    (r"\b(?!(?:you|to|and|also|please|the|a|an|total|then|i|we)\b)([a-z]+) counts?\b"
-     r"(?=\s*(?:$|[,.?;:)]|(?:for|per|in|and|along|with|associated|of each|by)\b))", r"number of \1"),
+    (r"\b(?:the )?(?:quantity|quantities|tally|tallies|counts?) of\b", r"the number of"),
+    (r"\bthe total number of\b", r"the number of"),
+    (r"\b(?:listed |sorted |ordered |arranged |ranked )?from (?:the )?most (?:frequent|common|often)? ?to (?:the )?"
+     r"least (?:frequent|common|often)\b", r"in descending order of count"),
+    (r"\b(?:listed |sorted |ordered |arranged |ranked )?from (?:the )?least (?:frequent|common|often)? ?to (?:the )?"
+     r"most (?:frequent|common|often)\b", r"in ascending order of count"),
+    (r"\b(?:by|of) (?:their |its |the )?(?:frequency|frequencies|number of occurrences|occurrences)\b", r"by count"),
+    (r"\b(?:their|its|the) (?:frequency|frequencies|number of occurrences)\b", r"the count"),
+    # fillers between a count and what it counts: 'the most corresponding counties', 'two different allergies'
+    (r"\b(most|fewest|least|more than one|at least one|\d+|" + "|".join(WORD_NUMBERS) + r") "
+     r"(?:corresponding|associated|related|respective|linked|individual|separate|different|distinct)\s+(?=[a-z])",
+     r"\1 "),
+    (r"\b(number of) (?:corresponding|associated|related|respective|linked)\s+(?=[a-z])", r"\1 "),
+    (r"\b([a-z]+) counts?\b(?=\s*(?:$|[,.?;:)]|(?:for|per|in|and|along|with|associated|of each|by)\b))",
+     lambda m: m.group() if m.group(1).lower() in _FUNCTION_WORDS else "number of " + m.group(1)),
     # ordering: 'from highest to lowest', 'from the fewest to the most', 'with the oldest listed first'
     (r"\b(?:going |listed |ranked |ordered )?from (?:the )?(?:highest|greatest|largest|biggest|most|maximum|top)"
      r"(?: \w+)? (?:to|down to) (?:the )?(?:lowest|least|smallest|fewest|minimum|bottom)\b", r"in descending order"),
