@@ -72,3 +72,11 @@ def test_quoted_literals_are_never_rewritten():
 def test_a_rephrasing_reads_like_the_first_phrasing(first, other):
     assert [s for s in pipeline_of(other) if {"$match", "$group", "$sort", "$limit"} & set(s)] == \
         [s for s in pipeline_of(first) if {"$match", "$group", "$sort", "$limit"} & set(s)]
+
+
+def test_a_gender_word_binds_the_one_letter_code_the_collection_stores():
+    index = {**INDEX, "lattice": INDEX["lattice"] + [entry("student", "Sex")],
+             "values": {"f": [{"stored": "F", "kind": "value", "collection": "student", "path": "Sex", "frequency": 2}]}}
+    ir = rules.build_ir("List the names of all female students.", [], index)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Sex", "$eq", "F")]
+    assert not rules.build_ir("List the names of all male students.", [], index).filters  # no "M" stored

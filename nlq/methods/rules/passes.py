@@ -25,8 +25,8 @@ from nlq.methods.rules.aggregation import (aggregate_conditions, coordinated_agg
 from nlq.methods.rules.filters import (denied_elements, detect_absence, detect_anti_join, detect_average_comparisons,
                                        detect_comparisons, detect_disjunction, detect_flags, detect_having,
                                        detect_missing, detect_text_filters)
-from nlq.methods.rules.grounding import (bind_bag_attributes, bind_witnesses, eponymous_field, number_alternatives,
-                                         resolve_collection, witnessed_years)
+from nlq.methods.rules.grounding import (bind_bag_attributes, bind_witnesses, coded_witnesses, eponymous_field,
+                                         number_alternatives, resolve_collection, witnessed_years)
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
@@ -130,7 +130,8 @@ def read_literals(s: State) -> None:
     consumed.update(i for c in COUNT_PATTERNS.finditer(s.lower)  # 'the numbers of wines' binds no literal
                     if not c.group().startswith("count")  # ('HBA1C count' may name a field)
                     for i in range(q.word_at(c.start()), q.word_at(c.end())))
-    s.bound = bind_witnesses(q, s.witnesses, s.collection, s.fields, mentions, consumed, s.entities,
+    witnesses = s.witnesses + coded_witnesses(q, s.index, s.collection, s.witnesses)  # 'female' -> "F"
+    s.bound = bind_witnesses(q, witnesses, s.collection, s.fields, mentions, consumed, s.entities,
                              count_grain(q, s.fields, s.collection))
     for f in s.bound:
         used.update(m.start for m in mentions if m.field.mql == f.field.mql and abs(m.start - f.start) <= 4)
