@@ -80,3 +80,9 @@ def test_a_gender_word_binds_the_one_letter_code_the_collection_stores():
     ir = rules.build_ir("List the names of all female students.", [], index)
     assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Sex", "$eq", "F")]
     assert not rules.build_ir("List the names of all male students.", [], index).filters  # no "M" stored
+
+
+def test_the_entity_named_before_a_count_of_its_array_is_shown_with_the_size():
+    said = pipeline_of("Provide a list of all students and the total number of allergies each has.")
+    assert said == pipeline_of("List the names of all students along with the number of allergies.")
+    assert said[-1]["$project"]["count"] == {"$size": {"$ifNull": ["$allergies", []]}}

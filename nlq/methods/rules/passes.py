@@ -36,7 +36,7 @@ from nlq.methods.rules.outputs import (asks_for_entity, count_grain, entity_outp
                                        validate)
 from nlq.methods.rules.question import (Question, meaningful_mentions, mention_fields, name_span, names_quantity,
                                         order_words, select_mentions, word_match)
-from nlq.methods.rules.schema import Grounding, identifier, prepare
+from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
 from nlq.methods.rules.vocabulary import (AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
                                           DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS)
 
@@ -242,6 +242,14 @@ def read_outputs(s: State) -> None:
                                         "identified" in s.variant) + ir.outputs
     ir.outputs = full_names(lower, ir.outputs, fields)
     ir.grain = count_grain(q, fields, s.collection) if ir.count else None
+    if ir.count and ir.grain and "." not in ir.grain and not (ir.outputs or ir.group_by or ir.aggregates
+                                                              or ir.distinct or ir.filters):
+        # "all products and the number of complaints each has received": the entity,
+        # named before the count of its array, is shown (then its array's size, below)
+        at = q.word_at(COUNT_PATTERNS.search(lower).start())
+        head = split_name(s.collection)[-1:]
+        if any(word_match(q.stems[i], w) >= 0.85 for i in range(at) for w in head):
+            ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities, "identified" in s.variant)
     if ir.count and ir.outputs and not (ir.group_by or ir.aggregates):
         inside = [k for k, _ in ir.sort if isinstance(k, Field)] + list(ir.outputs)
         # the values named before the count ("nominees and the number of musicals");
