@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from nlq import methods
-from nlq.commands.options import backend_options, errors_as_click, open_backend_from, warn
+from nlq.commands.options import (backend_options, errors_as_click, model_client, model_config_from, model_options,
+                                  open_backend_from, warn)
 
 
 @click.command(name="ask", epilog="""\b
@@ -17,33 +18,43 @@ Examples:
 @click.argument("question")
 @click.option("--db", required=True, help="Database the question is about.")
 @click.option("-m", "--method", type=click.Choice(methods.names()), default="rules", show_default=True,
-              help="Generation method.")
+              help="Generation method (an LLM method needs the model options below).")
 @click.option("--repair", "use_repair", is_flag=True,
               help="Pass the prediction through `nlq repair` (admissibility gate, execution feedback, "
                    "result-space vote) before running it.")
 @click.option("--min-confidence", type=click.FloatRange(0, 1), default=None,
               help="No answer (exit 1) when the method's confidence is below this.")
+@click.option("--max-steps", type=click.IntRange(min=1), default=50, show_default=True,
+              help="react: model turns before the typed `budget_exhausted` failure.")
 @click.option("--explain", is_flag=True,
               help="Show the witnesses, the card lines used, the pipeline (mongosh), the confidence and the "
                    "timings before the rows.")
 @click.option("--json", "as_json", is_flag=True,
               help="Write the whole answer record (witnesses, prediction, execution with rows, explain) as JSON.")
-@click.option("--no-cache", is_flag=True,
-              help="Build the grounding index afresh and do not keep it (default: cached in "
-                   "$XDG_CACHE_HOME/nlq/index, keyed by the data's content).")
-def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_confidence, explain, as_json, no_cache):
+@model_options
+def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_confidence, max_steps, explain, as_json,
+        model_options):
     """Answer QUESTION on a database: print the result rows as JSONL.
 
     Builds the grounding index of --db (cached for --data folders, keyed by a
-    hash of the files), finds the question's witnesses, generates a pipeline
-    and runs it. Exits 1 with the reason when no answer can be given.
+    hash of the files, in $XDG_CACHE_HOME/nlq/index), finds the question's
+    witnesses, generates a pipeline and runs it. Exits 1 with the reason when no
+    answer can be given. --no-cache turns off both caches: the index is built
+    afresh and not kept, and model replies are neither read nor written.
+
+    An LLM method reads the model options (or NLQ_BASE_URL, NLQ_API_KEY and
+    NLQ_MODEL), e.g. `nlq ask -m card --data fixtures/worlds --db clinic "..."`.
     """
     from nlq import ask, io
 
-    with open_backend_from(data, uri, timeout) as backend, errors_as_click():
-        record = ask.run(question, backend, db, method=method, repair=use_repair, cache=not no_cache,
-                         timeout=timeout, max_rows=max_rows, options={"min_confidence": min_confidence},
-                         warn=warn)
+    with errors_as_click():
+        impl = methods.get(method)
+    config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", {}),
+                               what=f"--method {method}")
+    with open_backend_from(data, uri, timeout) as backend, errors_as_click(), model_client(config) as model:
+        record = ask.run(question, backend, db, method=method, repair=use_repair,
+                         cache=not model_options["no_cache"], timeout=timeout, max_rows=max_rows, model=model,
+                         options={"min_confidence": min_confidence, "max_steps": max_steps}, warn=warn)
         if as_json:
             io.write_records([record])
         elif explain:

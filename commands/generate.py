@@ -57,7 +57,8 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
     """
     if method == "cascade" and (fallback is None or threshold is None):
         raise click.UsageError("--method cascade needs --fallback METHOD and --threshold T")
-    impl = methods.get(method)
+    with errors_as_click():  # a plugin that cannot be loaded: exit 1 with its message
+        impl = methods.get(method)
     options = {"fallback": fallback}
     config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", options),
                                what=f"--method {method}")

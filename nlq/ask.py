@@ -95,9 +95,12 @@ def grounding_index(backend, db: str, *, cache: bool = True, sample: int = groun
 
 
 def run(question: str, backend, db: str, *, method: str = "rules", repair: bool = False, cache: bool = True,
-        timeout: float = 20.0, max_rows: int = 100_000, options: dict | None = None,
+        timeout: float = 20.0, max_rows: int = 100_000, options: dict | None = None, model=None,
         warn: Callable[[str], None] | None = None) -> dict:
     """The answer record of one question on `db` (see the module docstring).
+
+    `model` is the ChatClient of a method that calls a model (`needs_model`); `options`
+    are the method's (`min_confidence`, `max_steps`, ...), as `nlq generate` passes them.
 
     A question that gets no pipeline keeps its typed `failure` (stage `witness` or
     `generate`); a pipeline that fails to run gets `execution.error` and the same
@@ -116,7 +119,8 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
     indexes = {db: index}
     record, = witness.run([{"db": db, "question": question}], indexes)
     t = lap("witness", t)
-    context = generate.Context(indexes, backend=backend, **(options or {}))
+    context = generate.Context(indexes, backend=backend, model=model,
+                               **{"timeout": timeout, "max_rows": max_rows, **(options or {})})
     record, = generate.run([record], method, context)
     t = lap("generate", t)
     if repair:  # the `nlq repair` stage: gate, execute, vote; the prediction becomes its winner
@@ -176,6 +180,11 @@ def explain_text(record: dict) -> str:
     if prediction:
         out.append(f"pipeline ({prediction.get('method')}, confidence {_confidence(prediction)}):")
         out.extend("  " + line for line in (explain["mongosh"] or "").splitlines())
+        usage = prediction.get("usage")
+        if isinstance(usage, dict):
+            out.append(f"model: {usage.get('model_calls', 0)} call(s), {usage.get('prompt_tokens') or 0} prompt + "
+                       f"{usage.get('completion_tokens') or 0} completion tokens, "
+                       f"{usage.get('cache_hits', 0)} from the cache")
     else:
         out.append("pipeline: none")
     repaired = record.get("repair")

@@ -213,6 +213,12 @@ class NoAnswerError(NlqError):
     type = "no_answer"
 
 
+class PluginError(NlqError):
+    """An installed plugin (a `nlq.methods` entry point) that cannot be loaded or is not a method."""
+
+    type = "plugin_error"
+
+
 def failure(stage: str, type_: str, message: str) -> dict:
     """The typed failure object : `{"stage", "type", "message"}`."""
     return {"stage": stage, "type": type_, "message": message}

@@ -109,8 +109,11 @@ def run_query(backend, db: str, source, *, timeout: float = DEFAULT_TIMEOUT,
               max_rows: int = DEFAULT_MAX_ROWS, warn: Callable[[str], None] | None = None) -> list[dict]:
     """Parse `source` (mongosh text, JSON text or a `{collection, pipeline}` dict) and run it on `db`.
 
-    `warn` is told about collections the query names that `db` does not hold."""
+    `warn` is told about collections the query names that `db` does not hold, and about what
+    the parser noted (an ignored `.forEach(printjson)`)."""
     query = parse_query(source)
+    for note in query.warnings if warn is not None else ():
+        warn(note)
     CollectionCheck(backend, warn)(db, query)
     return backend.aggregate(db, query.collection, query.pipeline, timeout=timeout, max_rows=max_rows)
 

@@ -39,7 +39,7 @@ from nlq import io, methods
 from nlq.errors import InputError, ModelConfigError, NlqError, UnknownDatabaseError, failure
 from nlq.llm import usage as llm_usage
 from nlq.io import has_failure
-from nlq.witness import DEFAULT_MAX_QUESTION_CHARS, database_of, question_of
+from nlq.witness import DEFAULT_MAX_QUESTION_CHARS, database_of, missing_db, question_of
 from nlq.witness import find as find_witnesses
 
 STAGE = "generate"
@@ -77,6 +77,8 @@ class Context:
             return self.indexes[db]
         if db is None and len(self.indexes) == 1:
             return next(iter(self.indexes.values()))
+        if db is None or db == "":
+            raise InputError(missing_db(self.indexes))
         known = ", ".join(sorted(self.indexes)) or "none"
         raise UnknownDatabaseError(f"no grounding index for database {db!r} (indexes loaded: {known})",
                                    hint="build one with `nlq index --data DIR --db DB`")

@@ -17,46 +17,64 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import re
 import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import accumulate
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
 import orjson
 
 from nlq.errors import InputError, InputTooDeep, InputTooLarge, OutputError, failure
-from nlq.mql.extjson import from_extjson, to_extjson
+from nlq.mql.extjson import decode_parsed, from_extjson, to_extjson
 from nlq.mql.numeric import INT64_MAX, INT64_MIN
 from nlq.mql.values import MISSING
 
 # orjson reads an integer beyond 64 bits as a double (99999999999999999999999 -> 1e+23) and
-# one in 2^63..2^64 as an int no BSON type holds; a text with a run of 19+ digits is read
-# again by the json module, whose integer hook rejects both.
-_LONG_DIGITS = re.compile(rb"\d{19}")
-_LONG_DIGITS_STR = re.compile(r"\d{19}")
-
-
-def _checked_int(text: str) -> int:
-    value = int(text)
-    if not INT64_MIN <= value <= INT64_MAX:
-        raise InputError(f"the integer {text} is outside the 64-bit range of a BSON long "
-                         f"(write it as {{\"$numberDecimal\": \"{text}\"}} or as a double)")
-    return value
+# one in 2^63..2^64 as an int no BSON type holds. Such an integer is written with at least 19
+# digits in a row: a text without 19 digits in a row (found at the speed of bytes methods:
+# every digit made b"0", then one substring search) has none. In a text with one, escapes are
+# dropped and each such run with an even number of quotes before it (outside strings) is read
+# as a number token, an integer one checked against the 64-bit range.
+_DIGIT_MARKS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_RUN = b"0" * 19
+_LONG_INTEGER = re.compile(rb"(?<![\w.+\-])-?\d{19,}(?![\d.eE])")
+_DIGITS = re.compile(rb"\d*")
 
 
 def _check_integers(text: str | bytes) -> None:
-    found = (_LONG_DIGITS if isinstance(text, (bytes, bytearray, memoryview)) else _LONG_DIGITS_STR).search(text)
-    if found:
-        try:
-            json.loads(text, parse_int=_checked_int)
-        except json.JSONDecodeError:  # orjson accepted the text: nothing more to check
-            pass
+    """InputError for the first integer token of a valid JSON text outside the 64-bit range."""
+    if isinstance(text, str):
+        text = text.encode()
+    elif not isinstance(text, bytes):
+        text = bytes(text)
+    if _LONG_RUN not in text.translate(_DIGIT_MARKS):
+        return
+    cleaned = text.replace(b"\\\\", b"").replace(b'\\"', b"")  # escapes gone: a quote opens or closes a string
+    marks = cleaned.translate(_DIGIT_MARKS)
+    quotes, counted = 0, 0
+    at = marks.find(_LONG_RUN)
+    while at >= 0:  # at: the first digit of a run of 19 or more (the previous byte is no digit)
+        quotes += cleaned.count(b'"', counted, at)
+        counted = at
+        if quotes % 2 == 0:  # outside strings: a number token
+            token = _LONG_INTEGER.match(cleaned, at - 1 if cleaned[at - 1:at] == b"-" else at)
+            if token and not INT64_MIN <= int(token.group()) <= INT64_MAX:
+                literal = token.group().decode()
+                raise InputError(f"the integer {literal} is outside the 64-bit range of a BSON long "
+                                 f"(write it as {{\"$numberDecimal\": \"{literal}\"}} or as a double)")
+        at = marks.find(_LONG_RUN, _DIGITS.match(cleaned, at).end())
+
+
+def _may_hold_wrappers(text: str | bytes) -> bool:
+    """False when no key of the text can start with `$` (no Extended JSON wrapper in it):
+    such a key is written `"$` or, escaped, `"\\u0024`."""
+    if isinstance(text, str):
+        return '"$' in text or "\\u0024" in text
+    return b'"$' in text or b"\\u0024" in text
 
 
 # Limits on one input record (README "Limits"). MongoDB nests documents at most 100 levels;
@@ -69,10 +87,11 @@ DEFAULT_MAX_RECORD_BYTES = 64 << 20
 _BOM = b"\xef\xbb\xbf"
 # Nesting is measured on the text, before any value is built, at the speed of bytes methods:
 # escapes are dropped (an escaped backslash first, then an escaped quote), only quotes and
-# brackets are kept, the brackets between quotes (inside strings) are dropped, and the
-# deepest running count of open brackets is the depth.
+# brackets are kept, the brackets between quotes (inside strings) are dropped, every opener
+# made "(" and every closer ")", and the innermost pairs "()" are removed pass after pass:
+# each pass lowers every subtree by one level, so the number of passes is the depth.
 _NOT_QUOTES_OR_BRACKETS = bytes(b for b in range(256) if b not in b'"[]{}')
-_BRACKET_STEP = tuple(1 if b in b"[{" else -1 for b in range(256))
+_PARENTHESES = bytes.maketrans(b"[]{}", b"()()")
 
 
 def nesting_depth(text: str | bytes) -> int:
@@ -84,8 +103,19 @@ def nesting_depth(text: str | bytes) -> int:
     if isinstance(text, str):
         text = text.encode()
     kept = bytes(text).replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_QUOTES_OR_BRACKETS)
-    outside_strings = b"".join(kept.split(b'"')[::2])
-    return max(accumulate(map(_BRACKET_STEP.__getitem__, outside_strings)), default=0)
+    # Strings without brackets leave adjacent quote pairs; a bracket inside a string leaves a
+    # quote behind, and only then are the strings cut out one by one.
+    brackets = kept.replace(b'""', b"")
+    if b'"' in brackets:
+        brackets = b"".join(kept.split(b'"')[::2])
+    brackets = brackets.translate(_PARENTHESES)
+    depth = 0
+    while brackets:
+        peeled = brackets.replace(b"()", b"")
+        if len(peeled) == len(brackets):  # unbalanced (not valid JSON): no pair left to peel
+            break
+        brackets, depth = peeled, depth + 1
+    return depth
 
 
 def check_nesting(text: str | bytes, max_nesting: int = DEFAULT_MAX_NESTING) -> None:
@@ -112,7 +142,8 @@ def loads(text: str | bytes, *, max_nesting: int = DEFAULT_MAX_NESTING):
         raise
     check_nesting(text, max_nesting)
     _check_integers(text)
-    return from_extjson(value)
+    # orjson's values are fresh: the wrappers are converted in place, plain JSON is returned as is
+    return decode_parsed(value) if _may_hold_wrappers(text) else value
 
 
 def dumps(value, *, sort_keys: bool = False, indent: bool = False) -> bytes:
@@ -139,9 +170,10 @@ class Line:
     type: str = "malformed_input"
 
 
-def _raw_lines(stream, max_record_bytes: int) -> Iterator[bytes | None]:
-    """The lines of a byte stream, split at b"\\n" only (a bare \\r is JSON whitespace);
-    None for a line longer than `max_record_bytes`, which is skipped without being held."""
+def raw_lines(stream, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[bytes | None]:
+    """The lines of a byte stream, split at b"\\n" only (a bare \\r is JSON whitespace), a leading
+    byte order mark dropped; None for a line longer than `max_record_bytes`, which is skipped
+    without being held. `parse_line` reads each one as `iter_lines` does."""
     first = True
     while True:
         raw = stream.readline(max_record_bytes + 1)
@@ -158,6 +190,32 @@ def _raw_lines(stream, max_record_bytes: int) -> Iterator[bytes | None]:
         yield raw
 
 
+def is_blank(raw: bytes | None) -> bool:
+    """True for a line `iter_lines` skips (only whitespace)."""
+    return raw is not None and not raw.strip()
+
+
+def parse_line(number: int, raw: bytes | None, *, max_nesting: int = DEFAULT_MAX_NESTING,
+               max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Line:
+    """The `Line` of one non-blank line of `raw_lines` (None: one longer than `max_record_bytes`)."""
+    if raw is None:
+        return Line(number, None, f"line {number}: the record is larger than {max_record_bytes} bytes "
+                                  "(the limit is --max-record-bytes)", InputTooLarge.type)
+    try:
+        record = loads(raw, max_nesting=max_nesting)
+    except InputTooDeep as exc:
+        return Line(number, None, f"line {number}: {exc}", exc.type)
+    except orjson.JSONDecodeError as exc:
+        # orjson counts lines and columns within this one line: name the column only
+        where = f"column {exc.colno}" if exc.lineno == 1 else "at the end of the line"
+        return Line(number, None, f"line {number}: malformed JSON: {exc.msg} ({where})")
+    except InputError as exc:
+        return Line(number, None, f"line {number}: malformed JSON: {exc}")
+    if not isinstance(record, dict):
+        return Line(number, None, f"line {number}: expected a JSON object, got {type(record).__name__}")
+    return Line(number, record)
+
+
 def iter_lines(stream: IO[bytes], *, max_nesting: int = DEFAULT_MAX_NESTING,
                max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Iterator[Line]:
     """Parse a JSONL byte stream; blank lines are skipped, bad ones become errors.
@@ -165,30 +223,9 @@ def iter_lines(stream: IO[bytes], *, max_nesting: int = DEFAULT_MAX_NESTING,
     A line is a record of at most `max_record_bytes` bytes nested at most
     `max_nesting` levels; a longer one is `input_too_large`, a deeper one
     `input_too_deep`, an unreadable one `malformed_input`."""
-    for number, raw in enumerate(_raw_lines(stream, max_record_bytes), start=1):
-        if raw is None:
-            yield Line(number, None, f"line {number}: the record is larger than {max_record_bytes} bytes "
-                                     "(the limit is --max-record-bytes)", InputTooLarge.type)
-            continue
-        if not raw.strip():
-            continue
-        try:
-            record = loads(raw, max_nesting=max_nesting)
-        except InputTooDeep as exc:
-            yield Line(number, None, f"line {number}: {exc}", exc.type)
-            continue
-        except orjson.JSONDecodeError as exc:
-            # orjson counts lines and columns within this one line: name the column only
-            where = f"column {exc.colno}" if exc.lineno == 1 else "at the end of the line"
-            yield Line(number, None, f"line {number}: malformed JSON: {exc.msg} ({where})")
-            continue
-        except InputError as exc:
-            yield Line(number, None, f"line {number}: malformed JSON: {exc}")
-            continue
-        if not isinstance(record, dict):
-            yield Line(number, None, f"line {number}: expected a JSON object, got {type(record).__name__}")
-            continue
-        yield Line(number, record)
+    for number, raw in enumerate(raw_lines(stream, max_record_bytes), start=1):
+        if not is_blank(raw):
+            yield parse_line(number, raw, max_nesting=max_nesting, max_record_bytes=max_record_bytes)
 
 
 def read_records(source: str | IO[bytes] = "-", *, strict: bool = False, stage: str = "input",
@@ -339,6 +376,6 @@ def strip_bom(data: bytes) -> bytes:
 
 
 __all__ = ["from_extjson", "to_extjson", "loads", "dumps", "read_records", "write_records",
-           "iter_lines", "open_input", "open_output", "has_failure", "load_json_file", "strip_bom", "Line",
+           "iter_lines", "raw_lines", "is_blank", "parse_line", "open_input", "open_output", "has_failure", "load_json_file", "strip_bom", "Line",
            "MISSING", "nesting_depth", "check_nesting", "DEFAULT_MAX_NESTING", "MAX_NESTING",
            "DEFAULT_MAX_RECORD_BYTES"]

@@ -152,7 +152,8 @@ class Scorer:
         if source is None:
             return GoldResult(error=failure("gold", InputError.type, "the record has no gold or gold_mql"))
         if db is None or db == "":
-            return GoldResult(error=failure("gold", InputError.type, "the record has no db"))
+            return GoldResult(error=failure("gold", InputError.type,
+                                            "the record has no db: add \"db\": NAME, the database it is about"))
         if not isinstance(db, str):
             return GoldResult(error=failure("gold", InputError.type,
                                             f"the record's db must be a string, not {json_type(db)}"))

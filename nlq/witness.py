@@ -149,7 +149,7 @@ def run(records: Iterable[dict], indexes: dict[str, dict], *, hard_max: int = DE
 
     A record that cannot be handled gets a typed `failure` and flows on:
     `missing_question` (no question text), `input_too_large` (a question
-    longer than `max_question_chars`), `input_error` (a `db` that is not
+    longer than `max_question_chars`), `input_error` (no `db`, or one that is not
     a string), `unknown_db` (no index document for its db), `internal_error`
     (an unexpected exception, named in the message).
     """
@@ -191,9 +191,17 @@ def database_of(record: dict) -> str | None:
     return db
 
 
+def missing_db(indexes: dict[str, dict]) -> str:
+    """The message for a record without a `db` (naming the databases `indexes` holds)."""
+    known = ", ".join(sorted(indexes)) or "none"
+    return f"the record has no db: add \"db\": NAME, the database its question is about (indexes: {known})"
+
+
 def index_of(record: dict, indexes: dict[str, dict]) -> dict:
     """The index document of the record's db (UnknownDatabaseError when there is none)."""
     db = database_of(record)
+    if db is None or db == "":
+        raise InputError(missing_db(indexes))
     index = indexes.get(db)
     if index is None:
         known = ", ".join(sorted(indexes)) or "none"
@@ -201,4 +209,4 @@ def index_of(record: dict, indexes: dict[str, dict]) -> dict:
     return index
 
 
-__all__ = ["find", "run", "question_of", "database_of", "index_of", "DEFAULT_HARD_MAX", "DEFAULT_MAX_QUESTION_CHARS"]
+__all__ = ["find", "run", "question_of", "database_of", "index_of", "missing_db", "DEFAULT_HARD_MAX", "DEFAULT_MAX_QUESTION_CHARS"]

@@ -172,3 +172,14 @@ def test_get_field_names_are_data_not_operators():
     assert kinds(pipeline) == [("$project", "stage"), ("$getField", "expression"), ("$literal", "expression"),
                                ("$$ROOT", "variable"), ("$getField", "expression")]
     assert unknown_operators(Query("c", pipeline)) == []
+
+
+def test_a_pipeline_the_engine_can_run_is_not_too_deep_to_check():
+    from nlq.mql import engine
+
+    expression, query = "$a", {"a": 1}
+    for _ in range(150):  # beyond MongoDB's 100 levels, still within the embedded engine's reach
+        expression, query = {"$add": [expression, 1]}, {"$and": [query]}
+    for pipeline in ([{"$project": {"x": expression}}], [{"$match": query}]):
+        check_forbidden(pipeline)
+        assert len(engine.aggregate([{"a": 1}], pipeline)) == 1

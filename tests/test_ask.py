@@ -223,3 +223,64 @@ def test_repair_passes_the_prediction_through_nlq_repair(runner, cache):
     explained = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--repair", "--explain",
                                     PENICILLIN]).stdout
     assert "repair: 0 gate violation(s) on the selected candidate, vote share 1.00 of 1 candidate(s)" in explained
+
+
+# ---------------------------------------------------------------------------
+# model methods: the model options of `nlq generate`, against the fake chat server
+
+def model_args(fake, tmp_path) -> list[str]:
+    return ["--model", "fake", "--base-url", fake.url, "--cache", str(tmp_path / "llm.sqlite")]
+
+
+def count_patients(body):
+    from tests.fakellm import reply
+
+    return reply(orjson.dumps({"collection": "patients", "pipeline": [
+        {"$match": {"allergies": "penicillin"}}, {"$count": "count"}]}).decode())
+
+
+def test_an_llm_method_answers_through_the_model_options(runner, cache, fake_llm, tmp_path):
+    fake_llm.responder = count_patients
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--json",
+                                 *model_args(fake_llm, tmp_path), PENICILLIN])
+    assert result.exit_code == 0, result.output
+    record, = rows_of(result.stdout)
+    direct = runner.invoke(cli, ["exec", "--data", str(WORLDS), "--db", "clinic",
+                                 'db.patients.countDocuments({allergies: "penicillin"})'])
+    assert record["execution"]["rows"] == rows_of(direct.stdout)
+    assert record["prediction"]["method"] == "card" and record["prediction"]["usage"]["model_calls"] == 1
+    assert "\nmodel: 1 call(s), " in ask.explain_text(record)
+    body, = fake_llm.bodies
+    assert body["model"] == "fake" and PENICILLIN in body["messages"][-1]["content"]
+    # the reply is cached: the same question again makes no model call
+    again = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card",
+                                *model_args(fake_llm, tmp_path), PENICILLIN])
+    assert again.exit_code == 0 and rows_of(again.stdout) == rows_of(direct.stdout) and len(fake_llm.bodies) == 1
+
+
+def test_an_llm_method_with_repair(runner, cache, fake_llm, tmp_path):
+    fake_llm.responder = count_patients
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--repair", "--json",
+                                 *model_args(fake_llm, tmp_path), PENICILLIN])
+    assert result.exit_code == 0, result.output
+    record, = rows_of(result.stdout)
+    assert record["repair"]["vote_share"] == 1.0 and record["prediction"]["method"] == "card"
+    assert record["execution"]["rows_count"] == 1
+
+
+def test_a_model_fault_is_no_answer_with_the_reason(runner, cache, fake_llm, tmp_path):
+    from tests.fakellm import status
+
+    fake_llm.responder = lambda body: status(401, "Incorrect API key")
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--no-cache",
+                                 *model_args(fake_llm, tmp_path)[:4], PENICILLIN])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("nlq: no answer (generate: model_auth)")
+
+
+def test_an_llm_method_without_a_model_is_a_usage_error(runner, cache, monkeypatch):
+    for name in ("NLQ_MODEL", "NLQ_BASE_URL", "NLQ_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", PENICILLIN])
+    assert result.exit_code == 2
+    assert "--method card needs a model: set NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL" in result.stderr

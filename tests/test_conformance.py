@@ -2,8 +2,11 @@
 
 Each line of ``tests/conformance/<family>.jsonl`` is one case::
 
-    {"id", "source", "docs", "collections"?, "pipeline",
+    {"id", "source", "docs", "collections"?, "pipeline" | "query",
      "expected" | "error", "ordered", "set_fields"?, "key_order"?, "exact"?}
+
+`query` is mongosh text (the manual's find() examples, in `find.jsonl`): it is
+parsed and lowered by `nlq.mql.mongosh.parse_query`, and its pipeline runs.
 
 `source` is the manual page the example comes from. `docs` is the collection
 the pipeline runs on, `collections` the other collections of the database
@@ -46,6 +49,7 @@ import pytest
 from nlq.errors import NlqError
 from nlq.io import from_extjson
 from nlq.mql import engine
+from nlq.mql.mongosh import parse_query
 from nlq.mql.values import MISSING, Decimal128, bson_type, equal, to_decimal
 
 CONFORMANCE = Path(__file__).resolve().parent / "conformance"
@@ -55,6 +59,7 @@ MANUAL = "https://www.mongodb.com/docs/"
 FAMILY_MINIMUMS = {
     "query": 40, "stages": 40, "group": 25, "arrays": 40, "sets": 10, "strings": 40, "dates": 40,
     "arithmetic": 30, "types": 30, "conditionals": 15, "objects": 10, "windows": 15, "semantics": 40,
+    "find": 10,
 }
 
 # Every operator issue 3 requires; each must appear in at least one case.
@@ -190,10 +195,15 @@ def result_difference(expected: list, actual: list, case: dict) -> str | None:
     return multiset_difference(expected, actual, "rows", lambda e, a: row_difference(e, a, case))
 
 
+def case_pipeline(case: dict) -> list:
+    """The case's pipeline, written as one or lowered from its mongosh `query`."""
+    return from_extjson(case["pipeline"]) if "pipeline" in case else parse_query(case["query"]).pipeline
+
+
 def run_case(case: dict) -> list[dict]:
     docs = from_extjson(case["docs"])
     others = from_extjson(case.get("collections", {}))
-    pipeline = from_extjson(case["pipeline"])
+    pipeline = case_pipeline(case)
     return engine.aggregate(docs, pipeline, catalog=lambda name: others.get(name, []), timeout=20.0)
 
 
@@ -218,7 +228,9 @@ def test_cases_have_manual_sources_and_unique_ids():
         seen.add((family, case["id"]))
         assert ("expected" in case) != ("error" in case), case["_where"]
         assert isinstance(case["ordered"], bool), case["_where"]
-        assert isinstance(case["pipeline"], list) and isinstance(case["docs"], list), case["_where"]
+        assert ("pipeline" in case) != ("query" in case), case["_where"]
+        assert isinstance(case.get("pipeline", case.get("query")), list if "pipeline" in case else str), case["_where"]
+        assert isinstance(case["docs"], list), case["_where"]
 
 
 def test_family_minimums():
@@ -247,7 +259,7 @@ def _names(value, found: set):
 def test_every_required_operator_is_exercised():
     found: set = set()
     for _, case in CASES:
-        _names(case["pipeline"], found)
+        _names(case.get("pipeline", []), found)
     missing = [op for op in REQUIRED_OPERATORS + list(REQUIRED_VARIABLES) if op not in found]
     assert not missing, f"operators without a conformance case: {missing}"
 

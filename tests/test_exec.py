@@ -161,3 +161,11 @@ def test_no_warning_for_existing_collections_or_documents_stages(runner):
         result = runner.invoke(cli, ["exec", "--data", str(WORLDS), "--db", "clinic", query])
         assert result.exit_code == 0, result.output
         assert result.stderr == ""
+
+
+def test_exec_notes_an_ignored_foreach_printjson_on_stderr(runner):
+    result = runner.invoke(cli, ["exec", "--data", str(WORLDS), "--db", "clinic",
+                                 "db.patients.find({}, {_id: 0, patient_id: 1}).limit(1).forEach(printjson)"])
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 1
+    assert result.stderr == "nlq: warning: .forEach(printjson) ignored: nlq prints every row\n"

@@ -39,3 +39,21 @@ def test_named_collections():
         {"$unionWith": "users"}]
     assert named_collections("users", pipeline) == ["users", "archive", "orders", "tree"]
     assert named_collections("x", [{"$documents": [{"a": 1}]}]) == []
+
+
+def test_fields_the_pipeline_computed_are_not_stored_paths():
+    pipeline = [{"$lookup": {"from": "orders", "localField": "id", "foreignField": "uid", "as": "o"}},
+                {"$addFields": {"n": {"$size": "$o"}}}, {"$match": {"n": {"$gt": 1}, "o.total": 3, "age": 2}}]
+    assert read_paths("users", pipeline) == {("users", "id"), ("orders", "uid"), ("users", "age")}
+
+
+def test_a_lookup_after_a_group_still_reads_its_foreign_field():
+    pipeline = [{"$group": {"_id": "$code"}}, {"$lookup": {"from": "codes", "localField": "_id",
+                                                             "foreignField": "code", "as": "c"}}]
+    assert read_paths("readings", pipeline) == {("readings", "code"), ("codes", "code")}
+
+
+def test_variables_holding_stored_documents_name_their_paths():
+    pipeline = [{"$project": {"n": {"$size": {"$filter": {"input": "$visits", "as": "v",
+                                                          "cond": {"$eq": ["$$v.type", "urgent"]}}}}}}]
+    assert read_paths("patients", pipeline) == {("patients", "visits"), ("patients", "visits.type")}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from nlq.commands import cli
 from nlq import generate
@@ -886,3 +887,11 @@ def test_empty_witnesses_are_kept_as_given():
     assert [w["term"] for w in found["witnesses"]] == ["Panama"] and given["witnesses"] == []
     assert "Panama" in orjson.dumps(found["prediction"]["pipeline"]).decode()
     assert "Panama" not in orjson.dumps(given["prediction"]["pipeline"]).decode()
+
+
+def test_a_record_without_db_is_told_so_when_several_indexes_are_loaded():
+    from nlq.errors import InputError
+
+    context = generate.Context({"a": {"db": "a"}, "b": {"db": "b"}})
+    with pytest.raises(InputError, match=r'the record has no db: add "db": NAME.*\(indexes: a, b\)'):
+        context.index_for(None)

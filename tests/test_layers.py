@@ -26,7 +26,7 @@ GROUPS = {
     "grounding": ("nlq.index", "nlq.card", "nlq.witness"),
     "llm": ("nlq.llm",),
     "generation": ("nlq.methods", "nlq.generate", "nlq.repair", "nlq.feedback", "nlq.gate"),
-    "evaluation": ("nlq.execute", "nlq.score", "nlq.report", "nlq.report_html", "nlq.normexec"),
+    "evaluation": ("nlq.execute", "nlq.score", "nlq.report", "nlq.report_stats", "nlq.report_html", "nlq.normexec"),
     "application": ("nlq.ask",),  # question -> answer: generation, then execution
     "commands": ("nlq.commands",),
     "api": ("nlq",),  # the package itself (exactly): re-exports only

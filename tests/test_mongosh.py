@@ -185,8 +185,21 @@ def test_distinct_lowering():
     ("db.c.find({a: 010})", "legacy octal"),
     ("db.c.drop()", "unsupported collection method"),
     ("db.c.find().hint({a: 1})", "unsupported cursor method"),
-    ("db.c.find({}, {'a.$': 1})", "positional projection"),
-    ("db.c.find({}, {a: {$elemMatch: {b: 1}}})", "$elemMatch"),
+    ("db.c.find({}, {'a.$': 1})", "needs a condition on 'a' in the filter"),
+    ("db.c.find({a: 1}, {'a.$': 0})", "takes 1 (an inclusion)"),
+    ("db.c.find({}, {a: {$elemMatch: 1}})", "takes a query document"),
+    ("db.c.find({}, {a: {$slice: [1, 0]}})", "must be positive"),
+    ("db.c.find({}, {a: {$slice: 'x'}})", "takes a number or [skip, limit]"),
+    ("db.c.find({}, {b: 0, a: {$elemMatch: {x: 1}}})", "mixes exclusions (b)"),
+    ("db.c.find({}, {'a.b': {$elemMatch: {x: 1}}})", "Cannot use $elemMatch projection on a nested field"),
+    ("use clinic", "takes the database from --db"),
+    ("use clinic; db.c.find()", "drop the `use` line"),
+    ("db.getSiblingDB('clinic').c.find()", "--db clinic"),
+    ("db.c.find().explain()", "nlq exec --explain"),
+    ("db.c.explain().find()", "query plan, not rows"),
+    ("db.c.aggregate([]).explain('executionStats')", "nlq exec --explain"),
+    ("db.c.find().forEach(function (d) { print(d) })", "only as .forEach(printjson)"),
+    ("db.c.find().forEach(printjson).limit(1)", "must end the query"),
     ("db.c.aggregate([{$match: {}}], {collation: {locale: 'fr'}})", "collation"),
     ("db.c.aggregate([1])", "not a document"),
     ('{"collection": "c"}', "pipeline"),
@@ -198,6 +211,39 @@ def test_errors_are_clear(text, fragment):
     with pytest.raises(ParseError) as info:
         parse_query(text)
     assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("text, pipeline", [
+    ("db.c.find({a: 1}).forEach(printjson)", [{"$match": {"a": 1}}]),
+    ("db.c.aggregate([{$limit: 1}]).forEach(printjsononeline);", [{"$limit": 1}]),
+])
+def test_trailing_foreach_printjson_is_a_noted_noop(text, pipeline):
+    query = parse_query(text)
+    assert query.pipeline == pipeline
+    assert query.warnings == (f".forEach({text.split('forEach(')[1].split(')')[0]}) ignored: nlq prints every row",)
+
+
+def test_find_projection_operators_are_lowered():
+    # the behaviour is checked against the manual's examples in tests/conformance/find.jsonl
+    assert parse_query("db.c.find({}, {a: {$slice: -2}, _id: 0})").pipeline == [
+        {"$addFields": {"a": {"$cond": [{"$isArray": "$a"}, {"$slice": ["$a", -2]}, "$a"]}}},
+        {"$project": {"_id": 0}}]
+    stages = parse_query("db.c.find({'a.b': 1}, {'a.$': 1, c: 1})").pipeline
+    assert [next(iter(s)) for s in stages] == ["$match", "$lookup", "$project", "$addFields", "$project"]
+    assert stages[1]["$lookup"]["pipeline"][1] == {"$match": {"v.b": 1}}
+    assert stages[2] == {"$project": {"c": 1, "a": 1, "__nlq_0": 1}}
+    assert parse_query("db.c.find({}, {a: 1})").pipeline == [{"$project": {"a": 1}}]
+
+
+def test_a_dotted_slice_goes_through_arrays_of_documents():
+    from nlq.mql import engine
+
+    docs = [{"_id": 1, "d": [{"c": [1, 2, 3], "s": 0}, {"c": [4, 5]}, {"o": 1}, 7]}, {"_id": 2, "d": {"c": "x"}}, {"_id": 3}]
+    run = lambda text: engine.aggregate(docs, parse_query(text).pipeline)  # noqa: E731
+    assert run("db.c.find({}, {'d.c': {$slice: 1}})") == [
+        {"_id": 1, "d": [{"c": [1], "s": 0}, {"c": [4]}, {"o": 1}, 7]}, {"_id": 2, "d": {"c": "x"}}, {"_id": 3}]
+    assert run("db.c.find({}, {_id: 0, 'd.c': {$slice: -1}, 'd.s': 1})") == [
+        {"d": [{"c": [3], "s": 0}, {"c": [5]}, {}]}, {"d": {"c": "x"}}, {}]
 
 
 def test_error_has_line_column_and_caret():

@@ -154,10 +154,13 @@ def test_run_adds_witnesses_and_never_reads_gold():
 def test_run_failures_flow_on(index):
     earlier = {"id": "x", "failure": {"stage": "input", "type": "malformed_input", "message": "m"}}
     records = [earlier, {"id": "a", "db": "clinic"}, {"id": "b", "db": "nope", "question": "q"},
-               {"id": "c", "db": "clinic", "question": "  "}]
+               {"id": "c", "db": "clinic", "question": "  "}, {"id": "d", "question": "q"}]
     out = list(witnesses.run(records, {"clinic": index}))
     assert out[0] is earlier and "witnesses" not in out[0]
-    assert [r["failure"]["type"] for r in out[1:]] == ["missing_question", "unknown_db", "missing_question"]
+    assert [r["failure"]["type"] for r in out[1:]] == ["missing_question", "unknown_db", "missing_question",
+                                                        "input_error"]
+    assert out[4]["failure"]["message"] == ('the record has no db: add "db": NAME, the database its question '
+                                            'is about (indexes: clinic)')
     assert out[2]["failure"] == {"stage": "witness", "type": "unknown_db",
                                  "message": "no index document for db 'nope' (index has: clinic)"}
 

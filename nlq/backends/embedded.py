@@ -9,13 +9,25 @@ A malformed line of a `.jsonl` file (or an array element that is not a
 document) is reported once per file, with the file and the line: fatal
 (BackendError) by default, skipped with one warning with `skip_bad_lines`.
 
-Files are read lazily, once per database, and documents are never copied by
-the backend; the engine does not modify them either.
+Collections are read lazily, each when it is first used, and documents are
+never copied by the backend; the engine does not modify them either. A query
+reads its collection whole (and those its `$lookup`s name). Counting and
+sampling a `.jsonl` collection that has not been read (what `nlq index` does)
+read only its lines: the count is its number of non-blank lines, and only the
+sampled lines are parsed (plus, when the collection has `_id`s, each line's
+`_id`, read from the text when the line starts with a plain `_id` it holds
+once, else parsed), so a malformed line outside the sample is reported only by
+the commands that read the collection whole. With `skip_bad_lines` the
+collection is read whole, so the count leaves the malformed lines out. A
+`.json` file (one array, or a `<db>.json` object) is always parsed whole.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import re
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -25,6 +37,31 @@ from nlq.backends.base import Closing
 from nlq.errors import BackendError, InputError, json_type
 from nlq.mql import engine
 from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from nlq.mql.values import ObjectId, sort_key
+
+# A line that opens with its `_id` (as mongoexport writes them): an ObjectId, a small
+# integer or a string without escapes, read from the text when "_id" occurs once in the line
+# and no \u escape could spell another one.
+_WS = rb"[ \t\r\n]*"
+_ID_OBJECTID = re.compile(_WS + rb'\{' + _WS + rb'"_id"' + _WS + rb':' + _WS + rb'\{' + _WS + rb'"\$oid"' + _WS
+                          + rb':' + _WS + rb'"([0-9a-fA-F]{24})"' + _WS + rb'\}' + _WS + rb'[,}]')
+_ID_INTEGER = re.compile(_WS + rb'\{' + _WS + rb'"_id"' + _WS + rb':' + _WS + rb'(-?(?:0|[1-9][0-9]{0,17}))'
+                         + _WS + rb'[,}]')
+_ID_STRING = re.compile(_WS + rb'\{' + _WS + rb'"_id"' + _WS + rb':' + _WS + rb'"([^"\\\x00-\x1f]*)"' + _WS
+                        + rb'[,}]')
+
+
+@contextmanager
+def _collector_paused():
+    """No garbage collection while documents are read: they hold no reference cycles, and
+    full collections scanning a growing heap would cost more than the reading itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class EmbeddedBackend(Closing):
@@ -37,7 +74,10 @@ class EmbeddedBackend(Closing):
         if not self.root.is_dir():
             raise BackendError(f"--data {root}: not a directory",
                                hint="point --data at a folder of <db>.json files or <db>/<collection>.jsonl")
-        self._dbs: dict[str, dict[str, list[dict]]] = {}
+        self._sources: dict[str, dict[str, Path]] = {}  # db -> collection -> the file that holds it
+        self._singles: dict[str, dict[str, list[dict]]] = {}  # the collections of <db>.json files
+        self._docs: dict[tuple[str, str], list[dict]] = {}  # collections read whole
+        self._counts: dict[tuple[str, str], int] = {}  # line counts of .jsonl collections not read
 
     # -- discovery -----------------------------------------------------------------
     def databases(self) -> list[str]:
@@ -46,22 +86,45 @@ class EmbeddedBackend(Closing):
                   if p.is_dir() and any(p.glob("*.json*"))}
         return sorted(found)
 
-    def _load(self, db: str) -> dict[str, list[dict]]:
-        cached = self._dbs.get(db)
+    def _catalog(self, db: str) -> dict[str, Path]:
+        """{collection: the file that holds it} (a later file holding a name wins, as it would
+        overwrite the earlier one); a `<db>.json` file is read here, its names are inside it."""
+        cached = self._sources.get(db)
         if cached is not None:
             return cached
-        collections: dict[str, list[dict]] = {}
         single = self.root / f"{db}.json"
+        sources: dict[str, Path] = {}
         for path in self._files(db):
             if path == single:
-                data = io.load_json_file(single)
-                if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
-                    raise BackendError(f"{single}: expected {{collection: [documents]}}")
-                problems: list[str] = []
-                for name, docs in data.items():
-                    collections[name] = _documents(docs, problems, where=f"collection {name!r}, ")
-                self._bad(single, problems)
-            elif path.suffix == ".jsonl":
+                for name in self._single(db):
+                    sources[name] = single
+            else:
+                sources[path.stem] = path
+        self._sources[db] = sources
+        return sources
+
+    def _single(self, db: str) -> dict[str, list[dict]]:
+        cached = self._singles.get(db)
+        if cached is not None:
+            return cached
+        single = self.root / f"{db}.json"
+        with _collector_paused():
+            data = io.load_json_file(single)
+        if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+            raise BackendError(f"{single}: expected {{collection: [documents]}}")
+        problems: list[str] = []
+        collections = {name: _documents(docs, problems, where=f"collection {name!r}, ")
+                       for name, docs in data.items()}
+        self._bad(single, problems)
+        self._singles[db] = collections
+        return collections
+
+    def _read(self, db: str, collection: str, path: Path) -> list[dict]:
+        """All documents of a collection's file (reported once: malformed lines or elements)."""
+        if path.name == f"{db}.json" and path.parent == self.root:
+            return self._single(db)[collection]
+        with _collector_paused():
+            if path.suffix == ".jsonl":
                 problems, docs = [], []
                 with open(path, "rb") as f:
                     for line in io.iter_lines(f):
@@ -70,16 +133,14 @@ class EmbeddedBackend(Closing):
                         else:
                             problems.append(line.error)
                 self._bad(path, problems)
-                collections[path.stem] = docs
-            else:
-                docs = io.load_json_file(path)
-                if not isinstance(docs, list):
-                    raise BackendError(f"{path}: expected a JSON array of documents")
-                problems = []
-                collections[path.stem] = _documents(docs, problems)
-                self._bad(path, problems)
-        self._dbs[db] = collections
-        return collections
+                return docs
+            docs = io.load_json_file(path)
+        if not isinstance(docs, list):
+            raise BackendError(f"{path}: expected a JSON array of documents")
+        problems = []
+        kept = _documents(docs, problems)
+        self._bad(path, problems)
+        return kept
 
     def _bad(self, path: Path, problems: list[str]) -> None:
         """Report a data file's malformed lines or elements once: fatal (BackendError), or
@@ -122,26 +183,131 @@ class EmbeddedBackend(Closing):
         return digest.hexdigest()
 
     def collections(self, db: str) -> list[str]:
-        return sorted(self._load(db))
+        return sorted(self._catalog(db))
 
     def documents(self, db: str, collection: str) -> list[dict]:
         """All documents of a collection (empty for a collection that does not exist,
         as MongoDB answers an aggregate on a missing collection)."""
-        return self._load(db).get(collection, [])
+        key = (db, collection)
+        cached = self._docs.get(key)
+        if cached is not None:
+            return cached
+        path = self._catalog(db).get(collection)
+        docs = [] if path is None else self._read(db, collection, path)
+        self._docs[key] = docs
+        self._counts.pop(key, None)
+        return docs
+
+    def _by_lines(self, db: str, collection: str) -> Path | None:
+        """The .jsonl file to count or sample by its lines (None: use the documents read whole)."""
+        if (db, collection) in self._docs or self.skip_bad_lines:
+            return None
+        path = self._catalog(db).get(collection)
+        return path if path is not None and path.suffix == ".jsonl" else None
 
     def count(self, db: str, collection: str) -> int:
-        return len(self.documents(db, collection))
+        path = self._by_lines(db, collection)
+        if path is None:
+            return len(self.documents(db, collection))
+        key = (db, collection)
+        if key not in self._counts:
+            self._counts[key] = len(_lines(path)[0])
+        return self._counts[key]
 
     def sample(self, db: str, collection: str, n: int, seed: int = 0) -> list[dict]:
-        return sampling.sample(self.documents(db, collection), n, seed)
+        path = self._by_lines(db, collection)
+        if path is None:
+            return sampling.sample(self.documents(db, collection), n, seed)
+        with _collector_paused():
+            return self._sample_lines(path, n, seed)
+
+    def _sample_lines(self, path: Path, n: int, seed: int) -> list[dict]:
+        """The sample of a .jsonl collection parsing only the lines it needs (see the module
+        docstring): the same documents as `sampling.sample` over the file read whole."""
+        lines, may_hold_ids = _lines(path)
+        problems: list[tuple[int, str]] = []
+        order = None
+        if may_hold_ids:
+            keys = []
+            for number, raw in lines:
+                key = _line_id_key(number, raw)
+                if type(key) is io.Line:
+                    problems.append((number, key.error))
+                    key = None
+                keys.append(key)
+            order = sampling.key_order(keys)
+        picked = [lines[i if order is None else order[i]] for i in sampling.positions(len(lines), n, seed)]
+        docs = []
+        for number, raw in picked:
+            line = io.parse_line(number, raw)
+            if line.error is None:
+                docs.append(line.record)
+            else:
+                problems.append((number, line.error))
+        self._bad(path, [message for _, message in sorted(set(problems))])
+        return docs
 
     def aggregate(self, db: str, collection: str, pipeline: list, *,
                   timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
                   max_bytes: int = DEFAULT_MAX_BYTES) -> list[dict]:
-        colls = self._load(db)
-        return engine.aggregate(colls.get(collection, []), pipeline,
-                                catalog=lambda name: colls.get(name, []),
+        return engine.aggregate(self.documents(db, collection), pipeline,
+                                catalog=lambda name: self.documents(db, name),
                                 timeout=timeout, max_rows=max_rows, max_bytes=max_bytes)
+
+
+WHOLE_FILE_BYTES = 256 << 20  # a .jsonl file up to this size is read in one piece, a larger one by line
+_OBJECTID_BRACKET = sort_key(ObjectId(b"\0" * 12))[0]
+
+
+def _lines(path: Path) -> tuple[list[tuple[int, bytes | None]], bool]:
+    """(line number, raw line) of the non-blank lines of a .jsonl file as `io.raw_lines` splits
+    them (None: a line longer than `io.DEFAULT_MAX_RECORD_BYTES`), and whether a line may hold
+    an `_id` (False when no key of the file can spell it)."""
+    try:
+        if path.stat().st_size > WHOLE_FILE_BYTES:
+            with open(path, "rb") as f:
+                lines = [(number, raw) for number, raw in enumerate(io.raw_lines(f), start=1)
+                         if not io.is_blank(raw)]
+            return lines, True
+        with open(path, "rb") as f:
+            data = io.strip_bom(f.read())
+    except OSError as exc:
+        raise BackendError(f"cannot read {path}: {exc.strerror}") from None
+    limit = io.DEFAULT_MAX_RECORD_BYTES
+    pieces = data.split(b"\n")
+    # each line as io.raw_lines reads it, with its newline (a parse error names the same column)
+    lines = [(number, raw + b"\n" if len(raw) <= limit else None)
+             for number, raw in enumerate(pieces[:-1], start=1) if raw and not raw.isspace()]
+    if pieces[-1] and not pieces[-1].isspace():  # a last line without a newline
+        lines.append((len(pieces), pieces[-1] if len(pieces[-1]) <= limit else None))
+    return lines, b'"_id"' in data or b"\\u00" in data
+
+
+def _line_id_key(number: int, raw: bytes | None):
+    """The `sort_key` of one line's `_id` (None without one), read from the text when it can
+    be (see the module docstring), else parsed; the failed `io.Line` of a line that cannot be
+    parsed."""
+    if raw is not None and b"\\u00" not in raw:
+        occurrences = raw.count(b'"_id"')
+        if occurrences == 0:
+            return None  # no key of the line spells _id
+        if occurrences == 1:
+            found = _ID_OBJECTID.match(raw)
+            if found:
+                return (_OBJECTID_BRACKET, bytes.fromhex(found.group(1).decode()))
+            found = _ID_INTEGER.match(raw)
+            if found:
+                return sort_key(int(found.group(1)))
+            found = _ID_STRING.match(raw)
+            if found:
+                try:
+                    return sort_key(found.group(1).decode())
+                except UnicodeDecodeError:
+                    pass
+    line = io.parse_line(number, raw)
+    if line.error is not None:
+        return line
+    return None if "_id" not in line.record else sort_key(line.record["_id"])
 
 
 def _documents(docs: list, problems: list[str], where: str = "") -> list:

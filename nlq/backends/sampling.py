@@ -34,20 +34,36 @@ def positions(count: int, n: int, seed: int) -> list[int]:
 _FRESH = ObjectId(b"\xff" * 12)  # what an import assigns sorts after every stored ObjectId
 
 
-def in_id_order(docs: list[dict]) -> list[dict]:
-    """The documents in ascending `_id` order, as `find().sort({_id: 1})` returns them.
+def id_order(ids: list) -> list[int] | None:
+    """The positions of documents with these `_id`s (MISSING: no `_id`) in ascending `_id` order,
+    as `find().sort({_id: 1})` returns them; None (the file order) when none has an `_id`.
 
     Documents without `_id` keep their file order after every ObjectId (before
-    booleans, dates and the later types); a collection without any `_id` is
-    returned as it is, without sorting."""
-    if not any("_id" in doc for doc in docs):
-        return docs
+    booleans, dates and the later types)."""
+    from nlq.mql.values import MISSING, sort_key
+
+    return key_order([None if v is MISSING else sort_key(v) for v in ids])
+
+
+def key_order(keys: list) -> list[int] | None:
+    """`id_order` of the `_id`s' `nlq.mql.values.sort_key`s (None: no `_id`)."""
+    if all(k is None for k in keys):
+        return None
     from nlq.mql.values import sort_key
 
     fresh = sort_key(_FRESH)
-    keyed = sorted(range(len(docs)),
-                   key=lambda i: (sort_key(docs[i]["_id"]) if "_id" in docs[i] else fresh, i))
-    return [docs[i] for i in keyed]
+    decorated = [(fresh if k is None else k, i) for i, k in enumerate(keys)]
+    decorated.sort()
+    return [i for _, i in decorated]
+
+
+def in_id_order(docs: list[dict]) -> list[dict]:
+    """The documents in ascending `_id` order (`id_order`); a collection without any `_id` is
+    returned as it is, without sorting."""
+    from nlq.mql.values import MISSING
+
+    order = id_order([doc.get("_id", MISSING) for doc in docs])
+    return docs if order is None else [docs[i] for i in order]
 
 
 def sample(docs: list[dict], n: int, seed: int) -> list[dict]:

@@ -86,8 +86,23 @@ class StageContext:
         self._clock.start()
 
     def vars(self, doc) -> dict:
-        """The variable bindings for evaluating an expression against `doc`."""
+        """The variable bindings for evaluating an expression against `doc` (a new dict)."""
         return bindings(doc, self.variables)
+
+    def binder(self) -> Callable[[dict], dict]:
+        """`vars` for a stage that is done with one document's bindings before it binds the next
+        (and keeps none): built once per compiled stage, so a pipeline without variables of its
+        own rebinds CURRENT and ROOT in one dict instead of building one per document. Inside a
+        sub-pipeline (whose `$$` variables a `$lookup` rebinds per document) it is `vars`."""
+        scope = self.variables
+        if type(scope) is not dict or scope:
+            return self.vars
+        frame: dict = {}
+
+        def bind(doc) -> dict:
+            frame["CURRENT"] = frame["ROOT"] = doc
+            return frame
+        return bind
 
     def child(self, variables=None) -> "StageContext":
         scope = self.variables if variables is None else ChainMap(variables, self.variables)
@@ -116,6 +131,50 @@ def _following_limit(pipeline: list, i: int) -> int | None:
     return None
 
 
+def _unwind_path(stage) -> str | None:
+    """The field path (without `$`) of a `{$unwind: ...}` stage, None for any other stage."""
+    if type(stage) is not dict or len(stage) != 1 or "$unwind" not in stage:
+        return None
+    spec = stage["$unwind"]
+    path = spec if type(spec) is str else spec.get("path") if type(spec) is dict else None
+    return path[1:] if type(path) is str and path.startswith("$") else None
+
+
+def _strings(spec) -> Iterator[str]:
+    """Every string of a specification, keys included."""
+    if type(spec) is str:
+        yield spec
+    elif type(spec) is dict:
+        for key, value in spec.items():
+            yield key
+            yield from _strings(value)
+    elif type(spec) is list:
+        for value in spec:
+            yield from _strings(value)
+
+
+def _unwind_may_share(pipeline: list, i: int) -> bool:
+    """True when the `$unwind` at i may emit one copy of each input document, rebound for every
+    element, instead of a copy per element: the stages after it are `$unwind`s and then a
+    `$group`, which is done with each document before it pulls the next and keeps none of
+    them. It keeps one only through the document itself (`$$ROOT`, `$$CURRENT`) or, for a
+    dotted unwind path, through an embedded document on that path (`$a` of `$a.b`, or
+    `$getField`), so a `$group` naming any of those is given fresh copies."""
+    prefixes = set()
+    j = i
+    while j < len(pipeline) and (path := _unwind_path(pipeline[j])) is not None:
+        parts = path.split(".")
+        prefixes |= {"$" + ".".join(parts[:k]) for k in range(1, len(parts))}
+        j += 1
+    group = pipeline[j] if j < len(pipeline) else None
+    if type(group) is not dict or len(group) != 1 or "$group" not in group:
+        return False
+    for text in _strings(group["$group"]):
+        if text.startswith(("$$ROOT", "$$CURRENT")) or text in prefixes or (prefixes and text == "$getField"):
+            return False
+    return True
+
+
 def compile_pipeline(pipeline, ctx: StageContext | None = None) -> CompiledPipeline:
     """Compile every stage once; returns `fn(documents) -> iterator of result documents`.
 
@@ -132,8 +191,12 @@ def compile_pipeline(pipeline, ctx: StageContext | None = None) -> CompiledPipel
             raise ExecutionError("a pipeline stage specification object must contain exactly one field")
         name, spec = next(iter(stage.items()))
         compiler = _stage_compiler(name)
-        limit = _following_limit(pipeline, i) if name == "$sort" else None
-        stages.append(compiler(spec, ctx) if limit is None else compiler(spec, ctx, limit=limit))
+        if name == "$sort" and (limit := _following_limit(pipeline, i)) is not None:
+            stages.append(compiler(spec, ctx, limit=limit))
+        elif name == "$unwind" and _unwind_may_share(pipeline, i):
+            stages.append(compiler(spec, ctx, share=True))
+        else:
+            stages.append(compiler(spec, ctx))
 
     def run(docs: Stream) -> Iterator[dict]:
         stream = iter(docs)

@@ -111,18 +111,71 @@ def from_extjson(value):
     t = type(value)
     if t is dict:
         if value:
-            first = next(iter(value))
-            if first[:1] == "$" and first in _WRAPPERS and set(value) <= {first} | _COMPANIONS.get(first, set()):
-                try:
-                    return _WRAPPERS[first](value[first], value)
-                except InputError:
-                    raise
-                except Exception as exc:  # malformed wrapper payload
-                    raise InputError(f"invalid Extended JSON {first}: {exc}") from None
+            converted = _wrapped(value)
+            if converted is not value:
+                return converted
         return {k: from_extjson(v) for k, v in value.items()}
     if t is list:
         return [from_extjson(v) for v in value]
     return value
+
+
+def _wrapped(value: dict):
+    """The BSON value of a non-empty dict that is a wrapper, else `value` itself."""
+    first = next(iter(value))
+    if first[:1] != "$" or first not in _WRAPPERS or not set(value) <= {first} | _COMPANIONS.get(first, set()):
+        return value
+    try:
+        return _WRAPPERS[first](value[first], value)
+    except InputError:
+        raise
+    except Exception as exc:  # malformed wrapper payload
+        raise InputError(f"invalid Extended JSON {first}: {exc}") from None
+
+
+def decode_parsed(value):
+    """`from_extjson` for a value fresh from a JSON parser, which nothing else holds: the
+    wrappers are replaced in place, so the dicts and lists that need no conversion are kept
+    as they are instead of being rebuilt. Returns the converted value (a wrapper at the top
+    is replaced by its BSON value)."""
+    t = type(value)
+    if t is dict:
+        if value:
+            converted = _wrapped(value)
+            if converted is not value:
+                return converted
+            _decode_dict(value)
+    elif t is list:
+        _decode_list(value)
+    return value
+
+
+def _decode_dict(doc: dict) -> None:
+    for key, v in doc.items():
+        t = type(v)
+        if t is dict:
+            if v:
+                converted = _wrapped(v)
+                if converted is not v:
+                    doc[key] = converted  # the same key: the iteration goes on unharmed
+                else:
+                    _decode_dict(v)
+        elif t is list:
+            _decode_list(v)
+
+
+def _decode_list(items: list) -> None:
+    for i, v in enumerate(items):
+        t = type(v)
+        if t is dict:
+            if v:
+                converted = _wrapped(v)
+                if converted is not v:
+                    items[i] = converted
+                else:
+                    _decode_dict(v)
+        elif t is list:
+            _decode_list(v)
 
 
 # ---------------------------------------------------------------------------
@@ -185,4 +238,4 @@ def to_extjson(value):
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
-__all__ = ["from_extjson", "to_extjson"]
+__all__ = ["decode_parsed", "from_extjson", "to_extjson"]

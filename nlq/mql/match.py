@@ -71,9 +71,27 @@ def compile_filter(filter, variables: dict | None = None) -> Predicate:
     parts = [p for p in parts if p is not None]
     if not parts:
         return lambda doc: True
-    if len(parts) == 1:
-        return parts[0]
-    return lambda doc: all(p(doc) for p in parts)
+    return _conjunction(parts)
+
+
+def _conjunction(preds: list[Predicate]) -> Predicate:
+    """A predicate true when all of `preds` are (in order, stopping at the first false one),
+    without a generator per document for the usual two or three."""
+    if len(preds) == 1:
+        return preds[0]
+    if len(preds) == 2:
+        first, second = preds
+        return lambda doc: first(doc) and second(doc)
+    if len(preds) == 3:
+        first, second, third = preds
+        return lambda doc: first(doc) and second(doc) and third(doc)
+
+    def every(doc):
+        for p in preds:
+            if not p(doc):
+                return False
+        return True
+    return every
 
 
 def _compile_clause(key: str, value, scope) -> Predicate | None:
@@ -86,10 +104,7 @@ def _compile_clause(key: str, value, scope) -> Predicate | None:
     path = tuple(key.split("."))
     if any(not p for p in path):
         raise ExecutionError(f"invalid field path '{key}': empty field name")
-    preds = [_on_path(path, leaf, negate) for leaf, negate in leaf_preds]
-    if len(preds) == 1:
-        return preds[0]
-    return lambda doc: all(p(doc) for p in preds)
+    return _conjunction([_on_path(path, leaf, negate) for leaf, negate in leaf_preds])
 
 
 def _reject_special(name: str) -> None:

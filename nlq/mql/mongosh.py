@@ -13,7 +13,12 @@ Accepted surface forms:
   with chained ``.sort() .skip() .limit() .projection() .count()``,
   ``db.c.findOne()``, ``db.c.countDocuments(filter)``, ``db.c.count(filter)``,
   ``db.c.estimatedDocumentCount()``, ``db.c.distinct(field, filter)``; a
-  trailing ``;``, ``.toArray()`` and ``.pretty()`` are allowed.
+  trailing ``;``, ``.toArray()`` and ``.pretty()`` are allowed, and so is a final
+  ``.forEach(printjson)`` (nlq prints every row anyway; noted in ``Query.warnings``).
+
+``use <db>``, ``db.getSiblingDB(...)`` and ``.explain()`` are ParseErrors that
+say what to do instead: the database is named by ``--db`` (or the record's
+``db`` field), and ``nlq exec --explain`` shows the pipeline nlq runs.
 
 A missing final ``)`` (TEND-native record 6039147) is a ParseError; with
 ``parse_query(text, tolerant=True)`` it is accepted and recorded in
@@ -29,9 +34,9 @@ Lowering of the non-aggregate forms to equivalent aggregation pipelines
   ``[{$match: filter}, {$sort: s}, {$skip: k}, {$limit: n}, {$project: projection}]``
   in MongoDB's order of application whatever the chain order; empty parts
   are omitted, ``limit(0)`` means no limit and ``limit(-n)`` is ``$limit: n``.
-  ``findOne(...)`` is ``find(...).limit(1)``. Find-only projection operators
-  (``$elemMatch``, ``$slice``, positional ``a.$``) have no ``$project``
-  equivalent and are a ParseError.
+  ``findOne(...)`` is ``find(...).limit(1)``. The find-only projection operators
+  (``$slice``, ``$elemMatch``, positional ``a.$``) become equivalent stages
+  (:mod:`nlq.mql.find_projection`).
 - ``count``: ``.count()``, ``countDocuments(filter, {skip, limit})``,
   ``count(filter)`` and ``estimatedDocumentCount()`` ->
   ``[{$match: filter}, ({$skip}, {$limit},) {$facet: {count: [{$count: "count"}]}},
@@ -65,6 +70,7 @@ from __future__ import annotations
 import orjson
 
 from nlq.errors import InputError, ParseError
+from nlq.mql import find_projection
 from nlq.mql.extjson import from_extjson
 from nlq.mql.jsliteral import Parser, Token, Tokenizer, syntax_error
 from nlq.mql.query import Query
@@ -79,6 +85,10 @@ _IGNORED_AGGREGATE_OPTIONS = {"allowDiskUse", "maxTimeMS", "comment", "hint", "b
 
 _SHAPES = {"aggregate", "find", "findOne", "count", "countDocuments", "estimatedDocumentCount", "distinct"}
 _CURSOR_NOOPS = {"toArray", "pretty"}
+_EXPLAIN = (".explain() returns MongoDB's query plan, not rows: drop it (`nlq exec --explain` shows the "
+            "pipeline nlq runs; `nlq ask --explain` also shows how it was generated)")
+# Trailing calls that print the rows in mongosh: nlq prints them anyway (noted in Query.warnings).
+_PRINTERS = {"printjson", "printjsononeline", "print"}
 
 
 def parse_query(source, *, tolerant: bool = False) -> Query:
@@ -147,6 +157,10 @@ class _ShellParser(Parser):
         if not (start.kind == "ident" and start.value == "db"):
             if self.token.kind == "eof":
                 raise self.error("empty query")
+            if start.kind == "ident" and start.value == "use":
+                raise self.error("`use <db>` selects a database in mongosh; nlq takes the database from "
+                                 "--db (or the record's db field): drop the `use` line and give only the "
+                                 "db.<collection>... query")
             raise self.error("a mongosh query starts with db.<collection> (or use the JSON form "
                              "{\"collection\", \"pipeline\"})")
         self.advance()
@@ -155,6 +169,8 @@ class _ShellParser(Parser):
         if method_token.kind != "ident":
             raise self.error("expected a collection method such as aggregate or find")
         method = self.advance().value
+        if method == "explain":
+            raise self.error(_EXPLAIN, method_token)
         if method not in _SHAPES:
             raise self.error(f"unsupported collection method .{method}(): expected one of "
                              f"{', '.join(sorted(_SHAPES))}", method_token)
@@ -170,8 +186,24 @@ class _ShellParser(Parser):
             self.advance()
         if self.token.kind != "eof":
             raise self.error("unexpected text after the query (only one statement is allowed)")
+        chain = self.printing_and_explain(chain)
         pipeline, form = _lower(self, collection, method, method_token, args, chain)
         return Query(collection, pipeline, form, tuple(self.warnings))
+
+    def printing_and_explain(self, chain: list[tuple[Token, list]]) -> list[tuple[Token, list]]:
+        """`chain` without a final `.forEach(printjson)` (noted as a warning); `.explain()` is an error
+        that points to nlq's own explain."""
+        for token, _ in chain:
+            if token.value == "explain":
+                raise self.error(_EXPLAIN, token)
+        for token, _ in chain[:-1]:
+            if token.value == "forEach":
+                raise self.error(".forEach(printjson) must end the query", token)
+        if chain and chain[-1][0].value == "forEach":
+            token, cargs = chain[-1]
+            self.warnings.append(f".forEach({cargs[0].name}) ignored: nlq prints every row")
+            chain = chain[:-1]
+        return chain
 
     def collection(self) -> str:
         if self.at("["):
@@ -188,6 +220,12 @@ class _ShellParser(Parser):
         if token.kind != "ident":
             raise self.error("expected a collection name after db.")
         self.advance()
+        if token.value == "getSiblingDB" and self.at("("):
+            args = self.arguments("getSiblingDB")
+            name = args[0] if len(args) == 1 and isinstance(args[0], str) and args[0] else "DB"
+            raise self.error(f"db.getSiblingDB(...) switches databases, which a query given to nlq cannot do: "
+                             f"name the database with --db {name} (or the record's db field) and write "
+                             "db.<collection>... for the rest", token)
         if token.value == "getCollection" and self.at("("):
             args = self.arguments("getCollection")
             if len(args) != 1 or not isinstance(args[0], str):
@@ -216,7 +254,23 @@ class _ShellParser(Parser):
     def call_arguments(self, what: str) -> list:
         if not self.at("("):
             raise self.error(f"expected '(' after .{what}")
+        if what == "forEach":  # printjson is a name, not a literal: read it here
+            self.advance()
+            token = self.token
+            if token.kind == "ident" and token.value in _PRINTERS:
+                self.advance()
+                self.expect(")")
+                return [_Printer(token.value)]
+            raise self.error(".forEach() is accepted only as .forEach(printjson) (it prints each row, "
+                             "which nlq does anyway)", token)
         return self.arguments(what, unclosed_ok=self.tolerant)
+
+
+class _Printer:
+    """The print function named in `.forEach(printjson)`."""
+
+    def __init__(self, name: str):
+        self.name = name
 
 
 def _lower(parser: _ShellParser, collection: str, method: str, method_token: Token, args: list,
@@ -321,8 +375,7 @@ def _lower(parser: _ShellParser, collection: str, method: str, method_token: Tok
     if limit:
         pipeline.append({"$limit": limit})
     if projection:
-        _check_find_projection(projection, fail)
-        pipeline.append({"$project": projection})
+        pipeline += find_projection.stages(filter_, projection, fail)
     return pipeline, method
 
 
@@ -376,17 +429,6 @@ def _distinct_stages(field: str, filter_: dict) -> list:
     if parts[-1] != "_id":
         stages.append({"$project": {"_id": 0, parts[-1]: "$_id"}})
     return stages
-
-
-def _check_find_projection(projection: dict, fail) -> None:
-    for key, value in projection.items():
-        if key.endswith(".$") or key == "$":
-            raise fail(f"the positional projection {key!r} of find() has no aggregation equivalent")
-        if isinstance(value, dict) and value:
-            first = next(iter(value))
-            if first in ("$elemMatch", "$slice"):
-                raise fail(f"the find() projection operator {first} on {key!r} has no $project "
-                           "equivalent; write the query as an aggregation")
 
 
 __all__ = ["parse_query"]

@@ -1,16 +1,24 @@
 """The operator registry: every MongoDB 7/8 operator nlq knows, in one table.
 
 Each :class:`Operator` says what a `$name` is (stage, expression, accumulator,
-window function, query or projection operator, system variable) and its
-properties (forbidden, order-sensitive as a root stage, fields or
-variables it introduces). The parser, analyzer, gate, engine and the
+window function, query or projection operator, system variable), the shape
+of its argument per kind (a :mod:`nlq.mql.grammar` term: which parts are
+expressions, filters, sub-pipelines, field paths, collection names; which
+name new fields; which bind `$$variables`), for a stage how the documents
+after it are formed, and its properties (forbidden, order-sensitive as a
+root stage). The parser, analyzer, scoped walk, gate, engine and the
 forbidden-operator scan all read this table; the engine's modules attach
 evaluators to entries with :func:`implements`. :func:`load` imports those
 modules (listed in IMPLEMENTATIONS); every reader of evaluators calls it, so
 the table is complete whatever was imported first.
 
+Adding an operator is one :func:`declare` here (plus, for the engine, its
+evaluator decorated with :func:`implements` in a module of IMPLEMENTATIONS).
+
     >>> lookup("$sortByCount").kind
     'stage'
+    >>> lookup("$lookup").binds_variables, lookup("$lookup").introduces_fields
+    (True, True)
 """
 
 from __future__ import annotations
@@ -21,6 +29,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from nlq.errors import ForbiddenOperatorError, UnknownOperatorError, UnsupportedOperatorError
+from nlq.mql import grammar
+from nlq.mql.grammar import (ACCUMULATOR as ACCUMULATORS, ADD, ANY, COLLECTION, COMPARISON, CONDITION, DATA,
+                             DOCUMENT_DATA, ELEMENT_MATCH, ENTRIES, EXPR, FIELD, FILTER, FIRST, GEOMETRY, GET_FIELD,
+                             JOINED, JOINED_NAME, KEEP, LITERAL, LITERALS, MEMBERSHIP, NAME, NEW, OPEN, PIPELINE,
+                             PROJECTION as PROJECTED, REMOVED, ROW_LIMIT, SORT, UNION, VALUE, WINDOW as WINDOWED,
+                             Bound, Either, Fields, Foreign, Into, Items, Keys, Output, Positional, Shorthand, Value,
+                             Vars)
 
 STAGE, EXPRESSION, ACCUMULATOR, WINDOW, QUERY, PROJECTION, VARIABLE = (
     "stage", "expression", "accumulator", "window", "query", "projection", "variable")
@@ -36,8 +51,8 @@ class Operator:
     kinds: set[str]
     forbidden: bool = False          # never executed
     order_sensitive: bool = False    # as a root stage, makes result order significant (paper §II-D)
-    introduces_fields: bool = False  # stage defines fields later stages may reference
-    binds_variables: bool = False    # defines `$$name` variables for a sub-expression
+    args: dict[str, grammar.Term] = field(default_factory=dict)    # kind -> the shape of its argument
+    output: grammar.Output | None = None   # a stage: how the documents after it are formed
     evaluators: dict[str, Callable] = field(default_factory=dict)  # kind -> engine callable
 
     @property
@@ -45,47 +60,123 @@ class Operator:
         """The primary kind (the first of KINDS this operator has)."""
         return next(k for k in KINDS if k in self.kinds)
 
+    def argument(self, kind: str) -> grammar.Term:
+        """The declared shape of the argument as a `kind` operator (by default an expression; plain
+        data for a query operator)."""
+        return self.args.get(kind) or (DATA if kind == QUERY else EXPR)
+
+    @property
+    def binds_variables(self) -> bool:
+        """Defines `$$name` variables for a part of its argument (`let`, `as`, `$$this`/`$$value`)."""
+        return any(grammar.binds(term) for term in self.args.values())
+
+    @property
+    def introduces_fields(self) -> bool:
+        """As a stage, defines fields later stages may reference."""
+        if self.output is None or STAGE not in self.args:
+            return False
+        return self.output.mode in ("new", "value", "union") or (
+            self.output.mode == "add" and bool(grammar.introduces(self.args[STAGE])))
+
 
 _TABLE: dict[str, Operator] = {}
 
 
-def _add(kind: str, names: Iterable[str] | str, **props) -> None:
+def declare(kind: str, names: Iterable[str] | str, *, args: grammar.Term | None = None,
+            output: grammar.Output | None = None, **props) -> None:
+    """Declare operators of `kind` (a name or a space-separated list of names): the shape of their
+    argument (`args`, a :mod:`nlq.mql.grammar` term), for a stage how the documents after it are
+    formed (`output`), and properties (`forbidden`, `order_sensitive`). A name declared again gains
+    the kind. The walk, the analyzer, the gate and the forbidden scan read nothing else:
+
+        declare(STAGE, "$count", args=NAME, output=NEW)
+    """
     if isinstance(names, str):
         names = names.split()
     for name in names:
         op = _TABLE.get(name)
         if op is None:
-            _TABLE[name] = Operator(name, {kind}, **props)
-        else:
-            op.kinds.add(kind)
-            for key, value in props.items():
-                if value:
-                    setattr(op, key, value)
+            op = _TABLE[name] = Operator(name, {kind})
+        op.kinds.add(kind)
+        if args is not None:
+            op.args[kind] = args
+        if output is not None:
+            op.output = output
+        for key, value in props.items():
+            if value:
+                setattr(op, key, value)
 
 
 # --- stages (https://www.mongodb.com/docs/manual/reference/operator/aggregation-pipeline/)
-_add(STAGE, "$match $limit $skip $count $sortByCount $sample $redact $geoNear $search $searchMeta "
-            "$vectorSearch $changeStream $changeStreamSplitLargeEvent $listSearchIndexes "
-            "$listSampledQueries $shardedDataDistribution $querySettings $queryStats "
-            "$listClusterCatalog $rankFusion $scoreFusion $listLocalSessions")
-_add(STAGE, "$project $addFields $set $unset $group $unwind $lookup $facet $replaceRoot $replaceWith "
-            "$bucket $bucketAuto $graphLookup $unionWith $documents $densify $fill $setWindowFields",
-     introduces_fields=True)
-_add(STAGE, "$sort $limit $skip $setWindowFields", order_sensitive=True)
-_add(STAGE, "$lookup $graphLookup", binds_variables=True)
+# Each says what its argument holds and how the documents after it are formed.
+declare(STAGE, "$match", args=FILTER, output=KEEP)
+declare(STAGE, "$limit", args=ROW_LIMIT, output=KEEP, order_sensitive=True)
+declare(STAGE, "$skip", args=DATA, output=KEEP, order_sensitive=True)
+declare(STAGE, "$sort", args=SORT, output=KEEP, order_sensitive=True)
+declare(STAGE, "$sample", args=DATA, output=KEEP)
+declare(STAGE, "$redact", args=EXPR, output=KEEP)
+declare(STAGE, "$count", args=NAME, output=NEW)
+declare(STAGE, "$sortByCount", args=Into("_id", EXPR), output=Output("new", ("count",)))
+declare(STAGE, "$project", args=Value(PROJECTED), output=VALUE)
+declare(STAGE, "$addFields $set", args=Fields(EXPR), output=ADD)
+declare(STAGE, "$unset", args=Either(str=REMOVED, list=Items(REMOVED)), output=ADD)
+declare(STAGE, "$unwind", args=Shorthand("path", Keys({"path": EXPR, "includeArrayIndex": NAME,
+                                                       "preserveNullAndEmptyArrays": DATA})), output=ADD)
+declare(STAGE, "$group", args=Fields(ACCUMULATORS, named={"_id": EXPR}), output=Output("new", ("_id",)))
+declare(STAGE, "$bucket $bucketAuto",
+        args=Keys({"groupBy": EXPR, "output": Fields(ACCUMULATORS, otherwise=("count",))}, rest=DATA),
+        output=Output("new", ("_id",)))
+declare(STAGE, "$replaceRoot", args=Keys({"newRoot": Value(EXPR)}), output=VALUE)
+declare(STAGE, "$replaceWith", args=Value(EXPR), output=VALUE)
+declare(STAGE, "$lookup", args=Keys({
+    "from": COLLECTION, "localField": FIELD, "foreignField": Foreign(FIELD),
+    "let": Vars(EXPR, into=("pipeline",)), "pipeline": Foreign(PIPELINE), "as": JOINED}, rest=DATA), output=ADD)
+declare(STAGE, "$graphLookup", args=Keys({
+    "from": COLLECTION, "startWith": EXPR, "connectFromField": Foreign(FIELD), "connectToField": Foreign(FIELD),
+    "restrictSearchWithMatch": Foreign(FILTER), "depthField": JOINED_NAME, "as": JOINED}, rest=DATA), output=ADD)
+declare(STAGE, "$unionWith", args=Shorthand("coll", Keys({"coll": COLLECTION, "pipeline": Foreign(PIPELINE)})),
+        output=UNION)
+declare(STAGE, "$facet", args=Fields(PIPELINE), output=NEW)
+declare(STAGE, "$setWindowFields", args=Keys({"partitionBy": EXPR, "sortBy": SORT, "output": Fields(WINDOWED)}),
+        output=ADD, order_sensitive=True)
+declare(STAGE, "$densify", args=Keys({"field": FIELD, "partitionByFields": FIELD}, rest=DATA), output=KEEP)
+declare(STAGE, "$fill", args=Keys({"partitionBy": EXPR, "partitionByFields": FIELD, "sortBy": SORT,
+                                   "output": Fields(Keys({"value": EXPR}, rest=DATA))}), output=ADD)
+declare(STAGE, "$geoNear", args=Keys({"query": FILTER, "key": FIELD, "distanceField": NAME, "includeLocs": NAME},
+                                     rest=DATA), output=ADD)
+declare(STAGE, "$documents", args=EXPR, output=OPEN)
+declare(STAGE, "$merge", args=Keys({"let": Vars(EXPR, into=("whenMatched",), extra=("new",)),
+                                    "whenMatched": Either(list=PIPELINE, other=DATA)}, rest=DATA), output=OPEN)
+# Stages whose argument holds no operator of ours (names, options, another language: Atlas Search)
+# and whose output nlq does not model.
+declare(STAGE, "$out $search $searchMeta $vectorSearch $changeStream $changeStreamSplitLargeEvent "
+               "$listSearchIndexes $listSampledQueries $shardedDataDistribution $querySettings $queryStats "
+               "$listClusterCatalog $rankFusion $scoreFusion $listLocalSessions $currentOp $listSessions "
+               "$collStats $indexStats $planCacheStats", args=DATA, output=OPEN)
 
 # --- query operators (https://www.mongodb.com/docs/manual/reference/operator/query/)
-_add(QUERY, "$eq $gt $gte $in $lt $lte $ne $nin $and $not $nor $or $exists $type $expr $jsonSchema "
-            "$mod $regex $options $text $where $geoIntersects $geoWithin $near $nearSphere $box "
-            "$center $centerSphere $geometry $maxDistance $minDistance $polygon $all $elemMatch "
-            "$size $bitsAllClear $bitsAllSet $bitsAnyClear $bitsAnySet $comment $rand $natural "
-            "$search $language $caseSensitive $diacriticSensitive $uniqueDocs")
+declare(QUERY, "$eq $gt $gte $in $lt $lte $ne $nin $and $not $nor $or $exists $type $expr $jsonSchema "
+               "$mod $regex $options $text $where $geoIntersects $geoWithin $near $nearSphere $box "
+               "$center $centerSphere $geometry $maxDistance $minDistance $polygon $all $elemMatch "
+               "$size $bitsAllClear $bitsAllSet $bitsAnyClear $bitsAnySet $comment $rand $natural "
+               "$search $language $caseSensitive $diacriticSensitive $uniqueDocs")
+# ... of the whole document
+declare(QUERY, "$and", args=Items(FILTER))
+declare(QUERY, "$or $nor", args=Items(FILTER, alternatives=True))
+declare(QUERY, "$expr", args=EXPR)
+declare(QUERY, "$where $text $comment $jsonSchema", args=DOCUMENT_DATA)
+# ... of one field (the others' arguments are plain data)
+declare(QUERY, "$eq $ne $gt $gte $lt $lte", args=LITERAL)
+declare(QUERY, "$in $nin $all", args=LITERALS)
+declare(QUERY, "$not", args=CONDITION)
+declare(QUERY, "$elemMatch", args=ELEMENT_MATCH)
+declare(QUERY, "$geoWithin $geoIntersects $near $nearSphere", args=GEOMETRY)
 
 # --- projection operators
-_add(PROJECTION, "$ $elemMatch $meta $slice")
+declare(PROJECTION, "$ $elemMatch $meta $slice")
 
 # --- expression operators (https://www.mongodb.com/docs/manual/reference/operator/aggregation/)
-_add(EXPRESSION,
+declare(EXPRESSION,
      # arithmetic
      "$abs $add $ceil $divide $exp $floor $ln $log $log10 $mod $multiply $pow $round $sqrt "
      "$subtract $trunc "
@@ -131,28 +222,47 @@ _add(EXPRESSION,
      "$toUUID $type "
      # accumulator-named expressions usable in $project
      "$avg $max $min $sum $stdDevPop $stdDevSamp $median $percentile")
-_add(EXPRESSION, "$let $map $filter $reduce", binds_variables=True)
+# Expressions whose argument holds more than expressions, binds variables or shapes the value.
+declare(EXPRESSION, "$eq $ne $gt $gte $lt $lte", args=COMPARISON)
+declare(EXPRESSION, "$in", args=MEMBERSHIP)
+declare(EXPRESSION, "$literal", args=DATA)
+declare(EXPRESSION, "$let", args=Keys({"vars": Vars(EXPR, into=("in",)), "in": Value(EXPR)}))
+declare(EXPRESSION, "$map", args=Keys({"input": Bound(EXPR, into=("in",)), "as": DATA, "in": Value(EXPR)}))
+declare(EXPRESSION, "$filter", args=Keys({"input": Value(Bound(EXPR, into=("cond",))), "as": DATA, "cond": EXPR}))
+declare(EXPRESSION, "$reduce", args=Keys({"input": Bound(EXPR, into=("in",), name_key=None, extra=("value",)),
+                                           "initialValue": EXPR, "in": EXPR}))
+declare(EXPRESSION, "$first $last $arrayElemAt $slice", args=FIRST)
+declare(EXPRESSION, "$ifNull $mergeObjects $concatArrays $setUnion", args=ANY)
+declare(EXPRESSION, "$cond", args=Either(list=Positional((EXPR, Value(EXPR), Value(EXPR))),
+                                         dict=Keys({"if": EXPR, "then": Value(EXPR), "else": Value(EXPR)}),
+                                         other=Value(EXPR)))
+declare(EXPRESSION, "$switch", args=Keys({"branches": Items(Keys({"case": EXPR, "then": Value(EXPR)})),
+                                          "default": Value(EXPR)}))
+declare(EXPRESSION, "$objectToArray", args=Value(ENTRIES))
+declare(EXPRESSION, "$getField", args=Value(GET_FIELD))
+declare(EXPRESSION, "$sortArray", args=Keys({"input": Value(EXPR), "sortBy": DATA}))
 
 # --- accumulators ($group, $bucket, $setWindowFields)
-_add(ACCUMULATOR, "$accumulator $addToSet $avg $bottom $bottomN $count $first $firstN $last "
-                  "$lastN $max $maxN $median $mergeObjects $min $minN $percentile $push "
-                  "$stdDevPop $stdDevSamp $sum $top $topN")
+declare(ACCUMULATOR, "$accumulator $addToSet $avg $bottom $bottomN $count $first $firstN $last "
+                     "$lastN $max $maxN $median $mergeObjects $min $minN $percentile $push "
+                     "$stdDevPop $stdDevSamp $sum $top $topN")
+# the value of these is (an array of) their argument's value
+declare(ACCUMULATOR, "$first $last $push $addToSet $max $min", args=Value(EXPR))
+declare(ACCUMULATOR, "$firstN $lastN $maxN $minN", args=Keys({"input": Value(EXPR), "n": EXPR}))
+declare(ACCUMULATOR, "$top $bottom $topN $bottomN", args=Keys({"sortBy": SORT, "output": Value(EXPR), "n": EXPR}))
 
 # --- window-only operators ($setWindowFields output)
-_add(WINDOW, "$covariancePop $covarianceSamp $denseRank $derivative $documentNumber "
-             "$expMovingAvg $integral $linearFill $locf $rank $shift")
+declare(WINDOW, "$covariancePop $covarianceSamp $denseRank $derivative $documentNumber "
+                "$expMovingAvg $integral $linearFill $locf $rank $shift")
 
 # --- system variables (`$$NAME`)
-_add(VARIABLE, "$$ROOT $$CURRENT $$REMOVE $$DESCEND $$PRUNE $$KEEP $$NOW $$CLUSTER_TIME "
-               "$$SEARCH_META $$USER_ROLES")
+declare(VARIABLE, "$$ROOT $$CURRENT $$REMOVE $$DESCEND $$PRUNE $$KEEP $$NOW $$CLUSTER_TIME "
+                  "$$SEARCH_META $$USER_ROLES")
 
 # --- forbidden: writes, server state, non-determinism, server-side JavaScript
 FORBIDDEN = frozenset("$out $merge $function $accumulator $where $sample $rand $$NOW "
                       "$$CLUSTER_TIME $currentOp $listSessions $collStats $indexStats "
                       "$planCacheStats".split())
-for _name in ("$out", "$merge", "$currentOp", "$listSessions", "$collStats", "$indexStats",
-              "$planCacheStats"):
-    _add(STAGE, _name)
 for _name in FORBIDDEN:
     _TABLE[_name].forbidden = True
 

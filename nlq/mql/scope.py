@@ -8,15 +8,19 @@ stream stage by stage with a :class:`Shape` of the current document and
 reports every field reference (`"$a.b"` in an expression, `a.b` as a `$match`
 key, a `$sort` key, `$unwind` path, `localField`...), every `$$variable`
 path with what it is bound to (`as`, `let`, `$$this`/`$$value`), every
-collection a stage names, and every literal compared with a field.
+collection a stage names, every literal compared with a field, and every
+operator with the kind its position gives it.
+
+What each operator's argument holds, which fields it introduces and which
+variables it binds is not written here: the walk interprets the declarations
+of :mod:`nlq.mql.registry` (terms of :mod:`nlq.mql.grammar`), so an operator
+declared there is walked everywhere.
 
 The physical fields of a collection come from a :class:`Node` tree (built by
-the caller from an induced schema, e.g. nlq's grounding index); `<*>` under a
-node stands for the keys of a dynamic map, and array nodes let a numeric
-component (`a.0.b`) index an element. Whatever the walk cannot know (the
-output of an unknown stage, fields computed by an arbitrary expression) is
-*open*: every path under it resolves, so the walk never reports a path that
-might exist.
+the caller from an induced schema, e.g. nlq's grounding index). Whatever the
+walk cannot know (the output of an unknown stage, fields computed by an
+arbitrary expression) is *open*: every path under it resolves, so the walk
+never reports a path that might exist.
 
     >>> schema = {"c": Node.from_paths("c", ["a", "a.b", "n"])}
     >>> r = walk(Query("c", [{"$group": {"_id": "$a.b", "n": {"$sum": 1}}}, {"$sort": {"m": 1}}]), schema)
@@ -26,227 +30,19 @@ might exist.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from nlq.mql import grammar, registry
+from nlq.mql.grammar import Bound, Foreign, Keys, Term, Vars
 from nlq.mql.query import Query
-
-MAP = "<*>"
-ARRAY = "[]"
-
-
-class Node:
-    """A physical path of a collection and the paths under it (array elements are the node itself).
-
-    `path` is the MQL path (no array markers: `a.b` for the lattice's `a[].b`).
-    """
-
-    __slots__ = ("collection", "path", "children", "array", "open")
-
-    def __init__(self, collection: str, path: str = "", *, open: bool = False):
-        self.collection, self.path = collection, path
-        self.children: dict[str, Node] = {}
-        self.array = False
-        self.open = open
-
-    @classmethod
-    def from_paths(cls, collection: str, paths, open_paths=()) -> "Node":
-        """The tree of lattice paths (`a[].b`, `m.<*>.x`); `open_paths` are nodes whose children were not walked."""
-        root = cls(collection)
-        opened = set(open_paths)
-        for path in paths:
-            node, names = root, []
-            for part in path.split("."):
-                name = part
-                while name.endswith(ARRAY) and name != ARRAY:
-                    name = name[:-2]
-                names.append(name)
-                child = node.children.get(name)
-                if child is None:
-                    child = node.children[name] = cls(collection, ".".join(names))
-                if name != part:
-                    child.array = True
-                node = child
-            if path in opened:
-                node.open = True
-        return root
-
-    def walk(self, parts) -> "Node | None":
-        """The node at a dotted path below this one, through `<*>` and array indexes, or None."""
-        node = self
-        for part in parts:
-            if node.open:
-                return node
-            nxt = node.children.get(part)
-            if nxt is None:
-                nxt = node.children.get(MAP)
-            if nxt is None and node.array and part.isdigit():
-                continue
-            if nxt is None:
-                return None
-            node = nxt
-        return node
-
-    def paths(self, prefix: str = "") -> list[str]:
-        """Every dotted path below this node (for did-you-mean)."""
-        out = []
-        for name, child in self.children.items():
-            here = f"{prefix}.{name}" if prefix else name
-            out.append(here)
-            out.extend(child.paths(here))
-        return out
-
-
-class Shape:
-    """What the documents at one point of a pipeline look like.
-
-    `nodes`: physical subtrees the document may be (several after `$unionWith`);
-    `fields`: computed top-level fields (they hide physical fields of the same
-    name); `removed`: physical top-level fields no longer there; `open`:
-    anything may be there.
-    """
-
-    __slots__ = ("nodes", "fields", "removed", "open")
-
-    def __init__(self, nodes=(), fields=None, removed=frozenset(), open=False):
-        self.nodes = tuple(nodes)
-        self.fields: dict[str, Shape] = dict(fields or {})
-        self.removed = frozenset(removed)
-        self.open = open
-
-    def resolve(self, parts) -> "Shape | None":
-        """The shape at a dotted path (a list of names), or None when nothing can be there."""
-        if self.open or not parts:
-            return self
-        head, rest = parts[0], parts[1:]
-        if head in self.fields:
-            return self.fields[head].resolve(rest)
-        if head in self.removed:
-            return None
-        hits = [n for n in (node.walk(parts) for node in self.nodes) if n is not None]
-        if hits:
-            if any(n.open for n in hits):
-                return OPEN
-            return Shape(hits)
-        if head.isdigit():  # an array index into a computed array
-            return self.resolve(rest) if rest else self
-        return None
-
-    def with_fields(self, fields: dict) -> "Shape":
-        """This shape plus (or with replaced) top-level fields; dotted names nest."""
-        out = Shape(self.nodes, self.fields, self.removed - set(fields), self.open)
-        for name, shape in fields.items():
-            head, _, rest = name.partition(".")
-            if rest:
-                inner = out.resolve([head]) or Shape()
-                shape = inner.with_fields({rest: shape})
-            out.fields[head] = shape
-        return out
-
-    def without(self, names) -> "Shape":
-        out = Shape(self.nodes, self.fields, self.removed, self.open)
-        for name in names:
-            head, _, rest = name.partition(".")
-            if rest:
-                inner = out.resolve([head])
-                if inner is not None and not inner.open:
-                    out.fields[head] = inner.without([rest])
-                continue
-            out.fields.pop(head, None)
-            out.removed = out.removed | {head}
-        return out
-
-    def values(self) -> "Shape":
-        """The shape of any one value of this object (`$objectToArray`'s `v`)."""
-        if self.open:
-            return OPEN
-        children = [c for n in self.nodes for c in n.children.values()]
-        if any(c.open for c in children) or any(n.open for n in self.nodes):
-            return OPEN
-        shape = Shape(children)
-        for sub in self.fields.values():
-            shape = union(shape, sub)
-        return shape
-
-    def paths(self) -> list[str]:
-        """Every path known to exist in this shape (for did-you-mean)."""
-        out = []
-        for node in self.nodes:
-            out.extend(p for p in node.paths() if p.split(".", 1)[0] not in self.removed | set(self.fields))
-        for name, sub in self.fields.items():
-            out.append(name)
-            out.extend(f"{name}.{p}" for p in sub.paths())
-        return sorted(set(out))
-
-
-OPEN = Shape(open=True)
-EMPTY = Shape()
-
-
-def union(*shapes: "Shape | None") -> Shape:
-    """A shape that any of `shapes` may be."""
-    shapes = [s for s in shapes if s is not None]
-    if not shapes or any(s.open for s in shapes):
-        return OPEN
-    nodes, fields = [], {}
-    for s in shapes:
-        nodes.extend(s.nodes)
-        for name, sub in s.fields.items():
-            fields[name] = union(fields[name], sub) if name in fields else sub
-    removed = frozenset.intersection(*(s.removed for s in shapes))
-    return Shape(nodes, fields, removed)
-
-
-@dataclass
-class Reference:
-    """A field path the pipeline reads, where, and whether the shape there has it."""
-
-    path: str            # as written, without the leading `$` (`a.b`, `$$this.x` keeps `$$this`)
-    stage: int           # index of the root stage it sits in
-    where: tuple         # keys and indexes down to it inside the pipeline (`(3, "$group", "total", "$sum")`)
-    found: bool
-    shape: Shape = field(repr=False, default=OPEN)   # the document shape it was resolved against
-
-
-@dataclass
-class Comparison:
-    """A literal compared with a field (`{a: "x"}`, `{$eq: ["$a", "x"]}`, `$in` lists...)."""
-
-    path: str
-    value: object
-    stage: int
-    where: tuple                       # position of the literal
-    target: Shape | None = field(repr=False, default=None)   # the shape at the compared path
-    alternative: tuple | None = None   # (position of the innermost $or/$nor, branch, branches) it sits in
-    field_where: tuple = ()            # position of the compared path (a `$match` key or a `"$a"` string)
-    shape: Shape = field(repr=False, default=None)           # the document shape the path is read in
-
-
-@dataclass
-class CollectionName:
-    """A collection a stage names (the pipeline's own, `$lookup.from`, `$unionWith`...)."""
-
-    name: object
-    stage: int | None    # None for the pipeline's own collection
-    where: tuple
-    found: bool
-
-
-@dataclass
-class Walk:
-    references: list = field(default_factory=list)
-    comparisons: list = field(default_factory=list)
-    collections: list = field(default_factory=list)
-    limits: list = field(default_factory=list)        # ($limit value, where) at any depth
-    output: Shape = OPEN                                 # the shape of the result documents
-
-
-_COMPARE = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$all"}
-_EXPR_COMPARE = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
+from nlq.mql.registry import ACCUMULATOR, EXPRESSION, PROJECTION, QUERY, STAGE, VARIABLE, WINDOW
+from nlq.mql.shapes import (ARRAY, EMPTY, MAP, OPEN, CollectionName, Comparison, Node, Reference, Shape, Walk,
+                            union)
 
 
 def walk(query, schema: dict) -> Walk:
-    """Walk a Query (or `{collection, pipeline}`) over `schema` = {collection: Node}."""
-    if isinstance(query, dict):
+    """Walk a Query, a `{collection, pipeline}` dict or a bare pipeline over `schema` = {collection: Node}."""
+    if isinstance(query, list):
+        query = Query(None, query)
+    elif isinstance(query, dict):
         query = Query(query.get("collection"), query.get("pipeline") or [])
     walker = _Walker(schema)
     root = schema.get(query.collection) if isinstance(query.collection, str) else None
@@ -254,10 +50,6 @@ def walk(query, schema: dict) -> Walk:
     shape = Shape([root]) if root is not None else OPEN
     walker.out.output = walker.pipeline(query.pipeline, shape, {}, None, ())
     return walker.out
-
-
-def _where(base: tuple, *parts) -> tuple:
-    return base + parts
 
 
 def position(where: tuple) -> str:
@@ -269,11 +61,36 @@ def _parts(path: str) -> list[str]:
     return path.split(".")
 
 
+class _Context:
+    """What one operator's argument introduces while it is walked."""
+
+    __slots__ = ("shape", "stage", "values", "fields", "removed", "joined", "joined_fields", "scoped", "siblings",
+                 "malformed", "condition")
+
+    def __init__(self, shape: Shape, stage, condition=None):
+        self.shape, self.stage = shape, stage
+        self.values: list[Shape] = []          # shapes of the Value parts
+        self.fields: dict[str, Shape] = {}     # new fields
+        self.removed: list[str] = []
+        self.joined: Shape = OPEN              # documents of the named collection (or the sub-pipeline's output)
+        self.joined_fields: dict[str, Shape] = {}
+        self.scoped: dict[str, dict] = {}      # sibling key -> variables bound for it
+        self.siblings: dict = {}               # the object whose keys are being walked
+        self.malformed = False
+        self.condition = condition             # (path, target, key_where) of a field condition
+
+    def value(self) -> Shape:
+        return union(*self.values) if self.values else OPEN
+
+
 class _Walker:
     def __init__(self, schema: dict):
         self.schema = schema
         self.out = Walk()
         self.alternative: tuple | None = None
+
+    def report(self, name: str, kind: str, where: tuple) -> None:
+        self.out.operators.append((name, kind, where))
 
     def compared(self, path: str, literal, stage, where: tuple, target, field_where: tuple, shape) -> None:
         self.out.comparisons.append(Comparison(path, literal, stage, where, target, self.alternative,
@@ -291,6 +108,12 @@ class _Walker:
 
     def variable(self, ref: str, shape: Shape, variables: dict, stage, where: tuple) -> Shape:
         name, _, rest = ref[2:].partition(".")
+        system = "$$" + name
+        if registry.is_known(system, VARIABLE):
+            self.report(system, VARIABLE, where)
+            self.out.variables.append((system, True, where))
+        else:
+            self.out.variables.append((system, name in variables, where))
         if name in ("ROOT", "CURRENT"):
             base = shape
         elif name in variables:
@@ -309,62 +132,372 @@ class _Walker:
         self.out.collections.append(CollectionName(name, stage, where, node is not None))
         return node
 
-    # -- pipelines ------------------------------------------------------------------
+    # -- pipelines and stages ----------------------------------------------------------
 
     def pipeline(self, stages, shape: Shape, variables: dict, stage, where: tuple) -> Shape:
         if not isinstance(stages, list):
             return OPEN
         for i, spec in enumerate(stages):
-            if not isinstance(spec, dict) or len(spec) != 1:
-                return OPEN
-            (name, arg), = spec.items()
             root = i if stage is None else stage
-            handler = _STAGES.get(name)
-            at = _where(where, i, name)
-            shape = handler(self, arg, shape, variables, root, at) if handler else OPEN
+            if not isinstance(spec, dict) or len(spec) != 1:
+                for name, arg in spec.items() if isinstance(spec, dict) else ():
+                    self.stage(name, arg, OPEN, variables, root, where + (i, name))
+                shape = OPEN  # a malformed stage: whatever follows may read anything
+                continue
+            (name, arg), = spec.items()
+            shape = self.stage(name, arg, shape, variables, root, where + (i, name))
         return shape
 
-    # -- expressions ---------------------------------------------------------------
+    def stage(self, name: str, arg, shape: Shape, variables: dict, stage, where: tuple) -> Shape:
+        """Walk one stage's argument by its declaration; return the shape of the documents after it."""
+        self.report(name, STAGE, where)
+        op = registry.get(name)
+        if op is None or STAGE not in op.args or op.output is None:
+            # An unknown stage: its nested operators (forbidden ones included) are still seen.
+            self.expression(arg, OPEN, variables, stage, where)
+            return OPEN
+        ctx = _Context(shape, stage)
+        _method(op.args[STAGE])(self, op.args[STAGE], arg, ctx, variables, where)
+        mode = op.output.mode
+        if ctx.malformed or mode == "open":
+            return OPEN
+        if mode == "keep":
+            return shape
+        if mode == "add":
+            out = shape.without(ctx.removed) if ctx.removed else shape
+            return out.with_fields(ctx.fields) if ctx.fields else out
+        if mode == "new":
+            fields = dict(ctx.fields)
+            for name in op.output.fixed:
+                fields.setdefault(name, OPEN)
+            return Shape(fields=fields)
+        if mode == "value":
+            return ctx.value()
+        return union(shape, ctx.joined)  # "union"
+
+    # -- expressions -------------------------------------------------------------------
 
     def expression(self, expr, shape: Shape, variables: dict, stage, where: tuple) -> Shape:
         """Report the references of an aggregation expression; return the shape of its value."""
-        if isinstance(expr, str):
+        t = type(expr)
+        if t is str:
             if expr.startswith("$$"):
                 return self.variable(expr, shape, variables, stage, where)
             if expr.startswith("$"):
                 return self.field(expr[1:], shape, stage, where)
             return EMPTY  # a constant has no fields
-        if isinstance(expr, list):
-            for i, element in enumerate(expr):
-                self.expression(element, shape, variables, stage, _where(where, i))
-            return EMPTY if _constant(expr) else OPEN
-        if not isinstance(expr, dict):
+        if t is list:
+            elements = [self.expression(element, shape, variables, stage, where + (i,))
+                        for i, element in enumerate(expr)]
+            # a constant array has the fields of its documents (paths see through arrays)
+            return union(EMPTY, *elements) if _constant(expr) else OPEN
+        if t is not dict:
             return EMPTY
         if expr and next(iter(expr)).startswith("$"):
             result = OPEN
             for op, arg in expr.items():
-                result = self.operator(op, arg, shape, variables, stage, _where(where, op))
+                self.report(op, EXPRESSION, where + (op,))
+                result = self.argument(op, (EXPRESSION,), arg, shape, variables, stage, where + (op,))
             return result
-        return Shape(fields={k: self.expression(v, shape, variables, stage, _where(where, k))
-                             for k, v in expr.items()})
+        fields = {}
+        for key, value in expr.items():
+            if key.startswith("$"):  # invalid in MongoDB; walked so that it is not missed
+                self.report(key, EXPRESSION, where + (key,))
+                self.argument(key, (EXPRESSION,), value, shape, variables, stage, where + (key,))
+            else:
+                fields[key] = self.expression(value, shape, variables, stage, where + (key,))
+        return Shape(fields=fields)
 
-    def operator(self, op: str, arg, shape: Shape, variables: dict, stage, where: tuple) -> Shape:
-        handler = _EXPRESSIONS.get(op)
-        if handler is not None:
-            return handler(self, arg, shape, variables, stage, where)
-        if op in _EXPR_COMPARE and isinstance(arg, list) and len(arg) == 2:
-            self.expression_comparison(arg, shape, variables, stage, where)
-        self.expression(arg, shape, variables, stage, where)
+    def argument(self, name: str, kinds: tuple, arg, shape: Shape, variables: dict, stage, where: tuple,
+                 condition=None) -> Shape:
+        """Walk the argument of operator `name` by its declaration as the first of `kinds` it has (an
+        unknown operator's argument is an expression); return the operator's value."""
+        op = registry.get(name)
+        kind = next((k for k in kinds if op is not None and k in op.kinds), None)
+        term = op.argument(kind) if kind is not None else (grammar.DATA if kinds[0] == QUERY else grammar.EXPR)
+        ctx = _Context(shape, stage, condition)
+        _method(term)(self, term, arg, ctx, variables, where)
+        return ctx.value()
+
+    # -- the grammar of declarations ------------------------------------------------------
+
+    def _malformed(self, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
+        """An argument of the wrong type: its nested operators are still seen, nothing is known after it."""
+        ctx.malformed = True
+        self.expression(value, OPEN, variables, ctx.stage, where)
         return OPEN
 
-    def expression_comparison(self, args: list, shape, variables, stage, where) -> None:
+    def _keys(self, term: Keys, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
+        if not isinstance(value, dict):
+            return self._malformed(value, ctx, variables, where)
+        outer, ctx.siblings = ctx.siblings, value
+        for key, sub in term.keys.items():
+            if isinstance(sub, Vars) and sub.extra:
+                for target in sub.into:
+                    ctx.scoped.setdefault(target, {}).update(dict.fromkeys(sub.extra, OPEN))
+            if key not in value and isinstance(sub, grammar.Fields):
+                for name in sub.otherwise:
+                    ctx.fields.setdefault(name, OPEN)
+        # what other keys depend on (a collection, bound variables) first, the joined documents' name last
+        order = sorted(value, key=lambda k: _priority(term.keys.get(k)))
+        for key in order:
+            sub = term.keys.get(key, term.rest)
+            scoped = ctx.scoped.get(key)
+            inner = {**variables, **scoped} if scoped else variables
+            _method(sub)(self, sub, value[key], ctx, inner, where + (key,))
+        ctx.siblings = outer
+        return OPEN
+
+    def _fields(self, term: grammar.Fields, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
+        if not isinstance(value, dict):
+            return self._malformed(value, ctx, variables, where)
+        for name, sub in value.items():
+            value_term = term.named.get(name) or term.value
+            ctx.fields[name] = _method(value_term)(self, value_term, sub, ctx, variables, where + (name,))
+        return OPEN
+
+    def _items(self, term: grammar.Items, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
+        if not isinstance(value, list):
+            return OPEN
+        outer = self.alternative
+        for i, item in enumerate(value):
+            if term.alternatives:
+                self.alternative = (where, i, len(value))
+            _method(term.item)(self, term.item, item, ctx, variables, where + (i,))
+        self.alternative = outer
+        return OPEN
+
+    def _positional(self, term: grammar.Positional, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
+        if not isinstance(value, list):
+            return self._malformed(value, ctx, variables, where)
+        for i, item in enumerate(value):
+            item_term = term.items[i] if i < len(term.items) else term.rest
+            _method(item_term)(self, item_term, item, ctx, variables, where + (i,))
+        return OPEN
+
+    def _either(self, term: grammar.Either, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
+        chosen = term.pick(value)
+        if chosen is None:
+            return self._malformed(value, ctx, variables, where)
+        return _method(chosen)(self, chosen, value, ctx, variables, where)
+
+    def _shorthand(self, term: grammar.Shorthand, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
+        value = {term.key: value} if type(value) is str else value
+        return _method(term.term)(self, term.term, value, ctx, variables, where)
+
+    def _value(self, term: grammar.Value, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
+        shape = _method(term.term)(self, term.term, value, ctx, variables, where)
+        ctx.values.append(shape)
+        return shape
+
+    def _into(self, term: grammar.Into, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
+        shape = ctx.fields[term.name] = _method(term.term)(self, term.term, value, ctx, variables, where)
+        return shape
+
+    def _foreign(self, term: Foreign, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
+        outer, ctx.shape = ctx.shape, ctx.joined
+        shape = _method(term.term)(self, term.term, value, ctx, variables, where)
+        ctx.shape = outer
+        if term.term is grammar.PIPELINE:
+            ctx.joined = shape
+        return shape
+
+    def _vars(self, term: Vars, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
+        if not isinstance(value, dict):
+            return OPEN
+        walk_value, bound = _method(term.value), {}
+        for name, sub in value.items():
+            bound[name] = walk_value(self, term.value, sub, ctx, variables, where + (name,))
+        for target in term.into:
+            ctx.scoped.setdefault(target, {}).update(bound)
+        return OPEN
+
+    def _bound(self, term: Bound, value, ctx: _Context, variables: dict, where: tuple) -> Shape:
+        shape = _method(term.term)(self, term.term, value, ctx, variables, where)
+        name = ctx.siblings.get(term.name_key, term.default) if term.name_key else term.default
+        bound = dict.fromkeys(term.extra, OPEN)
+        if isinstance(name, str):
+            bound[name] = shape
+        for target in term.into:
+            ctx.scoped.setdefault(target, {}).update(bound)
+        return shape
+
+    # leaves ---------------------------------------------------------------------------------
+
+    def _expr(self, term, value, ctx, variables, where) -> Shape:
+        return self.expression(value, ctx.shape, variables, ctx.stage, where)
+
+    def _data(self, term, value, ctx, variables, where) -> Shape:
+        return OPEN
+
+    _document_data = _data
+
+    def _filter(self, term, value, ctx, variables, where) -> Shape:
+        self.query(value, ctx.shape, variables, ctx.stage, where)
+        return OPEN
+
+    def _pipeline(self, term, value, ctx, variables, where) -> Shape:
+        return self.pipeline(value, ctx.shape, variables, ctx.stage, where)
+
+    def _field(self, term, value, ctx, variables, where) -> Shape:
+        names = [value] if type(value) is str else value if type(value) is list else []
+        found = OPEN
+        for name in names:
+            if type(name) is str:
+                found = self.field(name, ctx.shape, ctx.stage, where)
+        return found
+
+    def _sort(self, term, value, ctx, variables, where) -> Shape:
+        if not isinstance(value, dict):
+            ctx.malformed = True
+            return OPEN
+        for key, order in value.items():
+            if type(order) is dict:  # {$meta: "textScore"} sorts by no field
+                self.expression(order, ctx.shape, variables, ctx.stage, where + (key,))
+            else:
+                self.field(key, ctx.shape, ctx.stage, where + (key,))
+        return OPEN
+
+    def _collection(self, term, value, ctx, variables, where) -> Shape:
+        node = self.collection(value, ctx.stage, where)
+        ctx.joined = Shape([node]) if node is not None else OPEN
+        return ctx.joined
+
+    def _name(self, term, value, ctx, variables, where) -> Shape:
+        if type(value) is str:
+            ctx.fields[value] = OPEN
+        else:
+            ctx.malformed = True
+        return OPEN
+
+    def _joined(self, term, value, ctx, variables, where) -> Shape:
+        if type(value) is str:
+            joined = ctx.joined.with_fields(ctx.joined_fields) if ctx.joined_fields else ctx.joined
+            ctx.fields[value] = joined
+        return OPEN
+
+    def _joined_name(self, term, value, ctx, variables, where) -> Shape:
+        if type(value) is str:
+            ctx.joined_fields[value] = OPEN
+        return OPEN
+
+    def _removed(self, term, value, ctx, variables, where) -> Shape:
+        if type(value) is str:
+            ctx.removed.append(value)
+        return OPEN
+
+    def _row_limit(self, term, value, ctx, variables, where) -> Shape:
+        self.out.limits.append((value, where))
+        return OPEN
+
+    def _accumulator(self, term, spec, ctx, variables, where) -> Shape:
+        """`{$acc: argument}`: the field's value is the accumulator's."""
+        if not isinstance(spec, dict):
+            self.expression(spec, ctx.shape, variables, ctx.stage, where)
+            return OPEN
+        result = OPEN
+        for op, arg in spec.items():
+            self.report(op, ACCUMULATOR, where + (op,))
+            result = self.argument(op, (ACCUMULATOR,), arg, ctx.shape, variables, ctx.stage, where + (op,))
+        return result
+
+    def _window(self, term, spec, ctx, variables, where) -> Shape:
+        """`{$fn: argument, window: {...}}`: a window function or an accumulator over a window."""
+        if not isinstance(spec, dict):
+            self.expression(spec, ctx.shape, variables, ctx.stage, where)
+            return OPEN
+        result = OPEN
+        for op, arg in spec.items():
+            if op == "window":
+                continue
+            if not op.startswith("$"):
+                self.expression(arg, ctx.shape, variables, ctx.stage, where + (op,))
+                continue
+            self.report(op, WINDOW, where + (op,))
+            result = self.argument(op, (WINDOW, ACCUMULATOR), arg, ctx.shape, variables, ctx.stage, where + (op,))
+        return result
+
+    def _projection(self, term, spec, ctx, variables, where) -> Shape:
+        """`$project`: 0/1 flags, expressions, nested projections; the value is the projected document."""
+        if not isinstance(spec, dict):
+            ctx.malformed = True
+            return OPEN
+        shape, stage = ctx.shape, ctx.stage
+        included, computed, excluded = [], {}, []
+
+        def visit(spec: dict, at: tuple, prefix: str) -> None:
+            for name, value in spec.items():
+                here, full = at + (name,), prefix + name
+                if name == "$" or name.endswith(".$"):
+                    self.report("$", PROJECTION, here)
+                if isinstance(value, (bool, int, float)):
+                    (included if value else excluded).append((full, here))
+                elif type(value) is dict and value and not next(iter(value)).startswith("$"):
+                    visit(value, here, full + ".")  # `{a: {b: 1, c: "$x"}}`: inclusion of a.b, computed a.c
+                else:
+                    computed[full] = self.expression(value, shape, variables, stage, here)
+
+        visit(spec, where, "")
+        if not included and not computed:
+            return shape.without([name for name, _ in excluded])
+        fields: dict = {}
+        for name, here in included:
+            found = shape.resolve(_parts(name))
+            self.out.references.append(Reference(name, stage, here, found is not None, shape))
+            _nest(fields, name, found if found is not None else OPEN)
+        excluded_names = {name for name, _ in excluded}
+        if "_id" not in excluded_names and "_id" not in computed and "_id" not in fields:
+            found = shape.resolve(["_id"])
+            if found is not None:
+                fields["_id"] = found
+        for name, sub in computed.items():
+            _nest(fields, name, sub)
+        return Shape(fields=fields)
+
+    def _comparison(self, term, args, ctx, variables, where) -> Shape:
         """`{$eq: ["$a", "x"]}` (either order) records a comparison."""
-        for i, (ref, literal) in enumerate((args, args[::-1])):
-            if isinstance(ref, str) and ref.startswith("$") and _is_literal(literal):
-                target = self._peek(ref, shape, variables)
-                path = ref[1:] if not ref.startswith("$$") else ref
-                self.compared(path, literal, stage, where + (1 - i,), target, where + (i,), shape)
-                return
+        if type(args) is list and len(args) == 2:
+            for i, (ref, literal) in enumerate((args, args[::-1])):
+                if isinstance(ref, str) and ref.startswith("$") and _is_literal(literal):
+                    target = self._peek(ref, ctx.shape, variables)
+                    path = ref[1:] if not ref.startswith("$$") else ref
+                    self.compared(path, literal, ctx.stage, where + (1 - i,), target, where + (i,), ctx.shape)
+                    break
+        self.expression(args, ctx.shape, variables, ctx.stage, where)
+        return OPEN
+
+    def _membership(self, term, args, ctx, variables, where) -> Shape:
+        """`{$in: ["$a", [literals]]}` records a comparison per literal."""
+        if type(args) is list and len(args) == 2 and type(args[1]) is list:
+            ref = args[0]
+            if isinstance(ref, str) and ref.startswith("$"):
+                target = self._peek(ref, ctx.shape, variables)
+                path = ref if ref.startswith("$$") else ref[1:]
+                for i, literal in enumerate(args[1]):
+                    if _is_literal(literal):
+                        self.compared(path, literal, ctx.stage, where + (1, i), target, where + (0,), ctx.shape)
+        self.expression(args, ctx.shape, variables, ctx.stage, where)
+        return OPEN
+
+    def _entries(self, term, arg, ctx, variables, where) -> Shape:
+        inner = self.expression(arg[0] if type(arg) is list and len(arg) == 1 else arg, ctx.shape, variables,
+                                ctx.stage, where)
+        return Shape(fields={"k": OPEN, "v": inner.values()})
+
+    def _get_field(self, term, arg, ctx, variables, where) -> Shape:
+        if not isinstance(arg, dict):
+            return OPEN  # `{$getField: "name"}`: a literal field name, possibly with dots; not a path
+        if _is_operator_object(arg):  # `{$getField: {$literal: "$x"}}`: the name is an expression
+            self.expression(arg, ctx.shape, variables, ctx.stage, where)
+            return OPEN
+        base = ctx.shape  # `input` defaults to $$CURRENT
+        for key, value in arg.items():
+            if key == "input":
+                base = self.expression(value, ctx.shape, variables, ctx.stage, where + (key,))
+            elif key != "field" or not isinstance(value, str):
+                self.expression(value, ctx.shape, variables, ctx.stage, where + (key,))
+        name = arg.get("field")
+        return (base.resolve([name]) or OPEN) if isinstance(name, str) else OPEN
 
     def _peek(self, ref: str, shape: Shape, variables: dict) -> Shape | None:
         if ref.startswith("$$"):
@@ -381,42 +514,112 @@ class _Walker:
         if not isinstance(filter_, dict):
             return
         for key, value in filter_.items():
-            at = _where(where, key)
-            if key in ("$and", "$or", "$nor"):
-                if isinstance(value, list):
-                    outer = self.alternative
-                    for i, sub in enumerate(value):
-                        if key != "$and":
-                            self.alternative = (at, i, len(value))
-                        self.query(sub, shape, variables, stage, _where(at, i))
-                    self.alternative = outer
-            elif key == "$expr":
-                self.expression(value, shape, variables, stage, at)
-            elif key.startswith("$"):
-                continue  # $text, $comment, $where, $jsonSchema: no field paths of ours
+            at = where + (key,)
+            if key.startswith("$"):
+                self.report(key, QUERY, at)
+                op = registry.get(key)
+                if op is not None and QUERY in op.kinds and _of_document(op):
+                    self.argument(key, (QUERY,), value, shape, variables, stage, at)
             else:
                 target = self.field(key, shape, stage, at)
-                self.field_condition(key, value, target, shape, variables, stage, at, at)
+                self.condition(key, value, target, shape, variables, stage, at, at)
 
-    def field_condition(self, path: str, value, target: Shape, shape, variables, stage, where: tuple,
-                        key_where: tuple) -> None:
+    def condition(self, path: str, value, target: Shape, shape, variables, stage, where: tuple,
+                  key_where: tuple) -> None:
+        """A condition on the field `path` (whose shape is `target`): operators or a literal."""
         if _is_operator_object(value):
             for op, arg in value.items():
-                at = _where(where, op)
-                if op == "$elemMatch" and isinstance(arg, dict):
-                    if _is_operator_object(arg) and not set(arg) & {"$and", "$or", "$nor", "$expr"}:
-                        self.field_condition(path, arg, target, shape, variables, stage, at, key_where)
-                    else:
-                        self.query(arg, target, variables, stage, at)
-                elif op == "$not":
-                    self.field_condition(path, arg, target, shape, variables, stage, at, key_where)
-                elif op in _COMPARE:
-                    listed = isinstance(arg, list) and op in ("$in", "$nin", "$all")
-                    for i, literal in enumerate(arg if listed else [arg]):
-                        if _is_literal(literal):
-                            self.compared(path, literal, stage, at + (i,) if listed else at, target, key_where, shape)
+                self.report(op, QUERY, where + (op,))
+                self.argument(op, (QUERY,), arg, shape, variables, stage, where + (op,),
+                              condition=(path, target, key_where))
         elif _is_literal(value):
             self.compared(path, value, stage, where, target, key_where, shape)
+
+    def _literal(self, term, value, ctx, variables, where) -> Shape:
+        if ctx.condition is not None and _is_literal(value):
+            path, target, key_where = ctx.condition
+            self.compared(path, value, ctx.stage, where, target, key_where, ctx.shape)
+        return OPEN
+
+    def _literals(self, term, value, ctx, variables, where) -> Shape:
+        if ctx.condition is None:
+            return OPEN
+        if not isinstance(value, list):
+            return self._literal(term, value, ctx, variables, where)
+        path, target, key_where = ctx.condition
+        for i, item in enumerate(value):
+            if _is_operator_object(item):  # `$all: [{$elemMatch: ...}]`
+                self.condition(path, item, target, ctx.shape, variables, ctx.stage, where + (i,), key_where)
+            elif _is_literal(item):
+                self.compared(path, item, ctx.stage, where + (i,), target, key_where, ctx.shape)
+        return OPEN
+
+    def _condition(self, term, value, ctx, variables, where) -> Shape:
+        if ctx.condition is not None:
+            path, target, key_where = ctx.condition
+            self.condition(path, value, target, ctx.shape, variables, ctx.stage, where, key_where)
+        return OPEN
+
+    def _element_match(self, term, value, ctx, variables, where) -> Shape:
+        if not isinstance(value, dict) or ctx.condition is None:
+            return OPEN
+        path, target, key_where = ctx.condition
+        if _is_operator_object(value) and not any(_of_document(registry.get(k)) for k in value):
+            self.condition(path, value, target, ctx.shape, variables, ctx.stage, where, key_where)
+        else:  # a filter over the elements
+            self.query(value, target, variables, ctx.stage, where)
+        return OPEN
+
+    def _geometry(self, term, value, ctx, variables, where) -> Shape:
+        if type(value) is dict:
+            for key in value:
+                if key.startswith("$"):
+                    self.report(key, QUERY, where + (key,))
+        return OPEN
+
+
+# term id -> the walker method that interprets it (terms are declared once and live as long as the registry)
+_METHODS: dict[int, object] = {}
+_TERMS: list[Term] = []
+
+
+def _method(term: Term):
+    """The walker method that walks a `term`: `_method(term)(walker, term, value, ctx, variables, where)`
+    (called so, the walk takes one frame per level of the argument, not two)."""
+    method = _METHODS.get(id(term))
+    if method is None:
+        method = _METHODS[id(term)] = getattr(_Walker, "_" + term.kind)
+        _TERMS.append(term)  # keeps the id valid
+    return method
+
+
+def _of_document(op) -> bool:
+    """A query operator that applies to the whole document (`$and`, `$expr`, `$where`), not to a field."""
+    if op is None or QUERY not in op.kinds:
+        return False
+    term = op.argument(QUERY)
+    return isinstance(term, grammar.Items) or term in (grammar.EXPR, grammar.DOCUMENT_DATA)
+
+
+def _priority(term: Term | None) -> int:
+    """The order keys of an argument are walked in: a collection and bound variables first (other keys read
+    them), the name of the joined documents last, the rest in the argument's order."""
+    while isinstance(term, (grammar.Value, Foreign)):
+        term = term.term
+    if term is grammar.COLLECTION or isinstance(term, (Vars, Bound)):
+        return 0
+    return 2 if term is grammar.JOINED else 1
+
+
+def _nest(fields: dict, name: str, shape: Shape) -> None:
+    head, _, rest = name.partition(".")
+    if not rest:
+        fields[head] = shape
+        return
+    inner = fields.get(head)
+    inner = Shape(fields=inner.fields if inner is not None and not inner.open and not inner.nodes else {})
+    _nest(inner.fields, rest, shape)
+    fields[head] = inner
 
 
 def _constant(value) -> bool:
@@ -438,388 +641,5 @@ def _is_literal(value) -> bool:
     return not isinstance(value, (dict, list)) and not (isinstance(value, str) and value.startswith("$"))
 
 
-# -- expression operators that bind variables or shape values ---------------------------------
-
-def _let(w: _Walker, arg, shape, variables, stage, where):
-    if not isinstance(arg, dict):
-        return OPEN
-    bound = dict(variables)
-    if isinstance(arg.get("vars"), dict):
-        for name, value in arg["vars"].items():
-            bound[name] = w.expression(value, shape, variables, stage, _where(where, "vars", name))
-    return w.expression(arg.get("in"), shape, bound, stage, _where(where, "in"))
-
-
-def _map_or_filter(w: _Walker, arg, shape, variables, stage, where, *, body: str):
-    if not isinstance(arg, dict):
-        return w.expression(arg, shape, variables, stage, where)
-    element = w.expression(arg.get("input"), shape, variables, stage, _where(where, "input"))
-    name = arg.get("as", "this")
-    bound = {**variables, name: element} if isinstance(name, str) else variables
-    for key, value in arg.items():
-        if key not in ("input", "as"):
-            result = w.expression(value, shape, bound if key == body else variables, stage, _where(where, key))
-            if key == body and body == "in":
-                element = result
-    return element
-
-
-def _map(w, arg, shape, variables, stage, where):
-    return _map_or_filter(w, arg, shape, variables, stage, where, body="in")
-
-
-def _filter(w, arg, shape, variables, stage, where):
-    return _map_or_filter(w, arg, shape, variables, stage, where, body="cond")
-
-
-def _reduce(w: _Walker, arg, shape, variables, stage, where):
-    if not isinstance(arg, dict):
-        return w.expression(arg, shape, variables, stage, where)
-    element = w.expression(arg.get("input"), shape, variables, stage, _where(where, "input"))
-    w.expression(arg.get("initialValue"), shape, variables, stage, _where(where, "initialValue"))
-    bound = {**variables, "this": element, "value": OPEN}
-    w.expression(arg.get("in"), shape, bound, stage, _where(where, "in"))
-    return OPEN
-
-
-def _literal(w, arg, shape, variables, stage, where):
-    return OPEN
-
-
-def _object_to_array(w: _Walker, arg, shape, variables, stage, where):
-    inner = w.expression(arg[0] if isinstance(arg, list) and len(arg) == 1 else arg, shape, variables, stage,
-                         where)
-    return Shape(fields={"k": OPEN, "v": inner.values()})
-
-
-def _element(w: _Walker, arg, shape, variables, stage, where):
-    """`$first`, `$last`, `$arrayElemAt`: the element has the array's shape (paths see through arrays)."""
-    if isinstance(arg, list) and arg:
-        result = w.expression(arg[0], shape, variables, stage, _where(where, 0))
-        for i, rest in enumerate(arg[1:], 1):
-            w.expression(rest, shape, variables, stage, _where(where, i))
-        return result
-    return w.expression(arg, shape, variables, stage, where)
-
-
-def _alternatives(w: _Walker, arg, shape, variables, stage, where):
-    """`$ifNull`, `$mergeObjects`, `$concatArrays`, `$setUnion`: any of the arguments' shapes."""
-    if isinstance(arg, list):
-        return union(*(w.expression(a, shape, variables, stage, _where(where, i)) for i, a in enumerate(arg)))
-    return w.expression(arg, shape, variables, stage, where)
-
-
-def _cond(w: _Walker, arg, shape, variables, stage, where):
-    if isinstance(arg, list) and len(arg) == 3:
-        arg = {"if": arg[0], "then": arg[1], "else": arg[2]}
-    if not isinstance(arg, dict):
-        return w.expression(arg, shape, variables, stage, where)
-    w.expression(arg.get("if"), shape, variables, stage, _where(where, "if"))
-    return union(w.expression(arg.get("then"), shape, variables, stage, _where(where, "then")),
-                 w.expression(arg.get("else"), shape, variables, stage, _where(where, "else")))
-
-
-def _switch(w: _Walker, arg, shape, variables, stage, where):
-    if not isinstance(arg, dict):
-        return w.expression(arg, shape, variables, stage, where)
-    results = []
-    for i, branch in enumerate(arg.get("branches") or []):
-        if isinstance(branch, dict):
-            w.expression(branch.get("case"), shape, variables, stage, _where(where, "branches", i, "case"))
-            results.append(w.expression(branch.get("then"), shape, variables, stage,
-                                        _where(where, "branches", i, "then")))
-    if "default" in arg:
-        results.append(w.expression(arg["default"], shape, variables, stage, _where(where, "default")))
-    return union(*results)
-
-
-def _get_field(w: _Walker, arg, shape, variables, stage, where):
-    if isinstance(arg, dict):
-        base = w.expression(arg.get("input", "$$CURRENT"), shape, variables, stage, _where(where, "input"))
-        name = arg.get("field")
-        if isinstance(name, str):
-            return base.resolve([name]) or OPEN
-        w.expression(name, shape, variables, stage, _where(where, "field"))
-        return OPEN
-    return OPEN  # `{$getField: "name"}`: a literal field name, possibly with dots; not a path
-
-
-def _sort_array(w: _Walker, arg, shape, variables, stage, where):
-    if isinstance(arg, dict):
-        return w.expression(arg.get("input"), shape, variables, stage, _where(where, "input"))
-    return OPEN
-
-
-def _in(w: _Walker, arg, shape, variables, stage, where):
-    if isinstance(arg, list) and len(arg) == 2 and isinstance(arg[1], list):
-        ref = arg[0]
-        if isinstance(ref, str) and ref.startswith("$"):
-            target = w._peek(ref, shape, variables)
-            path = ref if ref.startswith("$$") else ref[1:]
-            for i, literal in enumerate(arg[1]):
-                if _is_literal(literal):
-                    w.compared(path, literal, stage, where + (1, i), target, where + (0,), shape)
-    w.expression(arg, shape, variables, stage, where)
-    return OPEN
-
-
-_EXPRESSIONS = {
-    "$let": _let, "$map": _map, "$filter": _filter, "$reduce": _reduce, "$literal": _literal,
-    "$objectToArray": _object_to_array, "$first": _element, "$last": _element, "$arrayElemAt": _element,
-    "$ifNull": _alternatives, "$mergeObjects": _alternatives, "$concatArrays": _alternatives,
-    "$setUnion": _alternatives, "$cond": _cond, "$switch": _switch, "$getField": _get_field,
-    "$sortArray": _sort_array, "$in": _in, "$slice": _element,
-}
-
-
-# -- stages: each returns the shape of the documents it outputs -----------------------------------
-
-def _match(w: _Walker, arg, shape, variables, stage, where):
-    w.query(arg, shape, variables, stage, where)
-    return shape
-
-
-def _add_fields(w: _Walker, arg, shape, variables, stage, where):
-    if not isinstance(arg, dict):
-        return OPEN
-    added = {}
-    for name, value in arg.items():
-        added[name] = w.expression(value, shape, variables, stage, _where(where, name))
-    return shape.with_fields(added)
-
-
-def _project(w: _Walker, arg, shape, variables, stage, where):
-    if not isinstance(arg, dict):
-        return OPEN
-    included, computed, excluded = [], {}, []
-    for name, value in arg.items():
-        at = _where(where, name)
-        if isinstance(value, bool) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-            (included if value else excluded).append(name)
-        elif isinstance(value, dict) and value and not next(iter(value)).startswith("$"):
-            # nested projection `{a: {b: 1, c: "$x"}}`: inclusion of a.b, computed a.c
-            sub = _project(w, {f"{name}.{k}": v for k, v in value.items()}, shape, variables, stage, where)
-            computed[name] = sub.resolve([name]) or OPEN
-        else:
-            computed[name] = w.expression(value, shape, variables, stage, at)
-    if not included and not computed:
-        return shape.without(excluded)
-    fields = {}
-    for name in included:
-        found = shape.resolve(_parts(name))
-        w.out.references.append(Reference(name, stage, _where(where, name), found is not None, shape))
-        _nest(fields, name, found if found is not None else OPEN)
-    if "_id" not in excluded and "_id" not in computed and "_id" not in fields:
-        found = shape.resolve(["_id"])
-        if found is not None:
-            fields["_id"] = found
-    for name, sub in computed.items():
-        _nest(fields, name, sub)
-    return Shape(fields=fields)
-
-
-def _nest(fields: dict, name: str, shape: Shape) -> None:
-    head, _, rest = name.partition(".")
-    if not rest:
-        fields[head] = shape
-        return
-    inner = fields.get(head)
-    inner = Shape(fields=inner.fields if inner is not None and not inner.open and not inner.nodes else {})
-    _nest(inner.fields, rest, shape)
-    fields[head] = inner
-
-
-def _unset(w: _Walker, arg, shape, variables, stage, where):
-    names = [arg] if isinstance(arg, str) else arg if isinstance(arg, list) else []
-    return shape.without([n for n in names if isinstance(n, str)])
-
-
-def _group(w: _Walker, arg, shape, variables, stage, where):
-    if not isinstance(arg, dict):
-        return OPEN
-    fields = {"_id": w.expression(arg.get("_id"), shape, variables, stage, _where(where, "_id"))}
-    for name, spec in arg.items():
-        if name != "_id":
-            fields[name] = _accumulator(w, spec, shape, variables, stage, _where(where, name))
-    return Shape(fields=fields)
-
-
-def _accumulator(w: _Walker, spec, shape, variables, stage, where) -> Shape:
-    if not _is_operator_object(spec):
-        w.expression(spec, shape, variables, stage, where)
-        return OPEN
-    result = OPEN
-    for op, arg in spec.items():
-        at = _where(where, op)
-        if isinstance(arg, dict) and "sortBy" in arg:  # $top/$bottom(N): sortBy names fields
-            if isinstance(arg["sortBy"], dict):
-                _sort(w, arg["sortBy"], shape, variables, stage, _where(at, "sortBy"))
-            for key, value in arg.items():
-                if key != "sortBy":
-                    out = w.expression(value, shape, variables, stage, _where(at, key))
-                    if key == "output":
-                        result = out
-        else:
-            out = w.expression(arg, shape, variables, stage, at)
-            if op in ("$first", "$last", "$push", "$addToSet", "$max", "$min", "$firstN", "$lastN"):
-                result = out
-    return result
-
-
-def _bucket(w: _Walker, arg, shape, variables, stage, where):
-    if not isinstance(arg, dict):
-        return OPEN
-    w.expression(arg.get("groupBy"), shape, variables, stage, _where(where, "groupBy"))
-    output = arg.get("output")
-    fields = {"_id": OPEN}
-    if isinstance(output, dict):
-        for name, spec in output.items():
-            fields[name] = _accumulator(w, spec, shape, variables, stage, _where(where, "output", name))
-    else:
-        fields["count"] = OPEN
-    return Shape(fields=fields)
-
-
-def _sort(w: _Walker, arg, shape, variables, stage, where):
-    if isinstance(arg, dict):
-        for key, value in arg.items():
-            if not isinstance(value, dict):  # {$meta: "textScore"} sorts by no field
-                w.field(key, shape, stage, _where(where, key))
-    return shape
-
-
-def _unwind(w: _Walker, arg, shape, variables, stage, where):
-    spec = {"path": arg} if isinstance(arg, str) else arg if isinstance(arg, dict) else {}
-    path = spec.get("path")
-    if isinstance(path, str) and path.startswith("$"):
-        w.field(path[1:], shape, stage, _where(where, "path"))
-    index = spec.get("includeArrayIndex")
-    return shape.with_fields({index: OPEN}) if isinstance(index, str) else shape
-
-
-def _lookup(w: _Walker, arg, shape, variables, stage, where):
-    if not isinstance(arg, dict):
-        return OPEN
-    foreign = w.collection(arg.get("from"), stage, _where(where, "from")) if "from" in arg else None
-    foreign_shape = Shape([foreign]) if foreign is not None else OPEN
-    if isinstance(arg.get("localField"), str):
-        w.field(arg["localField"], shape, stage, _where(where, "localField"))
-    if isinstance(arg.get("foreignField"), str):
-        w.field(arg["foreignField"], foreign_shape, stage, _where(where, "foreignField"))
-    bound = dict(variables)
-    if isinstance(arg.get("let"), dict):
-        for name, value in arg["let"].items():
-            bound[name] = w.expression(value, shape, variables, stage, _where(where, "let", name))
-    joined = foreign_shape
-    if "pipeline" in arg:
-        joined = w.pipeline(arg["pipeline"], foreign_shape, bound, stage, _where(where, "pipeline"))
-    name = arg.get("as")
-    return shape.with_fields({name: joined}) if isinstance(name, str) else OPEN
-
-
-def _graph_lookup(w: _Walker, arg, shape, variables, stage, where):
-    if not isinstance(arg, dict):
-        return OPEN
-    foreign = w.collection(arg.get("from"), stage, _where(where, "from"))
-    foreign_shape = Shape([foreign]) if foreign is not None else OPEN
-    w.expression(arg.get("startWith"), shape, variables, stage, _where(where, "startWith"))
-    for key in ("connectFromField", "connectToField"):
-        if isinstance(arg.get(key), str):
-            w.field(arg[key], foreign_shape, stage, _where(where, key))
-    w.query(arg.get("restrictSearchWithMatch"), foreign_shape, variables, stage,
-            _where(where, "restrictSearchWithMatch"))
-    name = arg.get("as")
-    fields = {}
-    if isinstance(arg.get("depthField"), str):
-        fields[arg["depthField"]] = OPEN
-    joined = foreign_shape.with_fields(fields) if fields else foreign_shape
-    return shape.with_fields({name: joined}) if isinstance(name, str) else OPEN
-
-
-def _union_with(w: _Walker, arg, shape, variables, stage, where):
-    spec = {"coll": arg} if isinstance(arg, str) else arg if isinstance(arg, dict) else {}
-    other = OPEN
-    if "coll" in spec:
-        node = w.collection(spec["coll"], stage, _where(where, "coll"))
-        other = Shape([node]) if node is not None else OPEN
-    if "pipeline" in spec:
-        other = w.pipeline(spec["pipeline"], other if "coll" in spec else EMPTY, variables, stage,
-                           _where(where, "pipeline"))
-    return union(shape, other)
-
-
-def _facet(w: _Walker, arg, shape, variables, stage, where):
-    if not isinstance(arg, dict):
-        return OPEN
-    return Shape(fields={name: w.pipeline(sub, shape, variables, stage, _where(where, name))
-                         for name, sub in arg.items()})
-
-
-def _replace_root(w: _Walker, arg, shape, variables, stage, where):
-    if isinstance(arg, dict) and "newRoot" in arg:
-        return w.expression(arg["newRoot"], shape, variables, stage, _where(where, "newRoot"))
-    return OPEN
-
-
-def _replace_with(w: _Walker, arg, shape, variables, stage, where):
-    return w.expression(arg, shape, variables, stage, where)
-
-
-def _count(w: _Walker, arg, shape, variables, stage, where):
-    return Shape(fields={arg: OPEN}) if isinstance(arg, str) else OPEN
-
-
-def _sort_by_count(w: _Walker, arg, shape, variables, stage, where):
-    return Shape(fields={"_id": w.expression(arg, shape, variables, stage, where), "count": OPEN})
-
-
-def _set_window_fields(w: _Walker, arg, shape, variables, stage, where):
-    if not isinstance(arg, dict):
-        return OPEN
-    w.expression(arg.get("partitionBy"), shape, variables, stage, _where(where, "partitionBy"))
-    if isinstance(arg.get("sortBy"), dict):
-        _sort(w, arg["sortBy"], shape, variables, stage, _where(where, "sortBy"))
-    added = {}
-    if isinstance(arg.get("output"), dict):
-        for name, spec in arg["output"].items():
-            if isinstance(spec, dict):
-                spec = {k: v for k, v in spec.items() if k != "window"}
-            added[name] = _accumulator(w, spec, shape, variables, stage, _where(where, "output", name))
-    return shape.with_fields(added)
-
-
-def _redact(w: _Walker, arg, shape, variables, stage, where):
-    w.expression(arg, shape, variables, stage, where)
-    return shape
-
-
-def _passthrough(w: _Walker, arg, shape, variables, stage, where):
-    if isinstance(arg, dict):
-        for key in ("field", "partitionByFields"):
-            value = arg.get(key)
-            for name in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
-                if isinstance(name, str):
-                    w.field(name, shape, stage, _where(where, key))
-    return shape
-
-
-def _limit(w: _Walker, arg, shape, variables, stage, where):
-    w.out.limits.append((arg, where))
-    return shape
-
-
-def _skip(w: _Walker, arg, shape, variables, stage, where):
-    return shape
-
-
-_STAGES = {
-    "$match": _match, "$addFields": _add_fields, "$set": _add_fields, "$project": _project,
-    "$unset": _unset, "$group": _group, "$bucket": _bucket, "$bucketAuto": _bucket, "$sort": _sort,
-    "$unwind": _unwind, "$lookup": _lookup, "$graphLookup": _graph_lookup, "$unionWith": _union_with,
-    "$facet": _facet, "$replaceRoot": _replace_root, "$replaceWith": _replace_with, "$count": _count,
-    "$sortByCount": _sort_by_count, "$setWindowFields": _set_window_fields, "$redact": _redact,
-    "$densify": _passthrough, "$fill": _passthrough, "$limit": _limit, "$skip": _skip,
-}
-
-
-__all__ = ["Node", "Shape", "OPEN", "union", "walk", "Walk", "Reference", "Comparison", "CollectionName"]
+__all__ = ["Node", "Shape", "OPEN", "EMPTY", "MAP", "ARRAY", "union", "walk", "position", "Walk", "Reference",
+           "Comparison", "CollectionName"]

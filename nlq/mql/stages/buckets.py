@@ -87,7 +87,7 @@ def compile_bucket(spec, ctx):
                                  "or equal to the highest boundary.", code=40199)
     fields = _output_fields("$bucket", spec.get("output"))
     factories = [f for _, f in fields]
-    check, vars_of = ctx.check, ctx.vars
+    check, vars_of = ctx.check, ctx.binder()
 
     def bucket(stream):
         groups: dict = {}

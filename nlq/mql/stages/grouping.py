@@ -48,7 +48,7 @@ def compile_group(spec, ctx):
     names = [f for f, _ in fields]
     factories = [factory for _, factory in fields]
     check = ctx.check
-    vars_of = ctx.vars
+    vars_of = ctx.binder()
 
     def group(stream):
         groups: dict = {}
@@ -105,7 +105,7 @@ def compile_sort_by_count(spec, ctx):
         raise ExecutionError("the sortByCount field must be defined as a $-prefixed path or an expression object")
     key_fn = compile_expression(spec)
     check = ctx.check
-    vars_of = ctx.vars
+    vars_of = ctx.binder()
 
     def sort_by_count(stream):
         groups: dict = {}

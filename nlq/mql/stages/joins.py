@@ -123,7 +123,7 @@ def compile_lookup(spec, ctx):
             raise ExecutionError("$lookup argument 'pipeline' must be an array")
         sub = ctx.compile_pipeline(pipeline, scope)
     check = ctx.check
-    vars_of = ctx.vars
+    vars_of = ctx.binder()
 
     def lookup(stream):
         foreign = ctx.catalog(source) if source is not MISSING else []

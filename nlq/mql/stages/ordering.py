@@ -4,6 +4,7 @@ $sortArray, the N-accumulators and $setWindowFields."""
 
 from __future__ import annotations
 
+import heapq
 from itertools import islice
 
 from nlq.errors import ExecutionError, UnsupportedOperatorError
@@ -41,6 +42,8 @@ def sort_value_key(doc, parts: tuple[str, ...], descending: bool):
                 keys.append(_EMPTY_ARRAY_KEY)
         else:
             keys.append(sort_key(value))
+    if not keys:  # the path ends in arrays without documents (`c.x` of `{c: [1]}`): missing, as null
+        return sort_key(None)
     return max(keys) if descending else min(keys)
 
 
@@ -72,26 +75,82 @@ def sort_documents(docs: list, keys, check=None) -> list:
     return docs
 
 
+class Descending:
+    """A sort key that orders descending inside a compound key."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key):
+        self.key = key
+
+    def __lt__(self, other):
+        return other.key < self.key
+
+    def __gt__(self, other):
+        return other.key > self.key
+
+    def __eq__(self, other):
+        return self.key == other.key
+
+
+class _Kept:
+    """A document kept by `top_documents`; the heap's smallest entry is the worst kept one."""
+
+    __slots__ = ("key", "doc")
+
+    def __init__(self, key: tuple, doc):
+        self.key, self.doc = key, doc
+
+    def __lt__(self, other):
+        return other.key < self.key
+
+
+def top_documents(stream, keys, limit: int, check) -> list:
+    """The first `limit` documents of `sort_documents(list(stream), keys)`, in that order, without
+    sorting the stream: a heap of the best `limit` so far under the compound key (each field's
+    key, descending ones reversed, then the arrival position, which keeps the order stable).
+    A document whose first field's key is worse than the worst kept one's is dropped before
+    its other keys are computed."""
+    (first_parts, first_descending), rest = keys[0], keys[1:]
+    heap: list[_Kept] = []
+    worst_first = None  # the unwrapped first key of heap[0] once the heap is full
+    for position, doc in enumerate(stream):
+        check()
+        first = sort_value_key(doc, first_parts, first_descending)
+        if worst_first is not None and (first < worst_first if first_descending else first > worst_first):
+            continue
+        key = [Descending(first) if first_descending else first]
+        for parts, descending in rest:
+            k = sort_value_key(doc, parts, descending)
+            key.append(Descending(k) if descending else k)
+        key.append(position)
+        entry = _Kept(tuple(key), doc)
+        if len(heap) < limit:
+            heapq.heappush(heap, entry)
+            if len(heap) < limit:
+                continue
+        elif heap[0].key > entry.key:
+            heapq.heapreplace(heap, entry)
+        else:
+            continue
+        top = heap[0].key[0]
+        worst_first = top.key if first_descending else top
+    heap.sort(key=lambda kept: kept.key)
+    return [kept.doc for kept in heap]
+
+
 @implements(STAGE, "$sort")
 def compile_sort(spec, ctx, *, limit: int | None = None):
     """`limit` (a `$limit` right after the `$sort`, as MongoDB coalesces them) bounds
-    the buffer: only the best `limit` documents are kept while reading."""
+    the work: only the best `limit` documents are kept while reading (`top_documents`)."""
     keys = parse_sort_spec(spec)
     check = ctx.check
-    window = None if limit is None else max(2 * limit, 1024)
 
     def sort(stream):
-        if window is None:
-            docs = materialize(stream, check)
+        if limit is None:
+            yield from sort_documents(materialize(stream, check), keys, check)
         else:
-            docs = []
-            for doc in stream:
-                check()
-                docs.append(doc)
-                if len(docs) > window:
-                    # Stable: kept documents precede later arrivals with equal keys.
-                    del sort_documents(docs, keys, check)[limit:]
-        yield from sort_documents(docs, keys, check)
+            yield from top_documents(stream, keys, limit, check)
     return sort
 
 

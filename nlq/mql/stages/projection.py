@@ -189,7 +189,7 @@ def compile_project(spec, ctx):
     expressions = tree.expressions
     id_computed = root.get("_id") is not INCLUDE
     check = ctx.check
-    vars_of = ctx.vars
+    vars_of = ctx.binder()
 
     def project(stream):
         for doc in stream:
@@ -245,7 +245,7 @@ def compile_add_fields(spec, ctx):
     _build_set(spec, tree, "$addFields")
     root, expressions = tree.root, tree.expressions
     check = ctx.check
-    vars_of = ctx.vars
+    vars_of = ctx.binder()
 
     def add_fields(stream):
         if not expressions:
@@ -278,7 +278,10 @@ def compile_unset(spec, ctx):
 
 
 @implements(STAGE, "$unwind")
-def compile_unwind(spec, ctx):
+def compile_unwind(spec, ctx, *, share: bool = False):
+    """`share` (the next stages keep no document: see `engine.compile_pipeline`): the documents
+    emitted for one input document are one copy, its embedded documents along the path copied
+    once too, with the path rebound to each element in turn."""
     if type(spec) is str:
         spec = {"path": spec}
     if type(spec) is not dict:
@@ -316,6 +319,9 @@ def compile_unwind(spec, ctx):
             out = set_nested(out, index_parts, index)
         return out
 
+    shared = share and index_parts is None
+    last = parts[-1]
+
     def unwind(stream):
         for doc in stream:
             check()
@@ -323,6 +329,13 @@ def compile_unwind(spec, ctx):
             if type(value) is list:
                 if value:
                     # (each emitted document is checked by the consuming stage)
+                    if shared:
+                        out = set_nested(doc, parts, value[0])
+                        inner = out if single is not None else get_nested(out, parts[:-1])
+                        for element in value:
+                            inner[last] = element
+                            yield out
+                        continue
                     for i, element in enumerate(value):
                         yield emit(doc, element, Int64(i))
                 elif preserve:
@@ -344,7 +357,7 @@ def compile_unwind(spec, ctx):
 def _replace(expr_spec, ctx, name: str):
     fn = compile_expression(expr_spec)
     check = ctx.check
-    vars_of = ctx.vars
+    vars_of = ctx.binder()
 
     def replace(stream):
         for doc in stream:
