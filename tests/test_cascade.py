@@ -78,3 +78,25 @@ def test_candidates_are_distinct_other_readings_most_confident_first():
 def test_no_candidates_unless_asked():
     record = next(generate.run([dict(QUESTION)], "rules", generate.Context({"fleet": INDEX})))
     assert "candidates" not in record
+
+
+def test_the_fallback_model_calls_are_metered_in_usage(fake_llm):
+    """Through generate.run with a real model method (nlq-only) against the scripted fake
+    server: a fallback answer carries its model call's usage; a rules answer made none."""
+    from nlq.llm import ChatClient, ModelConfig
+    from tests.fakellm import as_json, reply
+
+    fake_llm.responder = lambda body: reply(as_json({"collection": "port", "pipeline": []}),
+                                            prompt_tokens=21, completion_tokens=5)
+    client = ChatClient(ModelConfig(model="fake-model", base_url=fake_llm.url, api_key="k", cache=None,
+                                    max_retries=0))
+    records = [dict(QUESTION, id="fleet/1"), dict(QUESTION, id="fleet/2")]
+    for threshold, path, calls in ((0.0, "rules", 0), (1.0, "fallback", 1)):
+        context = generate.Context({"fleet": INDEX}, model=client, fallback="nlq-only", threshold=threshold)
+        out = list(generate.run([dict(r) for r in records], "cascade", context))
+        for r in out:
+            p = r["prediction"]
+            assert p["cascade"]["path"] == path
+            assert p["usage"]["model_calls"] == calls
+            assert (p["usage"]["prompt_tokens"], p["usage"]["completion_tokens"]) == (21 * calls, 5 * calls)
+    assert len(fake_llm.requests) == len(records)  # only the fallback path asked the model

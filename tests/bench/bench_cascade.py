@@ -8,6 +8,12 @@ the recording stands in for the call). Prints, per T: EXC of the cascade,
 the share of questions rules answered (= model calls saved), and the
 precision of rules on the questions it kept — beside rules alone and the
 model alone.
+
+Then the same end to end (REPLAYED thresholds): `generate --method cascade
+--fallback nlq-only` through `generate.run`, the fallback's model being the
+scripted fake server (tests/fakellm.py) on 127.0.0.1 replaying each
+question's recorded reply. That measures the real routing, decoding and
+metering: EXC, and the model calls the predictions' `usage` counts.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from tests.bench import bench_rules
 
 RECORDED = bench_rules.ROOT.parent / "shared" / "recorded" / "kimi-k3.tend-v1.jsonl"
 THRESHOLDS = (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.01)
+REPLAYED = (0.6, 0.8, 0.9)
 
 
 def curve(rules: list[dict], model_exc: dict[str, int], indexes: dict) -> list[tuple[float, float, float, float, int]]:
@@ -37,6 +44,37 @@ def curve(rules: list[dict], model_exc: dict[str, int], indexes: dict) -> list[t
         precision = sum(r["score"]["exc"] for r in kept) / len(kept) if kept else float("nan")
         rows.append((t, exc / len(rules), len(kept) / len(rules), precision, len(rules)))
     return rows
+
+
+def replayed(backend, tasks: list[dict], recorded: list[dict], indexes: dict) -> None:
+    """The cascade end to end, its fallback model replaying the recorded replies (see the module docstring)."""
+    from nlq import generate
+    from nlq.llm import ChatClient, ModelConfig
+    from tests.fakellm import FakeLLM, reply
+
+    answers = {r["question"]: (r.get("prediction") or {}).get("mql") or "" for r in recorded}
+    by_length = sorted(answers, key=len, reverse=True)  # the longest recorded question the prompt holds
+
+    def respond(body: dict) -> dict:
+        asked = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+        return reply(next((answers[q] for q in by_length if q in asked), ""))
+
+    known = {r["id"] for r in recorded}
+    tasks = [t for t in tasks if t["id"] in known]
+    print("  end to end (generate --method cascade --fallback nlq-only, the fake server replaying the recording):")
+    print("  threshold   cascade EXC   answered by rules   model calls (usage)")
+    with FakeLLM() as fake:
+        fake.responder = respond
+        client = ChatClient(ModelConfig(model="kimi-k3-replay", base_url=fake.url, api_key="replay", cache=None,
+                                        max_retries=0))
+        for t in REPLAYED:
+            context = generate.Context(indexes, model=client, fallback="nlq-only", threshold=t)
+            out = list(score.run(generate.run([dict(task) for task in tasks], "cascade", context), backend))
+            paths = [((r.get("prediction") or {}).get("cascade") or {}).get("path") for r in out]
+            calls = sum(((r.get("prediction") or r.get("failure") or {}).get("usage") or {}).get("model_calls", 0)
+                        for r in out)
+            print(f"  {t:>9.2f}   {bench_rules.rate(out):>10.1%}   {paths.count('rules') / len(out):>17.1%}   "
+                  f"{calls:>8} of {len(out)}")
 
 
 def main() -> None:
@@ -59,6 +97,7 @@ def main() -> None:
     print("  threshold   cascade EXC   answered by rules (calls saved)   rules precision there")
     for t, exc, share, precision, _ in curve(rules, model_exc, indexes):
         print(f"  {t:>9.2f}   {exc:>10.1%}   {share:>31.1%}   {precision:>21.1%}")
+    replayed(backend, tasks, recorded, indexes)
 
 
 if __name__ == "__main__":

@@ -171,7 +171,8 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
         return m, m.field
     word = q.raw[at] if at < len(q.raw) else ""
     measure = {"older": "age", "younger": "age", "before": "year", "after": "year", "since": "year",
-               "earlier": "year", "later": "year", "longer": "length", "shorter": "length"}.get(word)
+               "earlier": "year", "later": "year", "longer": "length", "shorter": "length",
+               "taller": "height", "cheaper": "price"}.get(word)
     if measure is None and isinstance(value, int) and 1000 <= value <= 2100:
         measure = "year"
     return None, measure_field(fields, measure) if measure else None

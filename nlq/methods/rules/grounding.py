@@ -61,6 +61,29 @@ def resolve_collection(q: Question, schema: dict[str, list[Field]], mentions: li
     return [(best, margin)] + others, entity_positions
 
 
+# Words for a sex or gender, and the one-letter code a database stores for it ('female' -> "F").
+GENDER_CODES = {"female": "F", "females": "F", "woman": "F", "women": "F", "girl": "F", "girls": "F",
+                "male": "M", "males": "M", "man": "M", "men": "M", "boy": "M", "boys": "M"}
+
+
+def coded_witnesses(q: Question, index: dict, collection: str, witnesses: list[dict]) -> list[dict]:
+    """Witnesses for words a database stores as a conventional code: 'female
+    students' where a string field of the collection holds "F" (and no
+    witness already covers the word or the code). Read off the index's value entries."""
+    covered = {str(w.get("term", "")).lower() for w in witnesses}
+    covered |= {str(m.get("stored")) for w in witnesses for m in w.get("matches", []) if m.get("collection") == collection}
+    found = []
+    for word in dict.fromkeys(q.raw):
+        code = GENDER_CODES.get(word)
+        if code is None or word in covered or code in covered:
+            continue
+        matches = [m for m in index.get("values", {}).get(code.lower(), [])
+                   if m.get("collection") == collection and m.get("stored") == code and m.get("kind") == "value"]
+        if matches:
+            found.append({"term": word, "hard": True, "matches": matches})
+    return found
+
+
 def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_fields: list[Field],
                    mentions: list[Mention], consumed: set[int], entities: set[int] = frozenset(),
                    grain: str | None = None) -> list[Filter]:

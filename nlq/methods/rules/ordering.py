@@ -25,17 +25,18 @@ def detect_limit(q: Question, consumed: set[int]) -> tuple[int | None, int]:
     return n, direction
 
 
-ORDER_BY_COUNT = re.compile(r"\w+\s+(?:of|by) (?:the )?(?:count\b|number of\b|number\b)")
+ORDER_BY_COUNT = re.compile(r"\w+\s+(?:of|by) (?:the |their |its )?(?:count\b|number of\b|number\b)")
 
 
 def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[Field],
                  used: set[int]) -> list[tuple[object, int]]:
     """Explicit ordering phrases and measure superlatives ('oldest')."""
-    m = re.search(r"\b(?:order(?:ed)?|sort(?:ed)?|rank(?:ed)?|arrange(?:d)?)\b(?:\s+\w+){0,6}", lower)
+    m = re.search(r"\b(?:order(?:ed)?|sort(?:ed)?|rank(?:ed)?|arrange(?:d)?|organi[sz]ed|alphabetic(?:al|ally)?)\b"
+                  r"(?:\s+\w+){0,6}", lower)
     if m:
         window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
         direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most)\b"
-                                    r"|\bfrom (?:old|high|large|big|most|new|late)\w* to\b", window) else 1
+                                    r"|\bfrom (?:the )?(?:old|high|large|big|most|new|late)\w* to\b", window) else 1
         at = q.word_at(m.start())
         by = re.search(r"\bby\b", lower[m.start():m.start() + 60])
         if by:  # "sort the names by their age": the key follows 'by'
@@ -102,7 +103,7 @@ def superlative_limit(q: Question) -> int | None:
                                               "fewest", "maximum", "minimum", "best", "worst")
            for w in q.raw):
         # "most common first", "highest first", explicit orderings and "list every X" rank; they do not pick one
-        if not re.search(r"\border\b|\bsorted\b|\b(?:list|show|give) (?:every|all|each)\b"
+        if not re.search(r"\border\b|\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
                          r"|\b(?:most|least|highest|lowest|largest|smallest|biggest)"
                          r"(?:\s+\w+)?\s+(?:first|last)\b", q.text.lower()):
             return 1

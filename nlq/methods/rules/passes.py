@@ -25,8 +25,8 @@ from nlq.methods.rules.aggregation import (aggregate_conditions, coordinated_agg
 from nlq.methods.rules.filters import (denied_elements, detect_absence, detect_anti_join, detect_average_comparisons,
                                        detect_comparisons, detect_disjunction, detect_flags, detect_having,
                                        detect_missing, detect_text_filters)
-from nlq.methods.rules.grounding import (bind_bag_attributes, bind_witnesses, eponymous_field, number_alternatives,
-                                         resolve_collection, witnessed_years)
+from nlq.methods.rules.grounding import (bind_bag_attributes, bind_witnesses, coded_witnesses, eponymous_field,
+                                         number_alternatives, resolve_collection, witnessed_years)
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
@@ -36,9 +36,9 @@ from nlq.methods.rules.outputs import (asks_for_entity, count_grain, entity_outp
                                        validate)
 from nlq.methods.rules.question import (Question, meaningful_mentions, mention_fields, name_span, names_quantity,
                                         order_words, select_mentions, word_match)
-from nlq.methods.rules.schema import Grounding, identifier, prepare
+from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
 from nlq.methods.rules.vocabulary import (AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
-                                          DISTINCT_WORDS, GROUP_PATTERNS, STOPWORDS)
+                                          DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS)
 
 
 @dataclass
@@ -130,7 +130,8 @@ def read_literals(s: State) -> None:
     consumed.update(i for c in COUNT_PATTERNS.finditer(s.lower)  # 'the numbers of wines' binds no literal
                     if not c.group().startswith("count")  # ('HBA1C count' may name a field)
                     for i in range(q.word_at(c.start()), q.word_at(c.end())))
-    s.bound = bind_witnesses(q, s.witnesses, s.collection, s.fields, mentions, consumed, s.entities,
+    witnesses = s.witnesses + coded_witnesses(q, s.index, s.collection, s.witnesses)  # 'female' -> "F"
+    s.bound = bind_witnesses(q, witnesses, s.collection, s.fields, mentions, consumed, s.entities,
                              count_grain(q, s.fields, s.collection))
     for f in s.bound:
         used.update(m.start for m in mentions if m.field.mql == f.field.mql and abs(m.start - f.start) <= 4)
@@ -168,6 +169,9 @@ def read_grouping(s: State) -> None:
             ir.group_by.append(eponym)  # 'for different grapes' in `grapes`: its `Grape`
         elif target is None and not is_order_phrase(lower, m.start()):
             group_by_date_part(q, at, s.fields, mentions, ir, s.consumed)
+        if target and set(range(target.start, target.end)) & s.entities and not target.field.arrays \
+                and not ir.count and not STATISTICS & set(q.raw):
+            continue  # 'the names of every company' in `company`: each document, no group
         if target and target.start not in used and not is_order_phrase(lower, m.start()):
             if target.field not in ir.group_by:
                 ir.group_by.append(target.field)
@@ -238,6 +242,14 @@ def read_outputs(s: State) -> None:
                                         "identified" in s.variant) + ir.outputs
     ir.outputs = full_names(lower, ir.outputs, fields)
     ir.grain = count_grain(q, fields, s.collection) if ir.count else None
+    if ir.count and ir.grain and "." not in ir.grain and not (ir.outputs or ir.group_by or ir.aggregates
+                                                              or ir.distinct or ir.filters):
+        # "all products and the number of complaints each has received": the entity,
+        # named before the count of its array, is shown (then its array's size, below)
+        at = q.word_at(COUNT_PATTERNS.search(lower).start())
+        head = split_name(s.collection)[-1:]
+        if any(word_match(q.stems[i], w) >= 0.85 for i in range(at) for w in head):
+            ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities, "identified" in s.variant)
     if ir.count and ir.outputs and not (ir.group_by or ir.aggregates):
         inside = [k for k, _ in ir.sort if isinstance(k, Field)] + list(ir.outputs)
         # the values named before the count ("nominees and the number of musicals");

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.text import normalize, word_spans
-from nlq.methods.rules.vocabulary import SYNONYMS, WORD_NUMBERS
+from nlq.methods.rules.paraphrase import canonical
+from nlq.methods.rules.vocabulary import RELATED_ROOTS, SYNONYMS, WORD_NUMBERS
 from nlq.methods.rules.ir import Field, Mention
 from nlq.methods.rules.schema import split_name
 
@@ -27,7 +28,8 @@ def plain(word: str) -> str:
 
 @dataclass
 class Question:
-    """The question as parallel word lists: raw lowercase words and normalized stems."""
+    """The question, its general rephrasings rewritten (`paraphrase.canonical`),
+    as parallel word lists: raw lowercase words and normalized stems."""
 
     text: str
     raw: list[str]
@@ -36,6 +38,7 @@ class Question:
 
     @classmethod
     def of(cls, text: str) -> "Question":
+        text = canonical(text)
         found = word_spans(text)
         raw = [plain(word) for word, _, _ in found]
         return cls(text, raw, [normalize(w) for w in raw], [(start, end) for _, start, end in found])
@@ -74,11 +77,33 @@ def word_match(q: str, f: str) -> float:
         return 1.0  # 'ids' is left plural by the normalizer, 'buses' becomes 'buse'
     if len(f) >= 2 and len(q) >= 4 and q.startswith(f) and len(f) >= 3:
         return 0.8  # 'student' ~ 'stu'
-    if len(q) >= 4 and len(f) >= 4 and (q.startswith(f[:4]) and f.startswith(q[:4])):
-        return 0.85 if _close(q, f) else 0.0  # 'opening' ~ 'openning'
+    if len(q) >= 4 and len(f) >= 4 and (q.startswith(f[:4]) and f.startswith(q[:4])) and _close(q, f):
+        return 0.85  # 'opening' ~ 'openning'
     if f in SYNONYMS.get(q, ()):
         return 0.7
+    root = word_root(q)
+    if len(root) >= 4 and root == word_root(f):
+        return 0.85  # 'founding' ~ 'founded', 'enrolled' ~ 'enrolment', 'opened' ~ 'opening'
+    if len(root) >= 4 and word_root(f) in RELATED_ROOTS.get(root, ()):
+        return 0.7  # 'established' ~ 'founded'
     return 0.0
+
+
+# Derivational endings a word and a field name may differ by ('founding' / 'founded').
+ENDINGS = ("ations", "ation", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ions", "ion", "ed", "s")
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def word_root(word: str) -> str:
+    """A word without its derivational ending, a doubled final consonant undone
+    ('enrollment' -> 'enrol', 'openning' -> 'open', 'founded' -> 'found')."""
+    for ending in ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 4:
+            word = word[:-len(ending)]
+            break
+    if len(word) >= 5 and word[-1] == word[-2] and word[-1] not in "aeiousy":
+        word = word[:-1]
+    return word
 
 
 def _close(a: str, b: str) -> bool:

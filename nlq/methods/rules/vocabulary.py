@@ -27,7 +27,8 @@ AGG_WORDS = {
 DISTINCT_WORDS = {"distinct", "different", "unique", "various", "individual"}
 
 
-GROUP_PATTERNS = re.compile(r"\b(?:(?:for|in|of|by|on|at|to|with) (?:each|every)|per|grouped by|group by|"
+GROUP_PATTERNS = re.compile(r"\b(?:(?:for|in|of|by|on|at|to|with|from|under|within|among|across|does|do|did|"
+                            r"has|have|had) (?:each|every)|per|grouped by|group by|"
                             r"broken down by|count by|counts by|for (?:the )?different|across (?:the )?different|"
                             r"(?:classified|categori[sz]ed|separated|split|grouped|broken down) "
                             r"(?:by|according to|into)(?: (?:their|its|the))?)\s+")
@@ -57,8 +58,8 @@ PRICE_PHRASE = re.compile(r"\b(most|least) (?:expensive|costly)\b")
 
 COMPARATORS = [
     # (pattern, operator); N is a number captured as group "n"
-    (r"(?:more|greater|higher|larger|bigger|older|longer|heavier|later) than", "$gt"),
-    (r"(?:less|fewer|lower|smaller|younger|shorter|lighter|earlier) than", "$lt"),
+    (r"(?:more|greater|higher|larger|bigger|older|longer|taller|heavier|later) than", "$gt"),
+    (r"(?:less|fewer|lower|smaller|younger|shorter|lighter|earlier|cheaper) than", "$lt"),
     (r"at least|no less than|not less than|minimum of|(?:greater|more|higher) than or equal to", "$gte"),
     (r"at most|no more than|not more than|maximum of|(?:less|fewer|lower) than or equal to", "$lte"),
     (r"since|from", "$gte"),  # 'since 1990' includes 1990
@@ -68,7 +69,10 @@ COMPARATORS = [
 
 
 WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-                "eight": 8, "nine": 9, "ten": 10}
+                "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
+                "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
+                "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+                "hundred": 100}
 
 
 # a number as written: thousands separators allowed ('more than 1,000')
@@ -77,7 +81,7 @@ NUMBER = r"(?P<n>" + NUMERAL + "|" + "|".join(WORD_NUMBERS) + ")"
 
 
 BETWEEN = re.compile(r"\b(?:between|(?:with)?in the range (?:of|from|between))\s+" + NUMBER
-                     + r"\s+(?:and|to)\s+(?P<m>" + NUMERAL + ")")
+                     + r"\s+(?:and|to)\s+(?P<m>" + NUMERAL + "|" + "|".join(WORD_NUMBERS) + r")\b")
 
 
 # 'N or more', '2011 or later': the bound is included (not in 'before 1900 or after 2000')
@@ -117,6 +121,19 @@ SYNONYMS = {
     "cost": ("price", "cost"), "price": ("price", "cost"), "salary": ("salary", "pay", "wage"),
     "city": ("city", "town"), "town": ("city", "town"),
     "number": ("id", "no", "num"),  # 'employee number' is its identifier
+    "earning": ("salary", "pay", "wage", "income"), "earn": ("salary", "pay", "wage", "income"),
+    "paid": ("salary", "pay", "wage"), "pay": ("salary", "pay", "wage"), "wage": ("salary", "wage"),
+    "compensation": ("salary", "pay", "wage"), "income": ("salary", "income"),
+    "fare": ("price", "fare", "cost"), "costing": ("price", "cost"), "priced": ("price",), "pricing": ("price",),
+    "eldest": ("age",), "aged": ("age",),
+}
+
+
+# Roots of words that name the same event ('established' a school is when it was 'founded' or 'opened').
+RELATED_ROOTS = {
+    "establish": ("found", "open", "start", "creat", "launch"), "launch": ("found", "open", "start", "establish"),
+    "found": ("establish", "open", "start", "creat"), "start": ("begin", "open", "found", "establish"),
+    "creat": ("found", "establish", "made"), "begin": ("start",),
 }
 
 

@@ -1,0 +1,166 @@
+"""Paraphrases: general English rephrasings rewritten to the one phrasing the passes read.
+
+    canonical("students who are 21 years old and above") -> "students who are age 21 or more"
+
+A question can say one thing many ways ('18 years old' / 'aged 18' / 'age
+18', 'exceeds 300' / 'more than 300', 'multiple captains' / 'more than one
+captain', 'lack any' / 'do not have any', 'the most prevalent' / 'the most
+common'). Rather than teach every pass every form, the question is first
+rewritten, phrase by phrase, to the form the passes understand. Only general
+English constructions are listed here — no database, field or benchmark
+phrasing. Quoted text is never rewritten (it is a literal).
+"""
+
+from __future__ import annotations
+
+import re
+
+from nlq.text import STOPWORDS
+from nlq.methods.rules.vocabulary import WORD_NUMBERS
+
+_FUNCTION_WORDS = STOPWORDS | {"total", "please", "descending", "ascending", "overall", "then"}
+_N = r"(\d[\d,]*(?:\.\d+)?|" + "|".join(WORD_NUMBERS) + r")"
+_YEARS_OLD = r"years?[ -](?:old|of age)"
+_MORE = r"(?:above|over|older|more|higher|greater|up)"
+_LESS = r"(?:below|under|younger|less|lower|fewer)"
+_COMPARATOR = (r"more than|greater than|higher than|larger than|less than|fewer than|lower than|smaller than|"
+               r"at least|at most|over|above|under|below|exceeding|exceeds?|surpass(?:es|ing)?")
+
+# (pattern, replacement: a template or a function of the match), applied in order, case-insensitively, to unquoted text
+REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
+    # contractions: "isn't" is 'is not', "won't" 'will not', "can't" 'can not'
+    (r"\b(is|are|was|were|do|does|did|has|have|had|could|would|should|must|need)n['’]t\b", r"\1 not"),
+    (r"\bwon['’]t\b", r"will not"),
+    (r"\bcan['’]t\b", r"can not"),
+    (r"\bcannot\b", r"can not"),
+    # ages: '21 years old and above', 'over the age of 30', 'either 24 or 25 years old', 'aged 36'
+    (rf"\b{_N}\s+{_YEARS_OLD}\s+(?:and|or)\s+{_MORE}\b", r"age \1 or more"),
+    (rf"\b{_N}\s+{_YEARS_OLD}\s+(?:and|or)\s+{_LESS}\b", r"age \1 or less"),
+    (rf"\b(?:over|above|older than|past) the age of\s+{_N}", r"older than \1"),
+    (rf"\b(?:under|below|younger than) the age of\s+{_N}", r"younger than \1"),
+    (rf"\b(?:either\s+)?{_N}\s+or\s+{_N}\s+{_YEARS_OLD}", r"age either \1 or \2"),
+    (rf"\b({_COMPARATOR})\s+{_N}\s+{_YEARS_OLD}", r"\1 \2 age"),
+    (rf"\b{_N}\s+{_YEARS_OLD}", r"age \1"),
+    (rf"\baged\s+(?=either\b|{_N})", r"age "),
+    # bounds: '100,000 and above', 'equal to or exceed 300', 'prior to 1850', 'exceed a height of 5000'
+    (rf"\b{_N}\s+and\s+(?:above|over|up|more|higher|greater|beyond)\b", r"\1 or more"),
+    (rf"\b{_N}\s+and\s+(?:below|under|less|fewer|lower)\b", r"\1 or less"),
+    (r"\b(?:equal to or (?:more|greater|higher|larger) than|equal to or (?:exceed(?:s|ing)?|above)|"
+     r"greater than or equal to|no (?:less|fewer) than|not (?:less|fewer) than|a minimum of|minimum of)(?=\s)",
+     r"at least"),
+    (r"\b(?:equal to or (?:less|fewer|lower|smaller) than|less than or equal to|no more than|not more than|"
+     r"a maximum of|maximum of)(?=\s)", r"at most"),
+    (r"\b(?:exceed(?:s|ed|ing)?|surpass(?:es|ed|ing)?|in excess of|rise above|rising above|rises above|"
+     r"more than)(?=\s)", r"more than"),
+    (r"\b(?:prior to|earlier than)(?=\s)", r"before"),
+    (rf"\b(more than|less than|at least|at most|over|above|under|below|before|after)\s+(?:an?|the)\s+(?!year\b)"
+     rf"([a-z]+)\s+of\s+{_N}", r"\2 \1 \3"),
+    # ranges: 'in the salary range of 100 to 200', 'within the 8000 to 12000 range'
+    (rf"\b(?:fall(?:s|ing)? )?(?:with)?in (?:the|a) (?:([a-z]+) )?range (?:of|from) {_N} (?:and|to) {_N}",
+     r"\1 between \2 and \3"),
+    (rf"\b(?:fall(?:s|ing)? )?(?:with)?in (?:the|a) {_N} (?:and|to) {_N} range", r"between \1 and \2"),
+    (rf"\b(?:ranging|ranges?|varying) (?:from|between) {_N} (?:to|and) {_N}", r"between \1 and \2"),
+    (rf"\b(?:with)?in the range {_N} (?:to|and) {_N}", r"between \1 and \2"),
+    (rf"\b(?:in|on) or (?:after|later than) {_N}", r"since \1"),
+    (rf"\b(?:(?:in|of) )?(?:the )?(year )?{_N},? (?:and|or) (?:later|after|afterwards?|onwards?|beyond|since)\b"
+     r"(?!\s+(?:the\s+)?(?:year\s+(?:of\s+)?)?\d)", r"since the \1\2"),
+    (rf"\bpost[- ]{_N}", r"after \1"),
+    (rf"\bpre[- ]{_N}", r"before \1"),
+    (rf"\b(?:from )?{_N} onwards?\b", r"since \1"),
+    (rf"\b(?:in|on) or (?:before|earlier than) {_N}", r"at most \1"),
+    # against the average: 'more distances than average', 'than the calculated average'
+    (r"\bthan (?:the )?(?:calculated|overall|computed|mean) average\b", r"than the average"),
+    (r"\b(more|greater|higher|larger|bigger|longer|less|fewer|lower|smaller|shorter) ([a-z]+) than (?:the )?average",
+     r"\2 \1 than the average"),
+    # text pieces: 'exclude the letter M', 'without the letter M', 'end in the letter m'
+    (r"\b(?:excludes?|excluding|without|lacks?|lacking|do not have|does not have|don't have|doesn't have) "
+     r"(?=(?:the|a|an) (?:letter|character|substring|word|string|text|phrase)s?\b)", r"not containing "),
+    (r"\b(ends?|ending|starts?|starting|begins?|beginning) in (?=(?:the|a|an) (?:letter|character|word)s?\b)",
+     r"\1 with "),
+    # how many of an array: 'multiple captains', 'more than a single shop', 'two or more', 'a couple of'
+    (r"\b(?:multiple|several|more than a single|more than just one)\s+(?=[a-z])", r"more than one "),
+    (r"\b(?:a pair of|a couple of|a couple)\s+(?=[a-z])", r"two "),
+    (r"\b(?:at least|a minimum of) a single\b", r"at least one"),
+    (rf"\b{_N}\s+or\s+more\s+(?=[a-z])", r"at least \1 "),
+    # absence: 'lack any entries', 'free from allergies', 'have yet to enroll'
+    (r"\b(?:lacks?|lacking|lacked)\s+(?:any\s+|an?\s+)?", r"without any "),
+    (r"\b(?:free (?:from|of)|unaffected by|devoid of|with zero)\s+(?:any\s+)?", r"without any "),
+    (r"\b(?:has|have|had) yet to\b", r"did not"),
+    # frequency: 'the most prevalent', 'appears most frequently', 'the highest occurrence'
+    (r"\bmost (?:prevalent|frequent(?:ly)?(?: (?:occurring|used|appearing|seen))?|often occurring|widespread)\b",
+     r"most common"),
+    (r"\bleast (?:prevalent|frequent(?:ly)?(?: (?:occurring|used|appearing|seen))?)\b", r"least common"),
+    (r"\b(?:highest|greatest|largest|biggest|maximum) (?:frequency|occurrence|number of occurrences)\b",
+     r"most common"),
+    (r"\b(?:lowest|smallest|minimum) (?:frequency|occurrence|number of occurrences)\b", r"least common"),
+    # counted superlatives: 'the greatest number of peaks', 'the highest student count', 'least amount of'
+    (r"\b(?:highest|greatest|largest|biggest|maximum|most) (?:number|count|amount|quantity|total number) of\b",
+     r"most number of"),
+    (r"\b(?:lowest|smallest|fewest|minimum|least) (?:number|count|amount|quantity|total number) of\b",
+     r"least number of"),
+    (r"\b(?:highest|greatest|largest|biggest|maximum) ([a-z]+) counts?\b", r"most number of \1"),
+    (r"\b(?:lowest|smallest|fewest|minimum) ([a-z]+) counts?\b", r"least number of \1"),
+    # counts: 'the student counts', 'the quantity of buses', 'along with their frequency'
+    (r"\b(?:respective|corresponding|associated|total)\s+(?=counts?\b)", r""),
+    (r"\b(?:the )?(?:quantity|quantities|tally|tallies|counts?) of\b", r"the number of"),
+    (r"\bthe total number of\b", r"the number of"),
+    (r"\b(?:listed |sorted |ordered |arranged |ranked )?from (?:the )?most (?:frequent|common|often)? ?to (?:the )?"
+     r"least (?:frequent|common|often)\b", r"in descending order of count"),
+    (r"\b(?:listed |sorted |ordered |arranged |ranked )?from (?:the )?least (?:frequent|common|often)? ?to (?:the )?"
+     r"most (?:frequent|common|often)\b", r"in ascending order of count"),
+    (r"\b(?:by|of) (?:their |its |the )?(?:frequency|frequencies|number of occurrences|occurrences)\b", r"by count"),
+    (r"\b(?:their|its|the) (?:frequency|frequencies|number of occurrences)\b", r"the count"),
+    # fillers between a count and what it counts: 'the most corresponding counties', 'two different allergies'
+    (r"\b(most|fewest|least|more than one|at least one|\d+|" + "|".join(WORD_NUMBERS) + r") "
+     r"(?:corresponding|associated|related|respective|linked|individual|separate|different|distinct)\s+(?=[a-z])",
+     r"\1 "),
+    (r"\b(number of) (?:corresponding|associated|related|respective|linked)\s+(?=[a-z])", r"\1 "),
+    (r"\b([a-z]+) counts?\b(?=\s*(?:$|[,.?;:)]|(?:for|per|in|and|along|with|associated|of each|by)\b))",
+     lambda m: m.group() if m.group(1).lower() in _FUNCTION_WORDS else "number of " + m.group(1)),
+    # ordering: 'from highest to lowest', 'from the fewest to the most', 'with the oldest listed first'
+    (r"\b(?:going |listed |ranked |ordered )?from (?:the )?(?:highest|greatest|largest|biggest|most|maximum|top)"
+     r"(?: \w+)? (?:to|down to) (?:the )?(?:lowest|least|smallest|fewest|minimum|bottom)\b", r"in descending order"),
+    (r"\b(?:going |listed |ranked |ordered )?from (?:the )?(?:lowest|least|smallest|fewest|minimum|bottom)"
+     r"(?: \w+)? (?:to|up to) (?:the )?(?:highest|greatest|largest|biggest|most|maximum|top)\b", r"in ascending order"),
+    (r"\b(?:with )?the (oldest|youngest|newest|latest|earliest|highest|lowest|largest|smallest) "
+     r"(?:listed|shown|displayed|appearing|coming) first\b", r"\1 first"),
+    (r"\b(ordered|sorted|arranged|ranked|listed|organi[sz]ed) (?:in )?(?:terms of|according to|based on)\b", r"\1 by"),
+    # ordering: 'starting with the eldest', 'from most to least'
+    (r"\bstarting (?:with|from) the (?:eldest|oldest|highest|largest|biggest|most|greatest|latest|newest)\b",
+     r"in descending order"),
+    (r"\bstarting (?:with|from) the (?:youngest|lowest|smallest|least|fewest|earliest)\b", r"in ascending order"),
+    (r"\bmost recent(?:ly)?\b", r"latest"),
+    (r"\bleast recent(?:ly)?\b", r"earliest"),
+    # the extremes of one measure: 'the ages of the youngest and oldest', 'the oldest and youngest ages'
+    (r"\b(?:the )?ages? of (?:the )?(?:youngest|oldest),? (?:and|or) (?:the )?(?:youngest|oldest)\b",
+     r"the minimum and maximum age of the"),
+    (r"\b(?:the )?(?:youngest|oldest),? (?:and|or) (?:the )?(?:youngest|oldest) ages?\b", r"the minimum and maximum age"),
+    # everything: 'the complete information about', 'everything about'
+    (r"\b(?:the )?(?:complete|full|entire|whole) (information|info|details|data|records?)\b", r"all the \1"),
+    (r"\beverything (?=about|on|regarding|concerning|for)\b", r"all the information "),
+    # words: 'eldest' is 'oldest', a 'surname' a 'last name', an 'identifier' an 'id'
+    (r"\beldest\b", r"oldest"),
+    (r"\bsurnames\b", r"last names"),
+    (r"\bsurname\b", r"last name"),
+    (r"\bidentifiers\b", r"ids"),
+    (r"\bidentifier\b", r"id"),
+))
+
+
+QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^']*'(?!\w)")
+
+
+def canonical(text: str) -> str:
+    """The question with its general rephrasings rewritten (quoted literals untouched)."""
+    pieces, last = [], 0
+    for quoted in QUOTED.finditer(text):
+        pieces += [_rewrite(text[last:quoted.start()]), quoted.group()]
+        last = quoted.end()
+    pieces.append(_rewrite(text[last:]))
+    return "".join(pieces)
+
+
+def _rewrite(text: str) -> str:
+    for pattern, replacement in REWRITES:
+        text = pattern.sub(replacement, text)
+    return text

@@ -1,0 +1,88 @@
+"""`rules` reads general English rephrasings as the phrasing its passes know (paraphrase.canonical)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nlq.methods import rules
+from nlq.methods.rules.paraphrase import canonical
+
+
+def entry(collection, path, kind="scalar", types=None, present=4):
+    return {"collection": collection, "path": path, "kind": kind, "types": types or {"string": present},
+            "present": present, "null": 0, "missing": 0, "empty": 0, "array_len": None}
+
+
+INDEX = {
+    "db": "school",
+    "collections": {"student": {"count": 4, "sampled": 4}},
+    "lattice": [
+        entry("student", "StuID", types={"int": 4}), entry("student", "Name"), entry("student", "Major"),
+        entry("student", "Advisor"),
+        entry("student", "Age", types={"int": 4}), entry("student", "Salary", types={"int": 4}),
+        entry("student", "allergies", kind="array", types={"array": 4}),
+        entry("student", "allergies[].Allergy"),
+    ],
+    "values": {},
+}
+
+
+def pipeline_of(question):
+    return rules.render(rules.build_ir(question, [], INDEX))
+
+
+@pytest.mark.parametrize("said, canonical_form", [
+    ("students who are 21 years old and above", "students who are age 21 or more"),
+    ("How many students are 18 years old?", "How many students are age 18?"),
+    ("students who are either 24 or 25 years old", "students who are age either 24 or 25"),
+    ("pilots over the age of thirty", "pilots older than thirty"),
+    ("salaries equal to or exceed 100,000", "salaries at least 100,000"),
+    ("mountains that exceed a height of 5000 meters", "mountains that height more than 5000 meters"),
+    ("ships with multiple captains", "ships with more than one captains"),
+    ("pilots who lack any records", "pilots who without any records"),
+    ("the most prevalent allergy", "the most common allergy"),
+    ("the advisor with the highest student count", "the advisor with the most number of student"),
+    ("names that exclude the letter M", "names that not containing the letter M"),
+    ("names ordered by age from highest to lowest", "names ordered by age in descending order"),
+    ("drivers with the oldest listed first", "drivers oldest first"),
+    ("schools whose denomination isn't Catholic", "schools whose denomination is not Catholic"),
+    ("cinemas opened in the year 2011 and later", "cinemas opened since the year 2011"),
+    ("wines made before 2000 or after 2010", "wines made before 2000 or after 2010"),
+    ("the ages of the youngest and oldest students", "the minimum and maximum age of the students"),
+])
+def test_rephrasings_are_rewritten_to_the_canonical_phrasing(said, canonical_form):
+    assert canonical(said) == canonical_form
+
+
+def test_quoted_literals_are_never_rewritten():
+    assert canonical("films titled 'lacking any multiple' older than 3") == "films titled 'lacking any multiple' older than 3"
+
+
+@pytest.mark.parametrize("first, other", [
+    ("Show the ids of students with age 21 or more.", "Retrieve the IDs of students who are 21 years old and above."),
+    ("How many students are age 18?", "How many students are 18 years old?"),
+    ("Show the names of students with salary more than 999.", "List the names of students whose salaries exceed 999."),
+    ("Find the names of students without any allergies.", "Find the names of students who lack any allergies."),
+    ("What is the most common major?", "What is the most prevalent major?"),
+    ("How many students are there for each advisor?", "How many students does each advisor have?"),
+    ("Show the names of students in alphabetical order.", "Show the names of students, organized alphabetically."),
+    ("Show the names of students with age between 20 and 30.",
+     "Show the names of students in the age range of twenty to thirty."),
+])
+def test_a_rephrasing_reads_like_the_first_phrasing(first, other):
+    assert [s for s in pipeline_of(other) if {"$match", "$group", "$sort", "$limit"} & set(s)] == \
+        [s for s in pipeline_of(first) if {"$match", "$group", "$sort", "$limit"} & set(s)]
+
+
+def test_a_gender_word_binds_the_one_letter_code_the_collection_stores():
+    index = {**INDEX, "lattice": INDEX["lattice"] + [entry("student", "Sex")],
+             "values": {"f": [{"stored": "F", "kind": "value", "collection": "student", "path": "Sex", "frequency": 2}]}}
+    ir = rules.build_ir("List the names of all female students.", [], index)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Sex", "$eq", "F")]
+    assert not rules.build_ir("List the names of all male students.", [], index).filters  # no "M" stored
+
+
+def test_the_entity_named_before_a_count_of_its_array_is_shown_with_the_size():
+    said = pipeline_of("Provide a list of all students and the total number of allergies each has.")
+    assert said == pipeline_of("List the names of all students along with the number of allergies.")
+    assert said[-1]["$project"]["count"] == {"$size": {"$ifNull": ["$allergies", []]}}
