@@ -57,3 +57,21 @@ def test_variables_holding_stored_documents_name_their_paths():
     pipeline = [{"$project": {"n": {"$size": {"$filter": {"input": "$visits", "as": "v",
                                                           "cond": {"$eq": ["$$v.type", "urgent"]}}}}}}]
     assert read_paths("patients", pipeline) == {("patients", "visits"), ("patients", "visits.type")}
+
+
+@pytest.mark.parametrize("query, expected", [
+    ('db.schools.find({zipcode: "63109"}, {students: {$elemMatch: {school: 102}}})', {"zipcode", "students"}),
+    ('db.students.find({semester: 1, grades: {$gte: 85}}, {"grades.$": 1})', {"semester", "grades"}),
+    ('db.c.find({}, {a: {$slice: 2}, b: 1})', {"a", "b"}),
+])
+def test_the_helper_fields_of_a_find_lowering_are_no_stored_paths(query, expected):
+    # the `$lookup ... as: "__nlq_<n>"` field and the `v` of its `$documents` are the pipeline's own
+    from nlq.mql.mongosh import parse_query
+
+    assert read_paths("c", parse_query(query).pipeline) == {("c", path) for path in expected}
+
+
+def test_a_field_a_lookup_made_is_no_stored_path_of_the_collection():
+    pipeline = [{"$lookup": {"as": "j", "pipeline": [{"$documents": [{"k": 1}]}]}}, {"$match": {"j.k": 1}},
+                {"$lookup": {"from": "o", "localField": "x", "foreignField": "y", "as": "m"}}, {"$sort": {"m": 1}}]
+    assert read_paths("c", pipeline) == {("c", "x"), ("o", "y")}

@@ -324,6 +324,22 @@ def test_unknown_query_operator_suggests():
         compile_filter({"$gt": 1})
 
 
+
+def test_whole_document_operators_come_from_the_declarations():
+    # the operators a filter takes in place of a field name are those declared over filters, an
+    # expression or the whole document's data; each evaluated one works there and nowhere else
+    from nlq.mql import registry
+
+    whole = {n for n in registry.names(registry.QUERY) if registry.whole_document_query(n)}
+    assert {"$and", "$or", "$nor", "$expr", "$comment"} <= whole
+    assert not whole & {"$eq", "$in", "$not", "$elemMatch", "$exists", "$size", "$regex"}
+    samples = {"$and": [{"a": 1}], "$or": [{"a": 1}], "$nor": [{"a": 2}], "$expr": {"$eq": ["$a", 1]},
+               "$comment": "why"}
+    assert {n for n in whole if registry.evaluator(n, registry.QUERY)} == set(samples)
+    for name, arg in samples.items():
+        assert compile_filter({name: arg})({"a": 1}) is True, name
+        assert ids([{"_id": 1, "v": [{"a": 1}]}], {"v": {"$elemMatch": {name: arg}}}) == [1], name
+
 def test_forbidden_and_unsupported_query_operators():
     with pytest.raises(ForbiddenOperatorError):
         compile_filter({"$where": "this.a > 1"})

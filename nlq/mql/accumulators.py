@@ -30,7 +30,7 @@ from nlq.mql.expressions import check_named, compile_expression
 from nlq.mql.numeric import (Summation, Variance, check_method, check_percentiles, integer_result, kind,
                               percentiles, positive_n, to_float)
 from nlq.mql.registry import ACCUMULATOR
-from nlq.mql.stages.ordering import parse_sort_spec, sort_value_key
+from nlq.mql.stages.ordering import Descending, parse_sort_spec, sort_value_key
 from nlq.mql.values import MISSING, bson_type, group_key, is_number, sort_key
 
 Factory = Callable[[], Any]
@@ -414,30 +414,12 @@ for _name, _cls in (("$firstN", _FirstN), ("$lastN", _LastN), ("$minN", _MinN), 
     registry.implements(ACCUMULATOR, _name)(_n_input(_cls, _name))
 
 
-class _Reversed:
-    """A sort key that orders descending inside a compound key."""
-
-    __slots__ = ("key",)
-
-    def __init__(self, key):
-        self.key = key
-
-    def __lt__(self, other):
-        return other.key < self.key
-
-    def __gt__(self, other):
-        return other.key > self.key
-
-    def __eq__(self, other):
-        return self.key == other.key
-
-
 def compile_sort_key(op: str, sort_by) -> Callable[[dict], tuple]:
     """A key function over documents for the `sortBy` of $top/$bottom(N): the $sort stage's order."""
     fields = parse_sort_spec(sort_by, op)
 
     def key(doc):
-        return tuple(_Reversed(sort_value_key(doc, parts, True)) if descending else sort_value_key(doc, parts, False)
+        return tuple(Descending(sort_value_key(doc, parts, True)) if descending else sort_value_key(doc, parts, False)
                      for parts, descending in fields)
     return key
 

@@ -19,8 +19,14 @@ three operators that only find() knows are lowered with MongoDB's semantics
   none does or it is not an array. The field comes after the other included
   fields, as in MongoDB.
 - `{"arr.$": 1}`: the same, with the conditions that the query's filter puts on
-  `arr` (or on `arr.<field>`) as the condition; a filter without one is an
-  error, as it is in MongoDB.
+  `arr` (or on `arr.<field>`) as the condition, read from the filter's top
+  level and its `$and`s; a filter without one is an error, as it is in
+  MongoDB. The manual's restrictions (manual: $ (projection), Array Field
+  Limitations and Restrictions) are errors: one positional projection per
+  projection, `$` only at the end of a path, never `{"arr.$": {$slice: ...}}`.
+  A condition on `arr` under `$or`, `$nor` or `$not` is an error too: which
+  element such a filter projects is not what the manual defines (use an
+  `$elemMatch` projection, whose condition is explicit).
 
 The first matching element is found by a `$lookup` whose pipeline starts with
 `$documents`: one document `{v: [element]}` per element, matched against the
@@ -54,6 +60,8 @@ def stages(filter_: dict, projection: dict, fail: Callable[[str], Exception] = V
             if not _included(value):
                 raise fail(f"the positional projection {key!r} takes 1 (an inclusion), not {value!r}")
             path = key[:-2]
+            if any(not last for _, last in matches.values()):
+                raise fail("only one positional projection ('array.$') may appear in a projection, as MongoDB says")
             matches[path] = (_positional_condition(filter_, path, fail), False)
         elif isinstance(value, dict) and len(value) == 1 and next(iter(value)) == "$slice":
             slices[key] = _slice(key, value["$slice"], fail)
@@ -147,7 +155,18 @@ def _is_int(value) -> bool:
 def _positional_condition(filter_: dict, path: str, fail) -> dict:
     """The filter's conditions on `path` (or `path.<field>`), with `path` renamed `v`."""
     condition = {}
-    parts = [filter_] + [c for c in filter_.get("$and", []) if isinstance(c, dict)]
+    parts = _conjuncts(filter_)
+    for part in parts:
+        for key, value in part.items():
+            if key in ("$or", "$nor") and _mentions(value, path):
+                under = key
+            elif (key == path or key.startswith(path + ".")) and isinstance(value, dict) and "$not" in value:
+                under = "$not"
+            else:
+                continue
+            raise fail(f"the positional projection '{path}.$' reads the filter's conditions on {path!r} that hold "
+                       f"together ($and); one under {under} leaves the projected element undefined: use "
+                       f"{{{path!r}: {{$elemMatch: ...}}}} instead")
     for part in parts:
         for key, value in part.items():
             if key == path or key.startswith(path + "."):
@@ -160,6 +179,23 @@ def _positional_condition(filter_: dict, path: str, fail) -> dict:
         raise fail(f"the positional projection '{path}.$' needs a condition on {path!r} in the filter "
                    "(MongoDB: the positional operator finds no matching element otherwise)")
     return condition
+
+
+def _conjuncts(filter_: dict) -> list[dict]:
+    """The filter and the documents its `$and`s hold (through nested `$and`s)."""
+    parts = [filter_]
+    for part in parts:
+        parts += [c for c in part.get("$and", []) if isinstance(c, dict)]
+    return parts
+
+
+def _mentions(value, path: str) -> bool:
+    """Whether a query value (a `$or`/`$nor` list, or a document in one) puts a condition on `path`."""
+    if isinstance(value, list):
+        return any(_mentions(v, path) for v in value)
+    return isinstance(value, dict) and any(
+        key == path or key.startswith(path + ".") or (key.startswith("$") and _mentions(v, path))
+        for key, v in value.items())
 
 
 def _first_match(path: str, condition: dict, into: str) -> dict:

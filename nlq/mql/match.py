@@ -32,8 +32,6 @@ from nlq.mql.values import (CODE_TYPES, MAXKEY, MINKEY, MISSING, NUMBER_TYPES, T
 Predicate = Callable[[dict], bool]
 Leaf = Callable[[object], bool]
 
-# Query operators that may stand at the top level of a filter (the others apply to a field).
-_TOP_LEVEL = frozenset(("$and", "$or", "$nor", "$expr", "$comment"))
 # Query operators the engine does not evaluate (geo, text search, schema validation, and
 # `$sampleRate`, which keeps documents at random like `$rand`).
 _UNSUPPORTED = frozenset("$text $geoIntersects $geoWithin $near $nearSphere $jsonSchema $box $center "
@@ -96,8 +94,9 @@ def _conjunction(preds: list[Predicate]) -> Predicate:
 
 def _compile_clause(key: str, value, scope) -> Predicate | None:
     if key.startswith("$"):
-        if key in _TOP_LEVEL:
-            return registry.evaluator(key, registry.QUERY)(key, value, Site(scope=scope))
+        compile_ = registry.evaluator(key, registry.QUERY) if registry.whole_document_query(key) else None
+        if compile_ is not None:
+            return compile_(key, value, Site(scope=scope))
         _reject_special(key)
         raise UnknownOperatorError(f"unknown top level operator: {key}{registry.suggestion(key, registry.QUERY)}")
     leaf_preds = _compile_field_predicates(key, value)
@@ -535,7 +534,7 @@ def _elem_match_leaf(arg) -> Leaf:
     if type(arg) is not dict:
         raise ExecutionError("$elemMatch needs an Object")
     first = next(iter(arg), "")
-    if first.startswith("$") and first not in ("$and", "$or", "$nor", "$expr", "$where", "$text", "$comment"):
+    if first.startswith("$") and not registry.whole_document_query(first):
         # Value form: {$elemMatch: {$gte: 80, $lt: 85}} on scalar elements.
         leaves = _compile_operators(arg, "$elemMatch")
 

@@ -67,6 +67,13 @@ class Operator:
         return self.args.get(kind) or (DATA if kind == QUERY else EXPR)
 
     @property
+    def of_whole_document(self) -> bool:
+        """A query operator that stands where a field name would (`{$or: [...]}`, `{$expr: ...}`):
+        its declared argument is filters, an expression or the whole document's data."""
+        term = self.args.get(QUERY)
+        return (isinstance(term, Items) and term.item == FILTER) or term == EXPR or term == DOCUMENT_DATA
+
+    @property
     def binds_variables(self) -> bool:
         """Defines `$$name` variables for a part of its argument (`let`, `as`, `$$this`/`$$value`)."""
         return any(grammar.binds(term) for term in self.args.values())
@@ -373,6 +380,12 @@ def implements(kind: str, *op_names: str):
             op.evaluators[kind] = fn
         return fn
     return decorate
+
+
+def whole_document_query(name: str) -> bool:
+    """Whether `name` is a query operator of the whole document (declared so, see `Operator`)."""
+    op = _TABLE.get(name)
+    return op is not None and op.of_whole_document
 
 
 def evaluator(name: str, kind: str) -> Callable | None:

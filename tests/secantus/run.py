@@ -10,7 +10,9 @@ database), `nlq exec --tasks --rows` and `nlq score --self-check` run once per
 side, and every output record is compared with its twin: index documents
 exactly, result rows as the differential harness compares them (documents as
 mappings, numeric types significant, order only where a `$sort` defines it),
-scores by outcome, EXC, EXF1, row counts and error type.
+scores by outcome, EXC, EXF1, row counts and error type. The manual's find()
+examples (tests/conformance/find.jsonl) run too: each one's lowered pipeline,
+what `--uri` sends, runs on the server and must give the manual's answer.
 
 Known server divergences are listed in tests/secantus/divergences.jsonl, each
 with the manual's verdict and a minimal repro whose `expected` result is the
@@ -44,6 +46,7 @@ TASKS = ROOT / "fixtures" / "tasks"
 TEND_V1 = ROOT.parent / "shared" / "tend-v1"
 VERDICTS = Path(__file__).resolve().parent / "verdicts.jsonl"
 DIVERGENCES = Path(__file__).resolve().parent / "divergences.jsonl"
+FIND_CASES = ROOT / "tests" / "conformance" / "find.jsonl"
 NLQ = Path(sys.executable).parent / "nlq"
 VERDICT_KINDS = ("server_wrong", "both_acceptable")  # never "nlq_wrong": that is a bug to fix
 
@@ -235,7 +238,10 @@ def check_repros(uri: str, causes: dict[str, dict]) -> list[str]:
             colls = row["collections"]
             for name, docs in colls.items():
                 db[name].insert_many([dict(doc) for doc in docs])
-            served = list(db[row["collection"]].aggregate(row["pipeline"]))
+            try:
+                served = list(db[row["collection"]].aggregate(row["pipeline"]))
+            except pymongo.errors.OperationFailure as error:  # a refusal differs from any answer
+                served = [{"server error": str(error)}]
             mine = engine.aggregate(colls[row["collection"]], row["pipeline"], catalog=lambda n: colls.get(n, []))
             expected = [canonical(r) for r in row["expected"]]
             if [canonical(r) for r in mine] != expected:
@@ -244,6 +250,32 @@ def check_repros(uri: str, causes: dict[str, dict]) -> list[str]:
                 problems.append(f"REPRO {cause}: the server now gives the manual's answer (remove the divergence)")
             client.drop_database(db.name)
     return problems
+
+
+def compare_find(uri: str) -> tuple[dict[str, str], int]:
+    """Each manual find() example's lowered pipeline on the server against the manual's answer."""
+    import pymongo
+
+    from nlq.io import from_extjson
+    from tests.test_conformance import case_pipeline, result_difference
+
+    cases = [case for case in _jsonl(FIND_CASES) if "expected" in case]  # an `error` case never reaches a server
+    differences = {}
+    with pymongo.MongoClient(uri, tz_aware=True) as client:
+        for case in cases:
+            db = client[f"nlq_find_{case['id']}"[:60]]
+            db["docs"].insert_many(from_extjson(case["docs"]))
+            for name, docs in from_extjson(case.get("collections", {})).items():
+                db[name].insert_many(docs)
+            try:
+                rows = list(db["docs"].aggregate(case_pipeline(case)))
+                difference = result_difference(from_extjson(case["expected"]), rows, case)
+            except pymongo.errors.OperationFailure as error:
+                difference = f"the server refuses the lowered pipeline: {error}"
+            if difference:
+                differences[f"find:{case['id']}"] = difference
+            client.drop_database(db.name)
+    return differences, len(cases)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wire: SecantusDB vs the embedded engine on {', '.join(held)}")
         with Server(args.server, tmp / "secantus.log") as server:
             problems = check_repros(server.uri, causes)
+            find_differences, find_total = compare_find(server.uri)
             load(server.uri, data)
             sides = {"--uri": ["--uri", server.uri], "--data": ["--data", str(data)]}
             runs = {}
@@ -277,10 +310,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {command:5} {total - len(differences)}/{total} {unit} agree")
         for key, difference in sorted(differences.items()):
             found.setdefault(key, []).append(f"{command}: {difference}")
+    print(f"  find  {find_total - len(find_differences)}/{find_total} manual find() examples agree")
+    for key, difference in sorted(find_differences.items()):
+        found.setdefault(key, []).append(f"find: {difference}")
     untriaged = sorted(k for k in found if k not in recorded)
     # a verdict is stale only when its database ran this time (TEND v1 is absent from a bare clone)
     ran = {record.get("db") for record in runs["--data"]["index"]}
-    stale = sorted(k for k in recorded if k not in found and k.removeprefix("index:").split("/")[0] in ran)
+    stale = sorted(k for k in recorded if k not in found
+                   and (k.removeprefix("index:").split("/")[0] in ran or k.startswith("find:")))
     by_cause: dict[str, int] = {}
     for key in found:
         if key in recorded:

@@ -87,9 +87,9 @@ def compile_lookup(spec, ctx):
     pipeline = spec.get("pipeline", MISSING)
     if type(source) is dict:
         raise UnsupportedOperatorError("the embedded engine does not support $lookup from another database")
+    starts_with_documents = (type(pipeline) is list and bool(pipeline) and type(pipeline[0]) is dict
+                             and "$documents" in pipeline[0])
     if source is MISSING:
-        starts_with_documents = (type(pipeline) is list and pipeline and type(pipeline[0]) is dict
-                                 and "$documents" in pipeline[0])
         if not starts_with_documents:
             raise ExecutionError("$lookup requires 'from' unless its pipeline starts with $documents")
     elif type(source) is not str or not source:
@@ -117,10 +117,16 @@ def compile_lookup(spec, ctx):
             raise ExecutionError(f"'{name}' starts with an invalid character for a user variable name")
         let_fns.append((name, compile_expression(expr)))
     scope: dict = {}
-    sub = None
+    sub = documents = None
     if pipeline is not MISSING:
         if type(pipeline) is not list:
             raise ExecutionError("$lookup argument 'pipeline' must be an array")
+        if starts_with_documents and has_local:
+            # the foreign documents are the $documents stage's; the equality on localField/foreignField
+            # keeps those that match, then the rest of the pipeline runs (manual: $documents, "Use a
+            # $documents Stage in a $lookup Stage")
+            documents = ctx.compile_pipeline(pipeline[:1], scope)
+            pipeline = pipeline[1:]
         sub = ctx.compile_pipeline(pipeline, scope)
     check = ctx.check
     vars_of = ctx.binder()
@@ -130,6 +136,12 @@ def compile_lookup(spec, ctx):
         index = None
         for doc in stream:
             check()
+            if let_fns:
+                vars = vars_of(doc)
+                for name, fn in let_fns:
+                    scope[name] = fn(vars)
+            if documents is not None:  # the $documents may read this document's `let` variables
+                index = _ForeignIndex(materialize(documents(iter(())), check), foreign_parts, check)
             if local_parts is not None:
                 if index is None:
                     index = _ForeignIndex(foreign, foreign_parts, check)
@@ -137,10 +149,6 @@ def compile_lookup(spec, ctx):
             else:
                 matched = foreign
             if sub is not None:
-                if let_fns:
-                    vars = vars_of(doc)
-                    for name, fn in let_fns:
-                        scope[name] = fn(vars)
                 joined = materialize(sub(checked(matched, check)), check)
             else:
                 joined = list(matched)
