@@ -21,7 +21,7 @@ Examples:
               help="Generation method (an LLM method needs the model options below).")
 @click.option("--repair", "use_repair", is_flag=True,
               help="Pass the prediction through `nlq repair` (admissibility gate, execution feedback, "
-                   "result-space vote) before running it.")
+                   "result-space vote; with a model, its repair loop) before running it.")
 @click.option("--min-confidence", type=click.FloatRange(0, 1), default=None,
               help="No answer (exit 1) when the method's confidence is below this.")
 @click.option("--max-steps", type=click.IntRange(min=1), default=50, show_default=True,
@@ -49,8 +49,9 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_conf
 
     with errors_as_click():
         impl = methods.get(method)
-    config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", {}),
-                               what=f"--method {method}")
+    # a model is needed by an LLM method, and used by --repair when one is named (as `nlq repair` does)
+    config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", {}) or (
+        use_repair and bool(model_options["model"])), what=f"--method {method}")
     with open_backend_from(data, uri, timeout) as backend, errors_as_click(), model_client(config) as model:
         record = ask.run(question, backend, db, method=method, repair=use_repair,
                          cache=not model_options["no_cache"], timeout=timeout, max_rows=max_rows, model=model,

@@ -6,7 +6,8 @@
 The same stages as `nlq index | nlq witness | nlq generate | nlq exec`, for a
 single question. With `repair=True` the prediction goes through `nlq repair`
 (:func:`nlq.repair.run`: admissibility gate, read-only execution, result-space
-vote) before it runs. The record that comes back is the task record those stages
+vote; with a `model`, the SAG repair loop starting from the prediction) before
+it runs. The record that comes back is the task record those stages
 would write (`db`, `question`, `witnesses`, `prediction` or a typed
 `failure`, `execution = {rows_count, ms, error, rows}`) plus `explain`: how the
 grounding index was obtained, the card lines of the fields the pipeline reads,
@@ -124,7 +125,12 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
     record, = generate.run([record], method, context)
     t = lap("generate", t)
     if repair:  # the `nlq repair` stage: gate, execute, vote; the prediction becomes its winner
-        record, = repair_stage.run([record], backend, indexes,
+        loop = None
+        if model is not None:  # with a model, the loop of `nlq repair --model`, from this prediction
+            from nlq.methods.sag import repair_loop
+
+            loop = repair_loop(model, start_from_prediction=True)
+        record, = repair_stage.run([record], backend, indexes, loop=loop,
                                    options=repair_stage.Options(timeout=timeout, max_rows=max_rows))
         t = lap("repair", t)
     record["execution"] = {"rows_count": None, "ms": None, "error": None, "rows": None}

@@ -268,6 +268,28 @@ def test_an_llm_method_with_repair(runner, cache, fake_llm, tmp_path):
     assert record["execution"]["rows_count"] == 1
 
 
+def test_repair_with_a_model_runs_the_repair_loop_from_the_prediction(runner, cache, fake_llm, tmp_path):
+    from tests.fakellm import reply
+
+    def wrong_then_right(body):  # the first answer reads a path the data does not have
+        path = "allergy" if len(fake_llm.bodies) == 1 else "allergies"
+        return reply(orjson.dumps({"collection": "patients", "pipeline": [
+            {"$match": {path: "penicillin"}}, {"$count": "count"}]}).decode())
+
+    fake_llm.responder = wrong_then_right
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--repair", "--json",
+                                 *model_args(fake_llm, tmp_path), "-m", "card", PENICILLIN])
+    assert result.exit_code == 0, result.output
+    record, = rows_of(result.stdout)
+    assert record["repair"]["original"]["pipeline"][0] == {"$match": {"allergy": "penicillin"}}
+    assert record["prediction"]["pipeline"][0] == {"$match": {"allergies": "penicillin"}}
+    assert record["repair"]["rounds"][0] == 2 and record["repair"]["vote_share"] == 1.0
+    assert "allergy" in fake_llm.bodies[1]["messages"][-1]["content"]  # the feedback named the bad path
+    direct = runner.invoke(cli, ["exec", "--data", str(WORLDS), "--db", "clinic",
+                                 'db.patients.countDocuments({allergies: "penicillin"})'])
+    assert record["execution"]["rows"] == rows_of(direct.stdout)
+
+
 def test_a_model_fault_is_no_answer_with_the_reason(runner, cache, fake_llm, tmp_path):
     from tests.fakellm import status
 
