@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from bson.decimal128 import Decimal128
 from bson.int64 import Int64
 
 from nlq.errors import ExecutionError, ForbiddenOperatorError, UnknownOperatorError
 from nlq.mql.accumulators import compile_accumulator
+from nlq.mql.numeric import Summation
 from nlq.mql.values import MISSING
 
 
@@ -168,3 +171,37 @@ def test_sum_mixes_infinities_and_large_integers():
     assert run("$sum", "$n", [{"n": 1}, {"n": math.inf}, {"n": 2.5}]) == math.inf
     assert run("$sum", "$n", [{"n": Int64(2**53 + 1)}, {"n": 0.5}, {"n": 0.5}]) == float(2**53 + 2)
     assert math.isnan(run("$sum", "$n", [{"n": math.inf}, {"n": -math.inf}]))
+
+
+# --- $sum's integer shortcut: the double-double started late is the one started at once ------
+
+def _state(total) -> tuple:
+    """Everything a Summation reports, with doubles by their bits (-0.0 is not 0.0)."""
+    def bits(x):
+        return x.hex() if isinstance(x, float) else (type(x).__name__, str(x))
+    return (bits(total.result()), bits(total.mean()), bits(total.double()), total.width, total.count)
+
+
+_NUMBER = st.one_of(
+    st.integers(-2**31, 2**31 - 1), st.integers(-2**52 - 5, 2**52 + 5), st.integers(-2**63, 2**63 - 1),
+    st.sampled_from([2**52, -2**52, 2**52 + 1, 2**53, 2**53 + 1, -2**53 - 1, 2**62, -2**63]),
+    st.integers(-2**63, 2**63 - 1).map(Int64), st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.1, -0.0, 1e16, 2.0**53, Decimal128("1.5")]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_NUMBER, max_size=12), st.lists(st.integers(2**50, 2**52), max_size=6))
+def test_sum_integer_shortcut_matches_the_step_by_step_double_double(values, big):
+    """While only integers come, the sum keeps their exact total and starts the
+    compensated double-double later; results, averages and doubles are bit-identical
+    to a sum that runs the double-double from the first value (totals past 2**52,
+    longs, doubles, NaN and decimals arriving after integers included)."""
+    for sequence in (values, big + values, values + big, big + big + values):
+        late, eager = Summation(), Summation()
+        eager._start()
+        for v in sequence:
+            late.add(v)
+            eager.add(v)
+            assert _state(late) == _state(eager)
+        assert (late.high.hex(), late.low.hex(), late.special.hex()) == \
+            (eager.high.hex(), eager.low.hex(), eager.special.hex()) or not late.started

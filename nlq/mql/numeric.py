@@ -29,6 +29,7 @@ from nlq.mql.values import bson_type, is_number
 INT, LONG, DOUBLE, DECIMAL = range(4)
 INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+_EXACT = 2**52  # integers this small, summed while their total stays so, are exact doubles
 
 # Arithmetic context: 34 digits, wide exponents; results are then fitted into
 # Decimal128's exponent range by `make_decimal`.
@@ -136,9 +137,16 @@ class Summation:
     summed plainly, the result when the compensated sum turns NaN. Decimals are
     summed apart with 34 digits and the double-double added at the end. The
     result has the widest input type, promoted on overflow (int -> long -> double).
+
+    While only integers of magnitude at most 2**52 have come, with a running total
+    that stays so, every partial sum of the double-double is an integer below 2**53,
+    hence exact: the sum is that total and the compensation zero. The sum then
+    keeps only the exact integer total and starts the double-double from it (bit
+    for bit the state the step-by-step one would have reached) when another value
+    comes or the total grows past 2**52.
     """
 
-    __slots__ = ("width", "ints", "high", "low", "special", "decimal", "count", "doubles")
+    __slots__ = ("width", "ints", "high", "low", "special", "decimal", "count", "doubles", "started")
 
     def __init__(self):
         self.width = INT
@@ -149,11 +157,22 @@ class Summation:
         self.decimal: Decimal | None = None
         self.count = 0
         self.doubles = False  # whether a double was added
+        self.started = False  # whether the double-double is tracked (else it is exactly `ints`)
 
     def add(self, value) -> None:
         """Fold in a numeric value (callers filter out non-numerics)."""
-        self.count += 1
         t = type(value)
+        if not self.started:
+            if t is int and -_EXACT <= value <= _EXACT:
+                self.count += 1
+                if self.width == INT and not INT32_MIN <= value <= INT32_MAX:
+                    self.width = LONG
+                self.ints = total = self.ints + value
+                if not -_EXACT <= total <= _EXACT:
+                    self._start()
+                return
+            self._start()
+        self.count += 1
         if t is int or t is Int64:
             n = int(value)
             if t is int and INT32_MIN <= n <= INT32_MAX:
@@ -175,6 +194,11 @@ class Summation:
             d = value.to_decimal()
             self.decimal = d if self.decimal is None else DECIMAL_CONTEXT.add(self.decimal, d)
 
+    def _start(self) -> None:
+        """Track the double-double from here on, from the exact integer total so far."""
+        self.started = True
+        self.high = self.special = float(self.ints)  # exact: |ints| <= 2**53
+
     def _add_double(self, x: float) -> None:
         self.special += x
         s = x + self.low  # Fast2Sum(x, low): the compensation is the smaller part
@@ -187,6 +211,8 @@ class Summation:
 
     def double(self) -> float:
         """The double total (the server's getDouble)."""
+        if not self.started:
+            return float(self.ints)
         return self.special if math.isnan(self.high) else self.high
 
     def _decimal_total(self) -> Decimal:
