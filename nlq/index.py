@@ -110,7 +110,7 @@ from typing import Iterable, Iterator
 
 from nlq import io
 from nlq.errors import InputError
-from nlq.mql.values import Decimal128, Int64, ObjectId, bson_type, sort_key
+from nlq.mql.values import NUMBER, STRING, Decimal128, Int64, ObjectId, bson_type, sort_key
 from nlq.text import normalize, number_term
 
 DEFAULT_SAMPLE = 400
@@ -225,8 +225,13 @@ def mql_path(path: str) -> str:
 # the lattice walk
 
 
+# The `$type` alias of the common JSON types by Python type (ints depend on their range):
+# bson_type's answer, without its chain of checks, for the values of every sampled document.
+_PLAIN_TYPES = {str: "string", dict: "object", list: "array", float: "double", bool: "bool", type(None): "null"}
+
+
 def _shape(value) -> str:
-    t = bson_type(value)
+    t = _PLAIN_TYPES.get(type(value)) or bson_type(value)
     if t in ("int", "long", "double", "decimal"):
         return "number"
     return t
@@ -268,9 +273,13 @@ class _Walker:
         objects, arrays = [], []
         lengths = []
         scalar_counter = self.scalars.get(path)
+        plain_types = _PLAIN_TYPES
         for item in items:
             d, value, _ = item
-            t = bson_type(value)
+            tv = type(value)
+            t = plain_types.get(tv)
+            if t is None:
+                t = ("int" if -2**31 <= value < 2**31 else "long") if tv is int else bson_type(value)
             types[t] += 1
             present.add(d)
             if t == "object":
@@ -510,8 +519,21 @@ def _stored(stored):
     return stored.value if isinstance(stored, _Decimal) else stored
 
 
+def _order_key(stored) -> tuple:
+    """(sort_key, bson_type) of a stored value, strings and ints without the general dispatch."""
+    t = type(stored)
+    if t is str:
+        return ((STRING, stored), "string")
+    if t is int:
+        return ((NUMBER, (1, stored)), "int" if -2**31 <= stored < 2**31 else "long")
+    if t is float:  # NaN sorts below every number
+        return ((NUMBER, (1, stored) if stored == stored else (0, 0)), "double")
+    value = _stored(stored)
+    return (sort_key(value), bson_type(value))
+
+
 def _top(counter: Counter, n: int) -> list[tuple]:
-    return sorted(counter.items(), key=lambda kv: (-kv[1], sort_key(_stored(kv[0])), bson_type(_stored(kv[0]))))[:n]
+    return sorted(counter.items(), key=lambda kv: (-kv[1],) + _order_key(kv[0]))[:n]
 
 
 def _value_index(scalars: dict[tuple[str, str], Counter], keys: dict[tuple[str, str], Counter]) -> dict:
@@ -530,13 +552,15 @@ def _value_index(scalars: dict[tuple[str, str], Counter], keys: dict[tuple[str, 
             for term, (first, freq) in years.items():
                 matches[term].append({"stored": first, "kind": kind, "collection": coll, "path": path,
                                       "frequency": freq, "part": "year"})
-    order = lambda m: ("part" in m, -m["frequency"], m["kind"], m["collection"], m["path"],  # noqa: E731
-                       sort_key(m["stored"]), bson_type(m["stored"]))
+    def order(m):
+        return ("part" in m, -m["frequency"], m["kind"], m["collection"], m["path"]) + _order_key(m["stored"])
+
     ranked = []
     for term, found in matches.items():
-        found.sort(key=order)
+        if len(found) > 1:
+            found.sort(key=order)
         del found[MAX_MATCHES_PER_TERM:]
-        ranked.append((-sum(m["frequency"] for m in found), term))
+        ranked.append((-(found[0]["frequency"] if len(found) == 1 else sum(m["frequency"] for m in found)), term))
     ranked.sort()
     return {term: matches[term] for _, term in sorted(ranked[:MAX_TERMS], key=lambda x: x[1])}
 

@@ -14,7 +14,7 @@ from nlq import index as grounding
 from nlq import io
 from nlq.backends import EmbeddedBackend
 from nlq.errors import InputError
-from nlq.mql.values import ObjectId
+from nlq.mql.values import Decimal128, Int64, ObjectId, bson_type, sort_key
 from tests.conftest import WORLDS, need
 
 UTC = dt.timezone.utc
@@ -560,3 +560,19 @@ def test_load_reads_every_database_of_an_index_file(tmp_path):
     path.write_bytes(b'{"x": 1}\n')
     with pytest.raises(InputError, match="not an index document"):
         grounding.load(str(path))
+
+
+
+_SCALARS = [
+    "", "TG", "é", 0, -1, 2**31 - 1, 2**31, -2**31, -2**31 - 1, 2**62, 0.0, -0.0, 2.5, float("nan"),
+    float("inf"), float("-inf"), True, None, Int64(7), Int64(2**40), ObjectId("5f0c3b0e9d1e8a0001a1b2c3"),
+    dt.datetime(2021, 3, 4, tzinfo=dt.timezone.utc), Decimal128("1.50"), {"a": 1}, [1, "x"],
+]
+
+
+@pytest.mark.parametrize("value", _SCALARS, ids=repr)
+def test_fast_type_and_order_keys_agree_with_the_general_ones(value):
+    """The index's shortcuts for common types give bson_type's and sort_key's answers."""
+    assert (grounding._PLAIN_TYPES.get(type(value)) or bson_type(value)) == bson_type(value)
+    stored = grounding._Decimal(value) if type(value) is Decimal128 else value
+    assert grounding._order_key(stored) == (sort_key(value), bson_type(value))
