@@ -230,6 +230,10 @@ def mql_path(path: str) -> str:
 _PLAIN_TYPES = {str: "string", dict: "object", list: "array", float: "double", bool: "bool", type(None): "null"}
 
 
+_SHAPE_OF_TYPE = {str: "string", dict: "object", list: "array", bool: "bool",
+                  int: "number", float: "number", Int64: "number", Decimal128: "number"}
+
+
 def _shape(value) -> str:
     t = _PLAIN_TYPES.get(type(value)) or bson_type(value)
     if t in ("int", "long", "double", "decimal"):
@@ -294,9 +298,12 @@ class _Walker:
             elif t == "null":
                 nulls.add(d)
             else:
-                if t == "string" and not value:
-                    empty.add(d)
-                stored = _indexable(value, t)
+                if t == "string":
+                    if not value:
+                        empty.add(d)
+                    stored = value if len(value) <= MAX_VALUE_CHARS else None
+                else:
+                    stored = _indexable(value, t)
                 if stored is not None:
                     if scalar_counter is None:
                         scalar_counter = self.scalars[path] = Counter()
@@ -378,12 +385,20 @@ class _Walker:
     def _is_map(self, objects: list[tuple]) -> bool:
         key_sets = [obj.keys() for _, obj, _ in objects]
         distinct: set[str] = set()
-        shapes: Counter = Counter()
+        by_type: Counter = Counter()
         for _, obj, _ in objects:
             distinct.update(obj)
-            for value in obj.values():
-                if value is not None:
-                    shapes[_shape(value)] += 1
+            by_type.update(map(type, obj.values()))
+        by_type.pop(type(None), None)
+        shapes: Counter = Counter()
+        if all(t in _SHAPE_OF_TYPE for t in by_type):  # a value's shape follows from its type
+            for t, n in by_type.items():
+                shapes[_SHAPE_OF_TYPE[t]] += n
+        else:
+            for _, obj, _ in objects:
+                for value in obj.values():
+                    if value is not None:
+                        shapes[_shape(value)] += 1
         if not distinct or not shapes:
             return False
         if max(shapes.values()) < HOMOGENEOUS_SHARE * sum(shapes.values()):
