@@ -568,3 +568,15 @@ def test_add_fields_dotted_paths_as_mongodb_own_tests_say():
     assert add({"arrayField.subField.b": {"$literal": nested}})["arrayField"] == [
         sub, {"subField": [{"b": nested}, {"b": nested}]}, [sub]]
     assert doc["arrayField"] == [1, {"subField": [2, {}]}, [1]]  # the input is untouched
+
+
+def test_lookup_matches_each_foreign_document_once_in_foreign_order():
+    """A foreign document whose foreignField array repeats a value, or holds several of the local
+    values, is joined once, in the foreign collection's order (single and array localFields)."""
+    foreign = [{"_id": "a", "k": [1, 1, 2]}, {"_id": "b", "k": 2}, {"_id": "c", "k": [2, 1]}, {"_id": "d", "k": 3}]
+    docs = [{"_id": 1, "x": 1}, {"_id": 2, "x": 2}, {"_id": 3, "x": [2, 1, 1]}, {"_id": 4, "x": 9},
+            {"_id": 5}, {"_id": 6, "x": []}]
+    out = run(docs, {"$lookup": {"from": "f", "localField": "x", "foreignField": "k", "as": "j"}},
+              {"$project": {"j": "$j._id"}}, f=foreign)
+    assert out == [{"_id": 1, "j": ["a", "c"]}, {"_id": 2, "j": ["a", "b", "c"]}, {"_id": 3, "j": ["a", "b", "c"]},
+                   {"_id": 4, "j": []}, {"_id": 5, "j": []}, {"_id": 6, "j": []}]

@@ -23,6 +23,11 @@ def _local_values(doc, parts: tuple[str, ...]) -> list:
     arrays of them are walked (a numeric component indexes an array), a leaf array
     counts element by element, and when nothing is found the value is null
     (jstests/aggregation/sources/lookup/lookup_equijoin_semantics.js)."""
+    if len(parts) == 1 and type(doc) is dict:  # a top-level field: the walk below in one step
+        value = doc.get(parts[0], MISSING)
+        if type(value) is list:
+            return list(value) or [None]
+        return [None] if value is MISSING else [value]
     out: list = []
     last = len(parts)
 
@@ -58,9 +63,14 @@ class _ForeignIndex:
         for i, doc in enumerate(docs):
             check()
             for key in equality_keys(doc, parts):
-                self.index.setdefault(key, []).append(i)
+                found = self.index.setdefault(key, [])
+                if not found or found[-1] != i:  # each key's documents ascending, each once
+                    found.append(i)
 
     def matching(self, values: list) -> list:
+        if len(values) == 1:
+            found = self.index.get(group_key(values[0]))
+            return [self.docs[i] for i in found] if found else []
         hits: set = set()
         for value in values:
             found = self.index.get(group_key(value))
