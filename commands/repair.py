@@ -60,20 +60,17 @@ def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, l
     """
     from nlq import index as grounding
     from nlq import io, repair
+    from nlq.methods.sag import Settings, repair_loop
 
     config = model_config_from(model_options, needed=bool(model_options["model"]) and not no_model,
                                what="nlq repair with a model")
     with open_backend_from(data, uri, timeout) as backend, errors_as_click(), model_client(config) as model:
         indexes = grounding.load(index_path)
-        options = repair.Options(timeout=timeout, max_rows=max_rows, gate=not no_gate, bisection=not no_bisection,
-                                 contract=contract, fail_closed=fail_closed, min_vote=min_vote)
-        loop = None
-        if model is not None:
-            from nlq.methods.sag import Settings, repair_loop
-
-            settings = Settings(gate=not no_gate, bisection=not no_bisection, contract=contract, rounds=rounds,
-                                attempts=attempts, fail_closed=fail_closed)
-            loop = repair_loop(model, settings, start_from_prediction=True)
+        # one description of the knockouts serves the candidates' checks and, with a model, the loop
+        settings = Settings(gate=not no_gate, bisection=not no_bisection, contract=contract, rounds=rounds,
+                            attempts=attempts, fail_closed=fail_closed)
+        options = settings.options(timeout=timeout, max_rows=max_rows, min_vote=min_vote)
+        loop = repair_loop(model, settings, start_from_prediction=True) if model is not None else None
         records = io.read_records(input, strict=strict, stage="repair", **limits)
         if runs:
             records = repair.extra_candidates(records, list(runs))
