@@ -108,9 +108,11 @@ import re
 from collections import Counter, defaultdict
 from typing import Iterable, Iterator
 
+import orjson
+
 from nlq import io
 from nlq.errors import InputError
-from nlq.mql.values import NUMBER, STRING, Decimal128, Int64, ObjectId, bson_type, sort_key
+from nlq.mql.values import MISSING, NUMBER, STRING, Decimal128, Int64, ObjectId, bson_type, sort_key
 from nlq.text import normalize, number_term
 
 DEFAULT_SAMPLE = 400
@@ -193,6 +195,33 @@ def index_documents(db: str, samples: dict[str, list[dict]], *, counts: dict[str
         "join_edges": _join_edges(scalars, collections),
         "values": _value_index(scalars, keys),
     }
+
+
+def dumps(index: dict) -> bytes:
+    """`io.dumps(index)` of an index document, without rebuilding its value index: only the
+    matches whose stored value is not plain JSON (a date, an ObjectId, a long, a decimal, a
+    non-finite double, an integer beyond 64 bits) go through `io.to_extjson`, with the parts
+    other than ``values``; the rest of ``values`` is strings and 64-bit ints by construction."""
+    values = index.get("values") if type(index) is dict else None
+    if type(values) is not dict:
+        return io.dumps(index)
+    rebuilt = {}
+    for term, found in values.items():
+        if type(found) is not list:
+            return io.dumps(index)
+        for match in found:
+            if type(match) is not dict:
+                return io.dumps(index)
+            stored = match.get("stored")
+            t = type(stored)
+            if not (t is str or (t is int and -1 << 63 <= stored < 1 << 63) or stored is None or t is bool
+                    or (t is float and stored - stored == 0.0)) or type(match.get("frequency")) is not int:
+                rebuilt[term] = io.to_extjson(found)
+                break
+    if rebuilt:
+        values = {term: rebuilt.get(term, found) for term, found in values.items()}
+    return orjson.dumps({key: values if key == "values" else io.to_extjson(value)
+                         for key, value in index.items() if value is not MISSING})
 
 
 def load(path: str) -> dict[str, dict]:
@@ -620,5 +649,5 @@ def _join_edges(scalars: dict[tuple[str, str], Counter], collections: dict) -> l
     return edges
 
 
-__all__ = ["build", "index_documents", "dynamic_maps", "mql_path", "DEFAULT_SAMPLE", "DEFAULT_SEED",
+__all__ = ["build", "index_documents", "dumps", "dynamic_maps", "mql_path", "DEFAULT_SAMPLE", "DEFAULT_SEED",
            "DEFAULT_MAX_DEPTH"]

@@ -24,7 +24,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import IO, Callable, Iterable, Iterator
 
 import orjson
 
@@ -282,8 +282,11 @@ def _open_stream(where, verb: str, standard, mode: str):
             yield f
 
 
-def write_records(records: Iterable[dict], target: str | IO = "-", *, append: bool = False) -> int:
+def write_records(records: Iterable[dict], target: str | IO = "-", *, append: bool = False,
+                  encode: Callable[[dict], bytes] | None = None) -> int:
     """Write records as JSONL (relaxed Extended JSON), one write per line. Returns the count.
+    `encode` (default `dumps`) gives a record's bytes: a faster twin of `dumps` for records of
+    a known shape (the grounding index's `nlq.index.dumps`), never other bytes.
 
     Each line goes out whole in one system call, under an exclusive lock when the
     output is a file, so processes writing to one file (`append=True`, or a shell's
@@ -294,14 +297,14 @@ def write_records(records: Iterable[dict], target: str | IO = "-", *, append: bo
     with open_output(target, append=append) as out:
         write = _line_writer(out, target)
         for record in records:
-            write(_encode_line(record, n + 1))
+            write(_encode_line(record, n + 1, encode or dumps))
             n += 1
     return n
 
 
-def _encode_line(record: dict, position: int) -> bytes:
+def _encode_line(record: dict, position: int, encode: Callable[[dict], bytes] = dumps) -> bytes:
     try:
-        return dumps(record) + b"\n"
+        return encode(record) + b"\n"
     except (TypeError, ValueError, RecursionError) as exc:  # orjson's JSONEncodeError is a TypeError
         why = "it nests more than 254 levels" if "Recursion" in f"{type(exc).__name__}{exc}" else str(exc)
         out = {"id": record.get("id"), "output": position,
