@@ -35,7 +35,6 @@ from nlq import io
 from nlq.backends import sampling
 from nlq.backends.base import Closing
 from nlq.errors import BackendError, InputError, json_type
-from nlq.mql import engine
 from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.mql.values import ObjectId, sort_key
 
@@ -260,6 +259,8 @@ class EmbeddedBackend(Closing):
     def aggregate(self, db: str, collection: str, pipeline: list, *,
                   timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
                   max_bytes: int = DEFAULT_MAX_BYTES) -> list[dict]:
+        from nlq.mql import engine  # imported by the first query (`nlq index` runs none)
+
         return engine.aggregate(self.documents(db, collection), pipeline,
                                 catalog=lambda name: self.documents(db, name),
                                 timeout=timeout, max_rows=max_rows, max_bytes=max_bytes)
