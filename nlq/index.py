@@ -206,30 +206,35 @@ def index_documents(db: str, samples: dict[str, list[dict]], *, counts: dict[str
 
 
 def dumps(index: dict) -> bytes:
-    """`io.dumps(index)` of an index document, without rebuilding its value index: only the
-    matches whose stored value is not plain JSON (a date, an ObjectId, a long, a decimal, a
-    non-finite double, an integer beyond 64 bits) go through `io.to_extjson`, with the parts
-    other than ``values``; the rest of ``values`` is strings and 64-bit ints by construction."""
-    values = index.get("values") if type(index) is dict else None
-    if type(values) is not dict:
+    """`io.dumps(index)` of an index document, without rebuilding its value index.
+
+    orjson writes ``values`` (the last field) as it is, and each value it does not write as
+    Extended JSON itself (a date, an ObjectId, a decimal, a subclass of str or int such as
+    Int64) is converted by `io.to_extjson` when orjson meets it; the other fields go through
+    `io.to_extjson` first. A null in the written value index (a None, or a NaN or infinite
+    double, which orjson writes as null: the value index holds none of them but infinities)
+    or a value orjson refuses sends the whole document to `io.dumps` instead."""
+    if type(index) is not dict or not index or next(reversed(index)) != "values":
         return io.dumps(index)
-    rebuilt = {}
-    for term, found in values.items():
-        if type(found) is not list:
-            return io.dumps(index)
-        for match in found:
-            if type(match) is not dict:
-                return io.dumps(index)
-            stored = match.get("stored")
-            t = type(stored)
-            if not (t is str or (t is int and -1 << 63 <= stored < 1 << 63) or stored is None or t is bool
-                    or (t is float and stored - stored == 0.0)) or type(match.get("frequency")) is not int:
-                rebuilt[term] = io.to_extjson(found)
-                break
-    if rebuilt:
-        values = {term: rebuilt.get(term, found) for term, found in values.items()}
-    return orjson.dumps({key: values if key == "values" else io.to_extjson(value)
-                         for key, value in index.items() if value is not MISSING})
+    try:
+        body = orjson.dumps(index["values"], default=_extjson_value, option=_VALUES_OPTIONS)
+    except orjson.JSONEncodeError:
+        return io.dumps(index)
+    if b"null" in body and (b":null" in body or b"[null" in body or b",null" in body):
+        return io.dumps(index)
+    head = orjson.dumps({key: io.to_extjson(value) for key, value in index.items()
+                         if key != "values" and value is not MISSING})
+    return head[:-1] + (b"," if len(head) > 2 else b"") + b'"values":' + body + b"}"
+
+
+# orjson hands these to `default` instead of writing them its own way
+_VALUES_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def _extjson_value(value):
+    if value is MISSING:  # dropped from a document by io.dumps: not a value to write in place
+        raise TypeError("missing")
+    return io.to_extjson(value)
 
 
 def load(path: str) -> dict[str, dict]:
@@ -733,11 +738,14 @@ def _value_index(scalars: dict[tuple[str, str], Counter], keys: dict[tuple[str, 
             kept = counter.items() if len(counter) <= MAX_VALUES_PER_PATH else _top(counter, MAX_VALUES_PER_PATH)
             for stored, freq in kept:
                 t = type(stored)
-                if t is str or t is int:  # the common cases of _terms: a string, an integer
-                    term = normalize(stored) if t is str else str(stored)
+                if t is str or t is int or t is float:  # the common cases of _terms
+                    term = normalize(stored) if t is str else str(stored) if t is int else \
+                        number_term(stored) if stored == stored else ""
                     if term:
                         matches[term].append({"stored": stored, "kind": kind, "collection": coll,
                                               "path": path, "frequency": freq})
+                    continue
+                if t is ObjectId:
                     continue
                 for term in _terms(stored):
                     matches[term].append({"stored": _stored(stored), "kind": kind, "collection": coll,
@@ -752,14 +760,20 @@ def _value_index(scalars: dict[tuple[str, str], Counter], keys: dict[tuple[str, 
     def order(m):
         return ("part" in m, -m["frequency"], m["kind"], m["collection"], m["path"]) + _order_key(m["stored"])
 
-    ranked = []
+    totals = {}
     for term, found in matches.items():
         if len(found) > 1:
             found.sort(key=order)
-        del found[MAX_MATCHES_PER_TERM:]
-        ranked.append((-(found[0]["frequency"] if len(found) == 1 else sum(m["frequency"] for m in found)), term))
-    ranked.sort()
-    return {term: matches[term] for _, term in sorted(ranked[:MAX_TERMS], key=lambda x: x[1])}
+            del found[MAX_MATCHES_PER_TERM:]
+            totals[term] = sum(m["frequency"] for m in found)
+        else:
+            totals[term] = found[0]["frequency"]
+    kept = list(totals)
+    if len(kept) > MAX_TERMS:  # the most frequent terms, ties in term order
+        least = sorted(totals.values(), reverse=True)[MAX_TERMS - 1]
+        kept = [term for term, total in totals.items() if total > least]
+        kept += sorted(term for term, total in totals.items() if total == least)[:MAX_TERMS - len(kept)]
+    return {term: matches[term] for term in sorted(kept)}
 
 
 def _coverage(info: dict) -> float:

@@ -44,6 +44,10 @@ def test_the_index_writer_writes_the_bytes_of_the_general_writer(values, extra):
 
 
 @pytest.mark.parametrize("index", [
+    {"db": "w", "values": {"inf": [{"stored": float("inf"), "frequency": 1}, {"stored": None}]}},
+    {"db": "w", "values": {"t": [{"stored": "a:null,[null"}, {"stored": float("nan")}]}},
+    {"values": {"t": [{"stored": MISSING}]}},
+    {"values": {"t": [{"stored": 1 << 64}]}, "db": "w"},
     {"db": "w", "values": {"t": [{"stored": 1}, "not a match"]}},
     {"db": "w", "values": {"t": {"stored": 1}}},
     {"db": "w", "values": [1]},
@@ -51,7 +55,7 @@ def test_the_index_writer_writes_the_bytes_of_the_general_writer(values, extra):
     [1, 2],
 ])
 def test_records_not_shaped_as_an_index_are_written_by_the_general_writer(index):
-    assert grounding.dumps(index) == io.dumps(index)
+    assert encoded(grounding.dumps, index) == encoded(io.dumps, index)
 
 
 @pytest.mark.parametrize("root", [WORLDS, TEND_V1 / "mongodb_data", ATLAS])
