@@ -73,3 +73,15 @@ def test_the_value_index_does_not_depend_on_the_order_the_values_were_counted_in
     forward = {("c", "p"): Counter(hashable)}
     backward = {("c", "p"): Counter(dict(reversed(list(Counter(hashable).items()))))}
     assert io.dumps(grounding._value_index(forward, keys)) == io.dumps(grounding._value_index(backward, keys))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(counts=st.dictionaries(st.sampled_from(["a", "b", "c", "d", "A", "1", "e f", "2"]) | st.integers(0, 6),
+                              st.integers(1, 4), max_size=12), cut=st.integers(1, 6))
+def test_the_term_cut_keeps_the_most_frequent_terms_ties_in_term_order(monkeypatch, counts, cut):
+    scalars = {("c", "p"): Counter(counts), ("c", "q"): Counter({k: 1 for k in list(counts)[::2]})}
+    full = grounding._value_index(scalars, {})
+    ranked = sorted(full, key=lambda term: (-sum(m["frequency"] for m in full[term]), term))
+    with monkeypatch.context() as m:
+        m.setattr(grounding, "MAX_TERMS", cut)
+        assert grounding._value_index(scalars, {}) == {term: full[term] for term in sorted(ranked[:cut])}
