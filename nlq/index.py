@@ -355,9 +355,7 @@ class _Walker:
             return
         if is_map:
             o_ds, o_vs, o_cs, _ = objects
-            key_counts = Counter()
-            for obj in o_vs:
-                key_counts.update(obj.keys())
+            key_counts = Counter(chain.from_iterable(o_vs))  # the objects' keys
             entry["example_keys"] = _most_frequent(key_counts, EXAMPLE_KEYS)
             entry["distinct_keys"] = len(key_counts)
             self.keys[path] = key_counts
@@ -560,8 +558,7 @@ class _Walker:
             entry["concrete_dropped"] = len(concrete) - len(kept)
 
     def _is_map(self, objects: list[dict]) -> bool:
-        key_sets = [obj.keys() for obj in objects]
-        distinct: set[str] = set().union(*key_sets)
+        distinct: set[str] = set().union(*objects)
         by_type = Counter(map(type, chain.from_iterable([obj.values() for obj in objects])))
         by_type.pop(NoneType, None)
         shapes: Counter = Counter()
@@ -579,7 +576,7 @@ class _Walker:
             return False
         if _data_like_keys(distinct, self.value_terms):
             return True
-        return _proliferating_keys(distinct, key_sets)
+        return _proliferating_keys(distinct, objects)
 
 
 def _most_frequent(counter: Counter, n: int) -> list[str]:
@@ -605,16 +602,16 @@ def _pattern_key(key: str) -> bool:
                 or _CODE_KEY.match(key) or " " in key.strip())
 
 
-def _proliferating_keys(distinct: set[str], key_sets: list) -> bool:
-    if len(distinct) < MIN_PROLIFERATION_KEYS or len(key_sets) < 2:
+def _proliferating_keys(distinct: set[str], objects: list[dict]) -> bool:
+    if len(distinct) < MIN_PROLIFERATION_KEYS or len(objects) < 2:
         return False
-    mean_keys = sum(len(ks) for ks in key_sets) / len(key_sets)
+    mean_keys = sum(map(len, objects)) / len(objects)
     if len(distinct) < PROLIFERATION_RATIO * mean_keys:
         return False
-    pairs = min(len(key_sets) - 1, JACCARD_PAIRS)
+    pairs = min(len(objects) - 1, JACCARD_PAIRS)
     total = 0.0
     for i in range(pairs):
-        a, b = key_sets[i], key_sets[i + 1]
+        a, b = objects[i].keys(), objects[i + 1].keys()
         union = len(a | b)
         total += len(a & b) / union if union else 1.0
     return total / pairs <= MAX_MEAN_JACCARD
@@ -786,7 +783,7 @@ def _join_edges(scalars: dict[tuple[str, str], Counter], collections: dict) -> l
     unique: dict[tuple[str, str], bool] = {}
     where: dict[object, list[tuple[str, str]]] = defaultdict(list)
     for loc, counter in sorted(scalars.items()):
-        values = {v for v in counter if isinstance(v, (str, ObjectId)) or type(v) in (int, Int64)}
+        values = {v for v in counter if type(v) in (str, int, Int64) or isinstance(v, (str, ObjectId))}
         if len(values) < JOIN_MIN_SHARED:
             continue
         distinct[loc] = values
@@ -794,11 +791,12 @@ def _join_edges(scalars: dict[tuple[str, str], Counter], collections: dict) -> l
         for v in values:
             where[(type(v) is str, v)].append(loc)
     shared: Counter = Counter()
-    for locs in where.values():
+    # the values found at the same locations make the same pairs: each such group counted once
+    for locs, n in Counter(tuple(locs) for locs in where.values() if len(locs) > 1).items():
         for i, a in enumerate(locs):
             for b in locs[i + 1:]:
                 if a[0] != b[0]:
-                    shared[(a, b)] += 1
+                    shared[(a, b)] += n
     edges = []
     for pair, n in shared.items():
         if n < JOIN_MIN_SHARED:

@@ -143,7 +143,10 @@ def loads(text: str | bytes, *, max_nesting: int = DEFAULT_MAX_NESTING):
     check_nesting(text, max_nesting)
     _check_integers(text)
     # orjson's values are fresh: the wrappers are converted in place, plain JSON is returned as is
-    return decode_parsed(value) if _may_hold_wrappers(text) else value
+    if not _may_hold_wrappers(text):
+        return value
+    escaped = "\\u0024" in text if isinstance(text, str) else b"\\u0024" in text
+    return decode_parsed(value, None if escaped else text.count('"$' if isinstance(text, str) else b'"$'))
 
 
 def dumps(value, *, sort_keys: bool = False, indent: bool = False) -> bytes:

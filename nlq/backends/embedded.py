@@ -321,10 +321,12 @@ class _Lines:
             found.insert(0, first.group(1))
         if len(found) != len(self.numbers) or text.count(b'"_id"') != len(found):
             return None
-        # all keys share the ObjectId bracket, so the order is that of the 12 bytes; a stable
-        # sort keeps equal ones in file order, as key_order does
-        oids = [bytes.fromhex(hex_id.decode()) for hex_id in found]
-        return sorted(range(len(oids)), key=oids.__getitem__)
+        # all keys share the ObjectId bracket, so the order is that of the 12 bytes (that of
+        # their hex digits when none is upper-case); a stable sort keeps equal ones in file
+        # order, as key_order does
+        if b"".join(found).translate(None, b"0123456789abcdef"):
+            found = [bytes.fromhex(hex_id.decode()) for hex_id in found]
+        return sorted(range(len(found)), key=found.__getitem__)
 
 
 def _may_escape_ascii(text: bytes) -> bool:
