@@ -134,6 +134,10 @@ def test_the_fusion_happens_only_where_its_preconditions_hold():
     assert_fused([{"$unwind": "$a"}, {"$group": {"_id": None, "d": {"$stdDevPop": "$a"}}}], 2)
     assert_fused([{"$unwind": "$a"}, {"$match": {}}, group], 3)
     assert_fused([{"$project": {"a": {"$objectToArray": "$m"}, "b": 1}}, {"$unwind": "$a"}, group], 2)
+    lookup = {"$lookup": {"from": "x", "localField": "k", "foreignField": "_id", "as": "a"}}
+    assert_fused([lookup, {"$unwind": "$a"}, group], 1)
+    assert_fused([{"$lookup": {**lookup["$lookup"], "as": "a.b"}}, {"$unwind": "$a.b"}, group], 2)
+    assert_fused([{"$lookup": {**lookup["$lookup"], "pipeline": []}}, {"$unwind": "$a"}, group], 2)
 
 
 def test_errors_and_their_order_are_the_general_ones():
@@ -191,3 +195,76 @@ def test_summation_add_many_is_the_state_of_one_add_each(start, batch):
                                   ("$push", "$$ROOT"), ("$max", {"$abs": "$a"})])
 def test_accumulators_outside_the_value_fold_are_refused(spec):
     assert compile_values(*spec) is None
+
+
+@st.composite
+def joins(draw):
+    """Orders and customers whose join keys mix types, arrays, nulls and missing fields."""
+    keys = st.one_of(st.sampled_from([1, 1.0, Int64(1), Decimal128("1"), 2, "1", "a", True, None, NAN, 2**53 + 1]),
+                     st.lists(st.sampled_from([1, 2, "a", None, [1]]), max_size=3))
+    orders, customers = [], []
+    for i in range(draw(st.integers(0, 15))):
+        doc = {"_id": i, "amount": draw(st.sampled_from([1, 2.5, Int64(7), "x", None]))}
+        if draw(st.integers(0, 4)):
+            doc["customer"] = draw(keys)
+        if draw(st.integers(0, 3)) == 0:
+            doc["c"] = "own"  # replaced by the join, or left out by a preserving $unwind
+        orders.append(doc)
+    for _ in range(draw(st.integers(0, 8))):
+        doc = {"_id": draw(keys), "city": draw(st.sampled_from(["p", "q", None, 1, 1.0]))}
+        if draw(st.booleans()):
+            doc["tags"] = draw(st.lists(st.sampled_from(["p", 1, None]), max_size=2))
+        customers.append(doc)
+    return orders, customers
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=joins(), foreign=st.sampled_from(["_id", "tags", "city", "nope"]),
+       local=st.sampled_from(["customer", "amount", "nope"]),
+       preserve=st.booleans(), group=groups(["$c", "$c.city", "$c._id", "$amount", "$customer", "$_id"],
+                                            ["$c.city", "$c._id", "$customer", None, "$c"]))
+def test_fused_lookup_unwind_group_equals_the_general_pipeline(data, foreign, local, preserve, group):
+    orders, customers = data
+    pipeline = [{"$lookup": {"from": "customers", "localField": local, "foreignField": foreign, "as": "c"}},
+                {"$unwind": {"path": "$c", "preserveNullAndEmptyArrays": preserve}}, {"$group": group}]
+    ctx = StageContext(lambda name: customers if name == "customers" else [])
+
+    def run_with_catalog(stages):
+        try:
+            return canonical(list(compile_pipeline(stages, ctx)(orders)))
+        except NlqError as error:
+            return (type(error).__name__, str(error))
+    assert run_with_catalog(pipeline) == run_with_catalog(general(pipeline))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=joins(), foreign=st.sampled_from(["_id", "tags", "city"]))
+def test_the_foreign_index_shortcut_keeps_the_keys_of_an_equality(data, foreign):
+    from nlq.mql.match import equality_keys  # noqa: PLC0415
+    from nlq.mql.stages.joins import _ForeignIndex  # noqa: PLC0415
+    _, customers = data
+    expected: dict = {}
+    for i, doc in enumerate(customers):
+        for key in equality_keys(doc, (foreign,)):
+            expected.setdefault(key, []).append(i)
+    assert _ForeignIndex(customers, (foreign,), lambda: None).index == expected
+
+
+def test_joins_match_by_bson_equality_whatever_came_first():
+    """Repeated local values are remembered by value: 1, then True (equal in Python, not in BSON)."""
+    local = [1, True, 1.0, Int64(1), Decimal128("1"), "1", None, "missing", [1, "a"], NAN, True, 1, [], [[1]]]
+    orders = [{"_id": i} if v == "missing" else {"_id": i, "customer": v} for i, v in enumerate(local)]
+    customers = [{"_id": 1, "city": "int"}, {"_id": True, "city": "bool"}, {"_id": "1", "city": "str"},
+                 {"_id": None, "city": "null"}, {"city": "missing"}, {"_id": [1], "city": "array"},
+                 {"_id": 1.0, "city": "double"}, {"_id": NAN, "city": "nan"}, {"_id": "a", "city": "a"}]
+    pipeline = [{"$lookup": {"from": "customers", "localField": "customer", "foreignField": "_id", "as": "c"}},
+                {"$unwind": "$c"}, {"$group": {"_id": "$_id", "cities": {"$push": "$c.city"}}}]
+    ctx = StageContext(lambda name: customers)
+    rows = list(compile_pipeline(pipeline, ctx)(orders))
+    assert canonical(rows) == canonical(list(compile_pipeline(general(pipeline), ctx)(orders)))
+    cities = {row["_id"]: row["cities"] for row in rows}
+    assert cities[0] == cities[2] == cities[3] == cities[4] == cities[11] == ["int", "array", "double"]
+    assert cities[1] == cities[10] == ["bool"]
+    assert cities[6] == cities[7] == ["null", "missing"]
+    assert cities[8] == ["int", "array", "double", "a"] and cities[9] == ["nan"]
+    assert cities[12] == ["null", "missing"] and cities[13] == ["array"]

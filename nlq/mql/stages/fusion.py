@@ -39,6 +39,7 @@ from nlq.mql.accumulators import compile_values, is_field_path
 from nlq.mql.expressions import compile_expression, traverse
 from nlq.mql.stages.base import get_nested, set_nested, split_path
 from nlq.mql.stages.grouping import group_rows
+from nlq.mql.stages.joins import lookup_index
 from nlq.mql.values import MISSING, group_key
 
 _CHUNK = 1024  # elements folded between two deadline checks
@@ -57,7 +58,8 @@ def fuse(pipeline: list, stages: list, ctx) -> list:
     i = 0
     while i < len(pipeline):
         if i + 2 < len(pipeline):
-            fused = _object_to_array_unwind_group(pipeline[i], pipeline[i + 1], pipeline[i + 2], stages[i], ctx)
+            fused = (_object_to_array_unwind_group(pipeline[i], pipeline[i + 1], pipeline[i + 2], stages[i], ctx)
+                     or _lookup_unwind_group(pipeline[i], pipeline[i + 1], pipeline[i + 2], ctx))
             if fused is not None:
                 out.append(fused)
                 i += 3
@@ -157,6 +159,17 @@ class _Layout:
                 self.sources[path] = (PARENT, len(self.parent_paths))
                 self.parent_paths.append(path)
 
+    def parent_of(self):
+        """`fn(doc)`: the values of `parent_paths` read from an input document (None: no paths)."""
+        paths = self.parent_paths
+        if not paths:
+            return lambda doc: None
+        if all(len(path) == 1 for path in paths):  # top-level fields: read in C
+            names, missings = tuple(path[0] for path in paths), (MISSING,) * len(paths)
+            return lambda doc: (list(map(doc.get, names, missings)) if type(doc) is dict else
+                                [traverse(doc, path) for path in paths])
+        return lambda doc: [traverse(doc, path) for path in paths]
+
 
 class _NotFusable(Exception):
     pass
@@ -174,7 +187,7 @@ def _unwind_group(unwind, group, ctx):
         return None
     folder = _Folder(plan, layout)
     check = ctx.check
-    parent_paths = layout.parent_paths
+    parent_of = layout.parent_of()
     single = parts[0] if len(parts) == 1 else None
 
     def chunks(stream):
@@ -182,7 +195,7 @@ def _unwind_group(unwind, group, ctx):
             check()
             value = doc.get(single, MISSING) if single is not None and type(doc) is dict else get_nested(doc, parts)
             if type(value) is list and value:
-                parent = [traverse(doc, path) for path in parent_paths] if parent_paths else None
+                parent = parent_of(doc)
                 if len(value) <= _CHUNK:
                     yield None, value, parent
                     continue
@@ -252,7 +265,7 @@ def _object_to_array_unwind_group(shape, unwind, group, shape_fn, ctx):
     array_of = compile_expression(expr)
     vars_of = ctx.binder()
     check = ctx.check
-    parent_paths = layout.parent_paths
+    parent_of = layout.parent_of()
 
     def chunks(stream):
         for doc in stream:
@@ -260,7 +273,7 @@ def _object_to_array_unwind_group(shape, unwind, group, shape_fn, ctx):
             vars = vars_of(doc)
             obj = object_of(vars) if object_of is not None else MISSING
             if type(obj) is dict and obj:
-                parent = [traverse(doc, path) for path in parent_paths]
+                parent = parent_of(doc)
                 keys, values = list(obj), list(obj.values())
                 for start in range(0, len(keys), _CHUNK):
                     if start:
@@ -269,7 +282,7 @@ def _object_to_array_unwind_group(shape, unwind, group, shape_fn, ctx):
                 continue
             array = array_of(vars)  # (an error for an argument that is not an object)
             if object_of is None and type(array) is list and array:
-                parent = [traverse(doc, path) for path in parent_paths]
+                parent = parent_of(doc)
                 for start in range(0, len(array), _CHUNK):
                     if start:
                         check()
@@ -283,6 +296,50 @@ def _object_to_array_unwind_group(shape, unwind, group, shape_fn, ctx):
     def object_to_array_unwind_group(stream):
         yield from group_rows(folder.fold(chunks(stream)), plan.names, check)
     return object_to_array_unwind_group
+
+
+def _lookup_unwind_group(lookup, unwind, group, ctx):
+    """`{$lookup: {from, localField, foreignField, as: "f"}}`, `{$unwind: "$f"}`, then a
+    `$group`: the elements are the joined foreign documents (the joined document differs from the
+    input document only at `f`), and no joined document or array is built for them."""
+    spec = _stage(lookup, "$lookup")
+    foreign = lookup_index(spec, ctx)
+    if foreign is None or type(spec["as"]) is not str or "." in spec["as"]:
+        return None
+    index_of, local_parts = foreign
+    field = spec["as"]
+    unwound = _unwind_spec(unwind)
+    plan = _GroupPlan(_stage(group, "$group"))
+    if unwound is None or unwound[0] != (field,) or not plan.ok:
+        return None
+    preserve = unwound[1]
+    try:
+        layout = _Layout(plan, (field,))
+    except _NotFusable:
+        return None
+    folder = _Folder(plan, layout)
+    check = ctx.check
+    parent_of = layout.parent_of()
+
+    def chunks(stream):
+        index = None
+        for doc in stream:
+            check()
+            if index is None:
+                index = index_of()
+            matched = index.joined(doc, local_parts)
+            if matched:
+                parent = parent_of(doc)
+                for start in range(0, len(matched), _CHUNK):
+                    if start:
+                        check()
+                    yield None, matched[start:start + _CHUNK] if len(matched) > _CHUNK else matched, parent
+            elif preserve:  # the joined document, its empty array left out by $unwind
+                yield set_nested(doc, (field,), MISSING), None, None
+
+    def lookup_unwind_group(stream):
+        yield from group_rows(folder.fold(chunks(stream)), plan.names, check)
+    return lookup_unwind_group
 
 
 def _pairs_layout(plan: _GroupPlan, layout: _Layout, field: str) -> _Layout | None:
