@@ -121,6 +121,7 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
     """
     present = set(words)
     mentions = []
+    coordinated, shared = _coordinated_modifiers(words), []
     for collection, fields in schema.items():
         coll_words = set(split_name(collection))
         for f in fields:
@@ -133,7 +134,7 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
                 if best is not None:
                     end, matched = best
                     share = matched / len(f.words)
-                    if share >= 0.5 or _only_implicit_words_unmatched(f.words, words[start:end], coll_words):
+                    if share >= 0.5 or _only_implicit_words_unmatched(f, words[start:end], coll_words):
                         if f.years and words[end:end + 1] == ["year"]:
                             end += 1  # 'founded year' names a field of years
                         near = 0.1 if context & set(words[max(0, start - 3):end + 3]) else 0.0
@@ -141,18 +142,45 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
                 inverted = _inverted_match(words, start, f.words)
                 if inverted is not None:
                     mentions.append(Mention(f, start, inverted, 1.0 + bonus, 1.0))
-    return mentions
+            for at, elided in coordinated:
+                best = _span_match(elided, 0, f.words)
+                if best is not None and best[0] >= 2 and best[1] / len(f.words) >= 0.8:
+                    shared.append(Mention(f, at, at + 1, best[1] / len(f.words) + bonus, best[1] / len(f.words)))
+    # only where the second conjunct names a field in full with that head ('last names' is `LName`)
+    full = {m.start for m in mentions if m.end - m.start >= 2 and m.share >= 0.8}
+    return mentions + [m for m in shared if m.start + 2 in full]
+
+
+# Words joining two modifiers of one head noun ('first and last names').
+CONJUNCTIONS = frozenset({"and", "or"})
+
+
+def _coordinated_modifiers(words: list[str]) -> list[tuple[int, list[str]]]:
+    """'first and last names': the first modifier shares the head of the second
+    conjunct, so it is read with it ('first names'): (position, the modifier
+    followed by the words after the second modifier)."""
+    return [(i, [words[i]] + words[i + 3:i + 6]) for i in range(len(words) - 3)
+            if words[i + 1] in CONJUNCTIONS and words[i] not in TEXT_STOPWORDS and words[i + 2] not in TEXT_STOPWORDS]
 
 
 # Field-name words that add nothing a question would say ('address_line_1' is an address).
 WEAK_FIELD_WORDS = frozenset({"line", "code", "no", "num", "0", "1", "2", "3"})
 
 
-def _only_implicit_words_unmatched(fwords: tuple[str, ...], span: list[str], collection: set[str]) -> bool:
-    """The words a question leaves out of a field's name are weak ones or its
-    collection's own ('category' names product_category_code in products)."""
-    return any(w in span for w in fwords) and all(
-        w in span or w in WEAK_FIELD_WORDS or w in collection for w in fwords)
+# Verbs that introduce a name as a value ('not named "Jo"'), not the field holding it.
+NAMING_VERBS = frozenset({"named", "called", "titled", "labeled", "labelled"})
+
+
+def _only_implicit_words_unmatched(f: Field, span: list[str], collection: set[str]) -> bool:
+    """The words a question leaves out of a field's name are weak ones, its
+    collection's own ('category' names product_category_code in products), or
+    what its stored values already are ('opened' names Open_Year when the field
+    holds calendar years, 'hired' names hire_date of a date field)."""
+    implied = WEAK_FIELD_WORDS | collection | ({"year"} if f.years else set()) | (
+        {"date"} if f.type == "date" else set())
+    named = {fw for fw in f.words if fw != "id" and any(word_match(w, fw) >= 0.7 and w not in NAMING_VERBS
+                                                        for w in span)}
+    return bool(named) and all(fw in named or fw in implied for fw in f.words)
 
 
 def _inverted_match(words: list[str], start: int, fwords: tuple[str, ...]) -> int | None:
@@ -182,15 +210,27 @@ def _abbreviates(fw: str, words: list[str], i: int) -> bool:
     return False
 
 
+def _initial(fw: str, fwords: tuple[str, ...], k: int, words: list[str], i: int) -> bool:
+    """A one-letter field word is the initial of the question word at `i` when
+    the field's next word follows it ('last name' names `LName`)."""
+    return (fw.isalpha() and k + 1 < len(fwords) and i + 1 < len(words) and len(words[i]) >= 3
+            and words[i][0] == fw and word_match(words[i + 1], fwords[k + 1]) >= 0.8)
+
+
 def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
     """Match field words against question words from `start` (in order, allowing
     the field's leading context words to be absent): returns (end, matched)."""
     matched, i, total = 0.0, start, 0
-    for fw in fwords:
+    for k, fw in enumerate(fwords):
         if i < len(words):
             m = word_match(words[i], fw)
             if m:
                 matched += m
+                i += 1
+                total += 1
+                continue
+            if len(fw) == 1 and _initial(fw, fwords, k, words, i):
+                matched += 1.0
                 i += 1
                 total += 1
                 continue

@@ -1,0 +1,79 @@
+"""`rules` grounding: the question's words bound to the fields they name, however a question is phrased."""
+
+from __future__ import annotations
+
+from nlq.methods import rules
+from nlq.methods.rules.question import Question, mention_fields
+from nlq.methods.rules.schema import prepare
+
+
+def entry(collection, path, kind="scalar", types=None, present=4):
+    return {"collection": collection, "path": path, "kind": kind, "types": types or {"string": present},
+            "present": present, "null": 0, "missing": 0, "empty": 0, "array_len": None}
+
+
+def value(collection, path, stored):
+    return {"stored": stored, "kind": "value", "collection": collection, "path": path, "frequency": 1}
+
+
+INDEX = {
+    "db": "town",
+    "collections": {"venue": {"count": 4, "sampled": 4}, "member": {"count": 4, "sampled": 4}},
+    "lattice": [
+        entry("venue", "Venue_ID", types={"int": 4}), entry("venue", "Name"),
+        entry("venue", "Seats", types={"int": 4}), entry("venue", "Opening_Year", types={"int": 4}),
+        entry("venue", "ticket_price", types={"double": 4}),
+        entry("member", "Member_ID", types={"int": 4}), entry("member", "FName"), entry("member", "LName"),
+        entry("member", "Hire_Date", types={"date": 4}),
+    ],
+    "values": {"1999": [value("venue", "Opening_Year", 1999)], "2012": [value("venue", "Opening_Year", 2012)],
+               "300": [value("venue", "Seats", 300)]},
+}
+
+
+def mentioned(question, collection, index=INDEX):
+    """The fields named in the question, with the words naming them."""
+    q = Question.of(question)
+    return {(m.field.mql, " ".join(q.raw[m.start:m.end]))
+            for m in mention_fields(q.stems, prepare(index).schema) if m.field.collection == collection}
+
+
+def shown(question):
+    ir = rules.build_ir(question, [], INDEX)
+    return ir.collection, [f.mql for f in ir.outputs]
+
+
+def test_a_field_of_years_is_named_by_its_event_alone():
+    # 'opened' names Opening_Year: the field's stored values are the years, 'year' goes without saying
+    assert ("Opening_Year", "opened") in mentioned("venues that opened after 2000", "venue")
+    ir = rules.build_ir("Show the average seats of venues opened in 2005 or afterward.", [], INDEX)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Opening_Year", "$gte", 2005)]
+
+
+def test_a_date_field_is_named_by_its_event_alone():
+    assert ("Hire_Date", "hired") in mentioned("members hired last", "member")
+
+
+def test_a_synonym_names_a_field_whose_other_words_are_its_collections():
+    # 'cost' names venue_price in venues ('venue' goes without saying), not ticket_price ('ticket' is unsaid)
+    index = {**INDEX, "lattice": INDEX["lattice"] + [entry("venue", "venue_price", types={"double": 4})]}
+    found = mentioned("the average cost of each venue", "venue", index)
+    assert ("venue_price", "cost") in found and ("ticket_price", "cost") not in found
+
+
+def test_a_naming_verb_or_a_number_word_alone_names_no_field():
+    # 'named' introduces a value and 'number' is no identifier by itself
+    assert not {m for m, w in mentioned("members not named 'Jo'", "member") if w == "named"}
+    assert not {m for m, w in mentioned("the number of members", "member") if w == "number"}
+
+
+def test_a_one_letter_field_word_is_the_initial_of_the_question_word():
+    assert ("LName", "last name") in mentioned("the last name of members", "member")
+    assert ("FName", "first name") in mentioned("the first name of members", "member")
+
+
+def test_two_modifiers_share_one_head_noun():
+    assert shown("Provide the first and last names of every member.") == ("member", ["FName", "LName"])
+    assert shown("List the first name and last name of every member.") == ("member", ["FName", "LName"])
+    # a conjunct that names no field with the head does not lend it
+    assert not {m for m, w in mentioned("the first and only venue", "venue") if w == "first"}
