@@ -77,3 +77,33 @@ def test_two_modifiers_share_one_head_noun():
     assert shown("List the first name and last name of every member.") == ("member", ["FName", "LName"])
     # a conjunct that names no field with the head does not lend it
     assert not {m for m, w in mentioned("the first and only venue", "venue") if w == "first"}
+
+
+SYNONYM_INDEX = {
+    "db": "travel",
+    "collections": {"trip": {"count": 4, "sampled": 4}, "shop": {"count": 4, "sampled": 4}},
+    "lattice": [
+        entry("trip", "trip_id", types={"int": 4}), entry("trip", "origin"), entry("trip", "destination"),
+        entry("trip", "departure_date", types={"date": 4}), entry("trip", "Duration", types={"int": 4}),
+        entry("trip", "Home_city"), entry("trip", "first_name"), entry("trip", "login_name"),
+        entry("trip", "Position"), entry("trip", "Score", types={"int": 4}),
+        entry("shop", "Shop_ID", types={"int": 4}), entry("shop", "Shop_Type"),
+    ],
+    "values": {},
+}
+
+
+def test_a_general_synonym_names_a_field():
+    said = mentioned("the departure location, arrival point, length, role and rating of each trip", "trip",
+                     SYNONYM_INDEX)
+    assert {("origin", "departure"), ("destination", "arrival"), ("Duration", "length"), ("Position", "role"),
+            ("Score", "rating")} <= said
+    # the field's own two words still name it in full
+    assert ("departure_date", "departure date") in mentioned("the departure date of each trip", "trip", SYNONYM_INDEX)
+    assert ("Shop_Type", "category") in mentioned("the category of each store", "shop", SYNONYM_INDEX)
+
+
+def test_one_word_names_two_field_words():
+    said = mentioned("the hometown, forename and username of each trip", "trip", SYNONYM_INDEX)
+    assert {("Home_city", "hometown"), ("first_name", "forename"), ("login_name", "username")} <= said
+    assert not {m for m, w in mentioned("the homeland of each trip", "trip", SYNONYM_INDEX) if m == "Home_city"}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.text import normalize, word_spans
 from nlq.methods.rules.paraphrase import canonical
-from nlq.methods.rules.vocabulary import RELATED_ROOTS, SYNONYMS, WORD_NUMBERS
+from nlq.methods.rules.vocabulary import COMPOUND_WORDS, RELATED_ROOTS, SYNONYMS, WORD_NUMBERS
 from nlq.methods.rules.ir import Field, Mention
 from nlq.methods.rules.schema import split_name
 
@@ -220,16 +220,24 @@ def _initial(fw: str, fwords: tuple[str, ...], k: int, words: list[str], i: int)
 def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
     """Match field words against question words from `start` (in order, allowing
     the field's leading context words to be absent): returns (end, matched)."""
-    matched, i, total = 0.0, start, 0
-    for k, fw in enumerate(fwords):
+    matched, i, total, k = 0.0, start, 0, 0
+    while k < len(fwords):
+        fw = fwords[k]
+        k += 1
         if i < len(words):
+            if k < len(fwords) and _compound(words[i], fw, fwords[k]):
+                matched += 2.0
+                i += 1
+                total += 2
+                k += 1
+                continue
             m = word_match(words[i], fw)
             if m:
                 matched += m
                 i += 1
                 total += 1
                 continue
-            if len(fw) == 1 and _initial(fw, fwords, k, words, i):
+            if len(fw) == 1 and _initial(fw, fwords, k - 1, words, i):
                 matched += 1.0
                 i += 1
                 total += 1
@@ -245,6 +253,17 @@ def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
     if total == 0:
         return None
     return i, matched
+
+
+def _compound(word: str, first: str, second: str) -> bool:
+    """One question word names two field words: a closed compound of them
+    ('hometown' is home_town, and home_city as a town is a city) or a word for
+    the phrase ('username' is a login name)."""
+    phrase = COMPOUND_WORDS.get(word)
+    if phrase is not None and word_match(phrase[0], first) >= 0.8 and word_match(phrase[1], second) >= 0.8:
+        return True
+    return (len(first) >= 3 and word.startswith(first) and len(word) - len(first) >= 3
+            and word_match(word[len(first):], second) >= 0.7)
 
 
 def denied(q: Question, i: int) -> bool:
