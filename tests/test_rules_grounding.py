@@ -107,3 +107,26 @@ def test_one_word_names_two_field_words():
     said = mentioned("the hometown, forename and username of each trip", "trip", SYNONYM_INDEX)
     assert {("Home_city", "hometown"), ("first_name", "forename"), ("login_name", "username")} <= said
     assert not {m for m, w in mentioned("the homeland of each trip", "trip", SYNONYM_INDEX) if m == "Home_city"}
+
+
+EPONYM_INDEX = {
+    "db": "business",
+    "collections": {"company": {"count": 4, "sampled": 4}, "product": {"count": 4, "sampled": 4}},
+    "lattice": [
+        entry("company", "Company_ID", types={"int": 4}), entry("company", "Company"),
+        entry("company", "Headquarters"), entry("company", "Rank", types={"int": 4}),
+        entry("product", "Product_ID", types={"int": 4}), entry("product", "Product"),
+        entry("product", "product_name"),
+    ],
+    "values": {},
+}
+
+
+def test_a_field_named_like_its_entity_holds_the_entitys_name():
+    ir = rules.build_ir("What are the names and headquarters of all companies?", [], EPONYM_INDEX)
+    assert (ir.collection, [f.mql for f in ir.outputs]) == ("company", ["Company", "Headquarters"])
+    ir = rules.build_ir("Which companies have a rank above 3?", [], EPONYM_INDEX)
+    assert [f.mql for f in ir.outputs] == ["Company"]
+    # a collection with a name field keeps it; a 'name' of another entity is not the eponym
+    assert ("Product", "names") not in mentioned("the names of all products", "product", EPONYM_INDEX)
+    assert ("Company", "name") not in mentioned("the name of the product", "company", EPONYM_INDEX)

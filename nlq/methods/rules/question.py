@@ -124,6 +124,9 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
     coordinated, shared = _coordinated_modifiers(words), []
     for collection, fields in schema.items():
         coll_words = set(split_name(collection))
+        eponym = entity_name(collection, fields)
+        if eponym is not None:  # 'the names of the companies': `Company` holds them
+            mentions.extend(Mention(eponym, i, i + 1, 1.25, 1.0) for i in _names_of(words, collection))
         for f in fields:
             if not f.words:
                 continue
@@ -149,6 +152,38 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
     # only where the second conjunct names a field in full with that head ('last names' is `LName`)
     full = {m.start for m in mentions if m.end - m.start >= 2 and m.share >= 0.8}
     return mentions + [m for m in shared if m.start + 2 in full]
+
+
+def entity_name(collection: str, fields: list[Field]) -> Field | None:
+    """The field holding a document's name when none is called a name or title:
+    the top-level string field named like the entity itself (`Company` in
+    company, `Grape` in grapes) or by a synonym of it (`School` in university)."""
+    top = [f for f in fields if f.kind == "scalar" and not f.arrays and not f.maps and f.type == "string" and f.words]
+    if not top or any({"name", "title"} & set(f.words) for f in top):
+        return None
+    head = split_name(collection)[-1:]
+    named = [f for f in top if len(f.words) == 1 and head and word_match(head[0], f.words[0]) >= 0.7]
+    return min(named, key=lambda f: (word_match(head[0], f.words[0]) < 0.85, f.mql)) if named else None
+
+
+def _names_of(words: list[str], collection: str) -> list[int]:
+    """Positions of 'name' words that name the collection's entity: 'company
+    names', 'the names of all companies', 'the names and ranks of the companies'."""
+    head = split_name(collection)[-1:]
+    if not head:
+        return []
+    names = lambda w: word_match(w, head[0]) >= 0.7
+    found = []
+    for i, w in enumerate(words):
+        if w != "name":
+            continue
+        if i and names(words[i - 1]):
+            found.append(i)
+            continue
+        of = next((j for j in range(i + 1, min(i + 6, len(words))) if words[j] == "of"), None)
+        if of is not None and any(names(x) for x in words[of + 1:of + 6]):
+            found.append(i)
+    return found
 
 
 # Words joining two modifiers of one head noun ('first and last names').
