@@ -130,3 +130,31 @@ def test_a_field_named_like_its_entity_holds_the_entitys_name():
     # a collection with a name field keeps it; a 'name' of another entity is not the eponym
     assert ("Product", "names") not in mentioned("the names of all products", "product", EPONYM_INDEX)
     assert ("Company", "name") not in mentioned("the name of the product", "company", EPONYM_INDEX)
+
+
+RANGE_INDEX = {
+    "db": "census",
+    "collections": {"city": {"count": 4, "sampled": 4}},
+    "lattice": [
+        entry("city", "City_ID", types={"int": 4}), entry("city", "Name"),
+        entry("city", "Population", types={"int": 4}), entry("city", "White", types={"double": 4}),
+        entry("city", "Price", types={"int": 4}), entry("city", "Year", types={"int": 4}),
+    ],
+    "values": {"5000": [value("city", "Population", 5000)], "90000": [value("city", "Population", 90000)],
+               "12.5": [value("city", "White", 12.5)], "95.0": [value("city", "White", 95.0)],
+               "20": [value("city", "Price", 20)], "3000": [value("city", "Price", 3000)],
+               "1998": [value("city", "Year", 1998)], "2012": [value("city", "Year", 2012)]},
+}
+
+
+def compared(question):
+    return [(f.field.mql, f.op, f.value) for f in rules.build_ir(question, [], RANGE_INDEX).filters]
+
+
+def test_a_compared_number_binds_a_field_it_can_be_a_value_of():
+    # a percentage is a value of the field whose numbers lie within 0..100, not of the nearer Population
+    assert compared("Which cities have a White population exceeding 90%?") == [("White", "$gt", 90)]
+    assert compared("Which cities have a population exceeding 90?") == [("Population", "$gt", 90)]
+    # a year placed in time is one of the field of years; a quantity keeps the field it follows
+    assert compared("Show the prices of cities built before 2010.") == [("Year", "$lt", 2010)]
+    assert compared("Show the cities with a price of more than 2010.") == [("Price", "$gt", 2010)]

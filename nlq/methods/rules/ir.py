@@ -23,6 +23,7 @@ class Field:
     missing: int = 0            # documents where the field is absent
     types: frozenset = frozenset()  # every BSON type the field holds
     years: bool = False             # its stored numbers are calendar years (a `Founded` field)
+    span: tuple | None = None       # (least, greatest) of its witnessed numbers, when it holds any
 
     @property
     def mixed_numeric(self) -> bool:
