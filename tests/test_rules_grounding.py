@@ -158,3 +158,18 @@ def test_a_compared_number_binds_a_field_it_can_be_a_value_of():
     # a year placed in time is one of the field of years; a quantity keeps the field it follows
     assert compared("Show the prices of cities built before 2010.") == [("Year", "$lt", 2010)]
     assert compared("Show the cities with a price of more than 2010.") == [("Price", "$gt", 2010)]
+
+
+def test_a_field_words_left_out_are_read_from_the_words_close_by():
+    index = {"db": "ledger", "collections": {"ledger": {"count": 4, "sampled": 4}},
+             "lattice": [entry("ledger", "Statement_ID", types={"int": 4}), entry("ledger", "Statement_Details"),
+                         entry("ledger", "Document_Details"), entry("ledger", "login_name"),
+                         entry("ledger", "family_name")],
+             "values": {}}
+    for question in ("List all statement IDs along with their details.",
+                     "Show the IDs and details of every statement."):
+        assert [f.mql for f in rules.build_ir(question, [], index).outputs] == ["Statement_ID", "Statement_Details"]
+    # the first of two coordinated modifiers lends nothing to the second's head
+    q = Question.of("the login and last names")
+    echoed = {m.field.mql for m in mention_fields(q.stems, prepare(index).schema) if m.start == 4 and m.echo}
+    assert "login_name" not in echoed

@@ -43,6 +43,7 @@ class Mention:
     end: int       # token span [start, end)
     score: float   # share of the field's words matched, plus a context bonus
     share: float = 1.0
+    echo: float = 0.0  # the words it leaves out are said close by (ranks it among overlapping mentions)
 
 
 @dataclass

@@ -141,7 +141,8 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
                         if f.years and words[end:end + 1] == ["year"]:
                             end += 1  # 'founded year' names a field of years
                         near = 0.1 if context & set(words[max(0, start - 3):end + 3]) else 0.0
-                        mentions.append(Mention(f, start, end, share + bonus + near, share))
+                        echo = 0.3 if share < 1.0 and _said_nearby(f.words, words, start, end) else 0.0
+                        mentions.append(Mention(f, start, end, share + bonus + near, share, echo))
                 inverted = _inverted_match(words, start, f.words)
                 if inverted is not None:
                     mentions.append(Mention(f, start, inverted, 1.0 + bonus, 1.0))
@@ -184,6 +185,19 @@ def _names_of(words: list[str], collection: str) -> list[int]:
         if of is not None and any(names(x) for x in words[of + 1:of + 6]):
             found.append(i)
     return found
+
+
+def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int) -> bool:
+    """The field words a partial mention leaves out are said close by, in the
+    same list of attributes: 'the statement IDs along with their details' names
+    Statement_Details, 'the codes, names and descriptions of document types'
+    Document_Type_Name."""
+    span = words[start:end]
+    missing = [fw for fw in fwords if fw not in WEAK_FIELD_WORDS and not any(word_match(w, fw) >= 0.7 for w in span)]
+    # not the first of two coordinated modifiers ('login and last names': the names are last names)
+    coordinated = start >= 3 and words[start - 2] in CONJUNCTIONS and words[start - 1] not in TEXT_STOPWORDS
+    around = words[max(0, start - 8):start - 3 if coordinated else start] + words[end:end + 6]
+    return bool(missing) and all(any(word_match(w, fw) >= 0.8 for w in around) for fw in missing)
 
 
 # Words joining two modifiers of one head noun ('first and last names').
@@ -342,7 +356,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     ('the device name' is a field; 'for devices' is the collection).
     """
     pool = [m for m in mentions if m.field.collection == collection and m.field.kind not in ("object", "dynamic_map")]
-    pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score, 1.35), -(m.end - m.start),
+    pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score + m.echo, 1.35), -(m.end - m.start),
                              len(m.field.arrays),
                              -m.field.present, m.field.mql))
     taken: list[Mention] = []
