@@ -173,3 +173,12 @@ def test_a_field_words_left_out_are_read_from_the_words_close_by():
     q = Question.of("the login and last names")
     echoed = {m.field.mql for m in mention_fields(q.stems, prepare(index).schema) if m.start == 4 and m.echo}
     assert "login_name" not in echoed
+
+
+def test_an_entity_listed_with_its_attributes_is_shown_by_its_name():
+    for question in ("Identify the companies and their headquarters.",
+                     "Provide a list of companies along with their headquarters."):
+        assert [f.mql for f in rules.build_ir(question, [], EPONYM_INDEX).outputs] == ["Company", "Headquarters"]
+    # an entity owning another attribute, or counted, is not listed
+    ir = rules.build_ir("What are the ranks of companies and their headquarters?", [], EPONYM_INDEX)
+    assert "Company" not in [f.mql for f in ir.outputs]

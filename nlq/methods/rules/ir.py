@@ -44,6 +44,7 @@ class Mention:
     score: float   # share of the field's words matched, plus a context bonus
     share: float = 1.0
     echo: float = 0.0  # the words it leaves out are said close by (ranks it among overlapping mentions)
+    entity: bool = False  # the entity word itself, listed with its attributes: its name is shown
 
 
 @dataclass

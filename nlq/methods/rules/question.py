@@ -127,6 +127,9 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
         eponym = entity_name(collection, fields)
         if eponym is not None:  # 'the names of the companies': `Company` holds them
             mentions.extend(Mention(eponym, i, i + 1, 1.25, 1.0) for i in _names_of(words, collection))
+        name = next((f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words), eponym)
+        if name is not None:  # 'the companies and their headquarters': each company, by its name
+            mentions.extend(Mention(name, i, i + 1, 1.0, 1.0, entity=True) for i in _listed_with_attributes(words, collection))
         for f in fields:
             if not f.words:
                 continue
@@ -198,6 +201,29 @@ def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int
     coordinated = start >= 3 and words[start - 2] in CONJUNCTIONS and words[start - 1] not in TEXT_STOPWORDS
     around = words[max(0, start - 8):start - 3 if coordinated else start] + words[end:end + 6]
     return bool(missing) and all(any(word_match(w, fw) >= 0.8 for w in around) for fw in missing)
+
+
+# 'the shops along with their locations': what joins an entity to its attributes
+ATTRIBUTE_LINKS = (("and", "their"), ("and", "its"), ("with", "their"), ("with", "its"), ("along", "with", "their"),
+                   ("along", "with", "its"), ("together", "with", "their"), ("as", "well", "as", "their"))
+
+
+def _listed_with_attributes(words: list[str], collection: str) -> list[int]:
+    """Positions of words naming the collection's entity that are listed with
+    their attributes ('the companies and their main industries'), not counted
+    ('the number of companies and their ...') nor possessing another attribute
+    ('the nicknames of schools and their locations'; 'a list of schools' lists them)."""
+    head = split_name(collection)[-1:]
+    found = []
+    for i, w in enumerate(words):
+        if not head or word_match(w, head[0]) < 0.8 or words[i - 1:i] == ["many"]:
+            continue
+        of = next((j for j in (i - 1, i - 2) if j >= 1 and words[j] == "of"), None)
+        if of is not None and words[of - 1] not in ("list", "set", "all", "each", "every"):
+            continue
+        if any(tuple(words[i + 1:i + 1 + len(link)]) == link for link in ATTRIBUTE_LINKS):
+            found.append(i)
+    return found
 
 
 # Words joining two modifiers of one head noun ('first and last names').
@@ -367,7 +393,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
             continue
         if m.field.kind == "array":
             continue
-        if span & entity_positions and (m.share < 1.0 or span & entity_positions & plural):
+        if span & entity_positions and not m.entity and (m.share < 1.0 or span & entity_positions & plural):
             continue
         taken.append(m)
         used |= span
