@@ -182,3 +182,16 @@ def test_an_entity_listed_with_its_attributes_is_shown_by_its_name():
     # an entity owning another attribute, or counted, is not listed
     ir = rules.build_ir("What are the ranks of companies and their headquarters?", [], EPONYM_INDEX)
     assert "Company" not in [f.mql for f in ir.outputs]
+
+
+def test_the_possessor_of_a_list_must_be_covered_by_the_field_it_lends_words_to():
+    index = {"db": "papers", "collections": {"Ref_Document_Types": {"count": 4, "sampled": 4}},
+             "lattice": [entry("Ref_Document_Types", "Document_Type_Code"),
+                         entry("Ref_Document_Types", "Document_Type_Name"),
+                         entry("Ref_Document_Types", "Document_Type_Description"),
+                         entry("Ref_Document_Types", "Documents", kind="array", types={"array": 4}),
+                         entry("Ref_Document_Types", "Documents[].Document_Name"),
+                         entry("Ref_Document_Types", "Documents[].Document_Description")],
+             "values": {}}
+    ir = rules.build_ir("What are the names and descriptions of the different document types?", [], index)
+    assert [f.mql for f in ir.outputs] == ["Document_Type_Name", "Document_Type_Description"]

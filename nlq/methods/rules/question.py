@@ -124,6 +124,7 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
     coordinated, shared = _coordinated_modifiers(words), []
     for collection, fields in schema.items():
         coll_words = set(split_name(collection))
+        vocabulary = {w for f in fields for w in f.words}
         eponym = entity_name(collection, fields)
         if eponym is not None:  # 'the names of the companies': `Company` holds them
             mentions.extend(Mention(eponym, i, i + 1, 1.25, 1.0) for i in _names_of(words, collection))
@@ -144,7 +145,7 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
                         if f.years and words[end:end + 1] == ["year"]:
                             end += 1  # 'founded year' names a field of years
                         near = 0.1 if context & set(words[max(0, start - 3):end + 3]) else 0.0
-                        echo = 0.3 if share < 1.0 and _said_nearby(f.words, words, start, end) else 0.0
+                        echo = _said_nearby(f.words, words, start, end, vocabulary) if share < 1.0 else 0.0
                         mentions.append(Mention(f, start, end, share + bonus + near, share, echo))
                 inverted = _inverted_match(words, start, f.words)
                 if inverted is not None:
@@ -190,17 +191,38 @@ def _names_of(words: list[str], collection: str) -> list[int]:
     return found
 
 
-def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int) -> bool:
-    """The field words a partial mention leaves out are said close by, in the
-    same list of attributes: 'the statement IDs along with their details' names
-    Statement_Details, 'the codes, names and descriptions of document types'
-    Document_Type_Name."""
+def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int, vocabulary: set[str]) -> float:
+    """How strongly the field words a partial mention leaves out are said close
+    by (0 when not): before it, as a modifier of another attribute of the same
+    list or the entity it belongs to ('the statement IDs along with their
+    details' names Statement_Details, 'courses with the name X' a course_name),
+    or after it in the possessor the list belongs to, whose words naming fields
+    (`vocabulary`) the field's words cover ('the codes, names and descriptions
+    of document types' names Document_Type_Name, not a Document_Name). The more
+    words it supplies and the nearer, the stronger."""
     span = words[start:end]
     missing = [fw for fw in fwords if fw not in WEAK_FIELD_WORDS and not any(word_match(w, fw) >= 0.7 for w in span)]
     # not the first of two coordinated modifiers ('login and last names': the names are last names)
     coordinated = start >= 3 and words[start - 2] in CONJUNCTIONS and words[start - 1] not in TEXT_STOPWORDS
-    around = words[max(0, start - 8):start - 3 if coordinated else start] + words[end:end + 6]
-    return bool(missing) and all(any(word_match(w, fw) >= 0.8 for w in around) for fw in missing)
+    before = range(max(0, start - 8), start - 3 if coordinated else start)
+    after = range(end, min(len(words), end + 8))
+    names = lambda w, fw: word_match(w, fw) >= 0.8
+    covered = lambda w: any(names(w, fw) for fw in fwords) or w not in vocabulary
+
+    def distance(fw: str) -> int | None:
+        near = [start - j for j in before if names(words[j], fw)]
+        for j in after:
+            if names(words[j], fw):
+                run = words[j:next((k for k in range(j, len(words)) if words[k] in TEXT_STOPWORDS), len(words))]
+                if all(covered(w) for w in run):
+                    near.append(j - end + 1)
+                break
+        return min(near) if near else None
+
+    far = [distance(fw) for fw in missing]
+    if not missing or None in far:
+        return 0.0
+    return 0.5 * len(missing) / len(fwords) + 0.1 - 0.01 * max(far)
 
 
 # 'the shops along with their locations': what joins an entity to its attributes
