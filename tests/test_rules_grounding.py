@@ -195,3 +195,13 @@ def test_the_possessor_of_a_list_must_be_covered_by_the_field_it_lends_words_to(
              "values": {}}
     ir = rules.build_ir("What are the names and descriptions of the different document types?", [], index)
     assert [f.mql for f in ir.outputs] == ["Document_Type_Name", "Document_Type_Description"]
+
+
+def test_derivations_and_a_collections_initial_name_a_field():
+    index = {"db": "campus", "collections": {"Department": {"count": 4, "sampled": 4}},
+             "lattice": [entry("Department", "DNO", types={"int": 4}), entry("Department", "DName"),
+                         entry("Department", "DPhone"), entry("Department", "Population", types={"int": 4})],
+             "values": {}}
+    # 'phone' names DPhone in departments (D is the department's initial); 'populous' is of population
+    assert ("DPhone", "telephone") in mentioned("the telephone numbers of departments", "Department", index)
+    assert ("Population", "populous") in mentioned("the most populous department", "Department", index)

@@ -90,7 +90,7 @@ def word_match(q: str, f: str) -> float:
 
 
 # Derivational endings a word and a field name may differ by ('founding' / 'founded').
-ENDINGS = ("ations", "ation", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ions", "ion", "ed", "s")
+ENDINGS = ("ations", "ation", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ions", "ion", "ous", "ed", "s")
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -270,10 +270,11 @@ NAMING_VERBS = frozenset({"named", "called", "titled", "labeled", "labelled"})
 
 def _only_implicit_words_unmatched(f: Field, span: list[str], collection: set[str]) -> bool:
     """The words a question leaves out of a field's name are weak ones, its
-    collection's own ('category' names product_category_code in products), or
+    collection's own or its initial ('category' names product_category_code in
+    products, 'phone' DPhone in departments), or
     what its stored values already are ('opened' names Open_Year when the field
     holds calendar years, 'hired' names hire_date of a date field)."""
-    implied = WEAK_FIELD_WORDS | collection | ({"year"} if f.years else set()) | (
+    implied = WEAK_FIELD_WORDS | collection | {w[0] for w in collection} | ({"year"} if f.years else set()) | (
         {"date"} if f.type == "date" else set())
     named = {fw for fw in f.words if fw != "id" and any(word_match(w, fw) >= 0.7 and w not in NAMING_VERBS
                                                         for w in span)}
@@ -311,7 +312,7 @@ def _initial(fw: str, fwords: tuple[str, ...], k: int, words: list[str], i: int)
     """A one-letter field word is the initial of the question word at `i` when
     the field's next word follows it ('last name' names `LName`)."""
     return (fw.isalpha() and k + 1 < len(fwords) and i + 1 < len(words) and len(words[i]) >= 3
-            and words[i][0] == fw and word_match(words[i + 1], fwords[k + 1]) >= 0.8)
+            and words[i][0] == fw and word_match(words[i + 1], fwords[k + 1]) >= 0.7)
 
 
 def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
