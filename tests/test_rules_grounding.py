@@ -205,3 +205,13 @@ def test_derivations_and_a_collections_initial_name_a_field():
     # 'phone' names DPhone in departments (D is the department's initial); 'populous' is of population
     assert ("DPhone", "telephone") in mentioned("the telephone numbers of departments", "Department", index)
     assert ("Population", "populous") in mentioned("the most populous department", "Department", index)
+
+
+def test_a_field_named_x_of_y_is_named_by_y_x():
+    index = {"db": "school", "collections": {"enrolment": {"count": 4, "sampled": 4}},
+             "lattice": [entry("enrolment", "date_of_completion"), entry("enrolment", "date_of_enrolment"),
+                         entry("enrolment", "course_name")],
+             "values": {}}
+    assert ("date_of_completion", "completion dates") in mentioned("the completion dates of each course", "enrolment",
+                                                                   index)
+    assert ("course_name", "name of the course") in mentioned("the name of the course", "enrolment", index)

@@ -282,7 +282,12 @@ def _only_implicit_words_unmatched(f: Field, span: list[str], collection: set[st
 
 
 def _inverted_match(words: list[str], start: int, fwords: tuple[str, ...]) -> int | None:
-    """'name of the course' names `course_name`: returns the span end, or None."""
+    """'name of the course' names `course_name`, 'completion date' names
+    `date_of_completion`: returns the span end, or None."""
+    if len(fwords) == 3 and fwords[1] == "of" and start + 1 < len(words):
+        if word_match(words[start], fwords[2]) >= 0.8 and word_match(words[start + 1], fwords[0]) >= 0.8:
+            return start + 2
+        return None
     if len(fwords) != 2 or start + 2 >= len(words) or words[start + 1] != "of":
         return None
     j = start + 3 if words[start + 2] in ("the", "a", "an", "each", "every", "all") else start + 2
