@@ -215,3 +215,15 @@ def test_a_field_named_x_of_y_is_named_by_y_x():
     assert ("date_of_completion", "completion dates") in mentioned("the completion dates of each course", "enrolment",
                                                                    index)
     assert ("course_name", "name of the course") in mentioned("the name of the course", "enrolment", index)
+
+
+def test_a_comparator_naming_its_measure_reads_a_unit_after_the_number_as_a_unit():
+    index = {"db": "fleet", "collections": {"driver": {"count": 4, "sampled": 4}},
+             "lattice": [entry("driver", "Name"), entry("driver", "Age", types={"int": 4}),
+                         entry("driver", "Years_Working", types={"int": 4})],
+             "values": {}}
+    ir = rules.build_ir("List the names of drivers older than 40 years.", [], index)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Age", "$gt", 40)]
+    assert [f.mql for f in ir.outputs] == ["Name"]
+    ir = rules.build_ir("List the names of drivers with more than 4 working years.", [], index)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Years_Working", "$gt", 4)]

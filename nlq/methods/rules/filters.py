@@ -159,6 +159,11 @@ def _year_bound(op: str, year: int) -> tuple[str, datetime]:
     return ("$gte" if op in ("$gt", "$gte") else "$lt"), first
 
 
+# Comparators that name their own measure, whatever field a unit after the number names.
+OWN_MEASURES = {"older": "age", "younger": "age", "taller": "height", "cheaper": "price", "heavier": "weight",
+                "lighter": "weight"}
+
+
 def _comparison_field(q: Question, at: int, value, numeric: list[Mention], fields: list[Field],
                       percent: bool = False):
     """(mention, field) a comparison at word `at` constrains, or (None, None):
@@ -170,6 +175,9 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     before = sorted((m for m in numeric if m.end <= at and at - m.end <= (1 if "id" in m.field.words else 6)),
                     key=lambda m: -m.end)
     after = sorted((m for m in numeric if m.start > at and m.start - at <= 4), key=lambda m: m.start)
+    own = measure_field(fields, OWN_MEASURES[word]) if word in OWN_MEASURES and not before else None
+    if own is not None:  # 'drivers older than 40 years': an age, and 'years' (its mention used up) the unit
+        return (after[0] if after else None), own
     fitting = next((m for m in before + after if fits(m)), None)
     if fitting is None and (before or after) and word in TEMPORAL_COMPARATORS and is_year(str(value)):
         year = measure_field(fields, "year")
