@@ -155,6 +155,10 @@ def test_a_compared_number_binds_a_field_it_can_be_a_value_of():
     # a percentage is a value of the field whose numbers lie within 0..100, not of the nearer Population
     assert compared("Which cities have a White population exceeding 90%?") == [("White", "$gt", 90)]
     assert compared("Which cities have a population exceeding 90?") == [("Population", "$gt", 90)]
+    # ... or said before the comparator, and the field qualifying the chosen one is not shown
+    said = "Show the names of cities whose White population percentage exceeds 90."
+    assert compared(said) == [("White", "$gt", 90)]
+    assert [f.mql for f in rules.build_ir(said, [], RANGE_INDEX).outputs] == ["Name"]
     # a year placed in time is one of the field of years; a quantity keeps the field it follows
     assert compared("Show the prices of cities built before 2010.") == [("Year", "$lt", 2010)]
     assert compared("Show the cities with a price of more than 2010.") == [("Price", "$gt", 2010)]

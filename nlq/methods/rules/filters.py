@@ -72,8 +72,12 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         if re.search(r"\byear\b", lower[q.spans[at][0]:char_end]):  # 'before the year of 2010' names its field
             target = measure_field(fields, "year")
         if target is None:
-            percent = re.match(r"\s*(?:%|percent\b|per cent\b)", q.text[char_end:]) is not None
+            # a percentage: '90%', '10 percent', 'the black population percentage exceeds 10'
+            percent = re.match(r"\s*(?:%|percent\b|per cent\b)", q.text[char_end:]) is not None or bool(
+                {"percentage", "percent", "proportion"} & set(q.raw[max(0, at - 2):at]))
             mention, target = _comparison_field(q, at, value, numeric, fields, percent)
+            if mention is not None:  # the fields named between it and the comparator qualify it
+                used.update(m.start for m in numeric if mention.end <= m.start and m.end <= at)
         if target is None and str(value) in (years or {}):
             target = years[str(value)]
             if target.type == "date":
