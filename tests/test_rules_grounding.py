@@ -75,6 +75,9 @@ def test_a_one_letter_field_word_is_the_initial_of_the_question_word():
 def test_two_modifiers_share_one_head_noun():
     assert shown("Provide the first and last names of every member.") == ("member", ["FName", "LName"])
     assert shown("List the first name and last name of every member.") == ("member", ["FName", "LName"])
+    # the head said first: each modifier is read with it
+    assert shown("What are the names (both first and last) of all members?") == ("member", ["FName", "LName"])
+    assert shown("List the names, first and last, of all members.") == ("member", ["FName", "LName"])
     # a conjunct that names no field with the head does not lend it
     assert not {m for m, w in mentioned("the first and only venue", "venue") if w == "first"}
 

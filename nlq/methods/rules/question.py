@@ -150,13 +150,16 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
                 inverted = _inverted_match(words, start, f.words)
                 if inverted is not None:
                     mentions.append(Mention(f, start, inverted, 1.0 + bonus, 1.0))
-            for at, elided in coordinated:
+            for at, elided, trails in coordinated:
                 best = _span_match(elided, 0, f.words)
                 if best is not None and best[0] >= 2 and best[1] / len(f.words) >= 0.8:
-                    shared.append(Mention(f, at, at + 1, best[1] / len(f.words) + bonus, best[1] / len(f.words)))
-    # only where the second conjunct names a field in full with that head ('last names' is `LName`)
+                    shared.append((trails, Mention(f, at, at + 1, best[1] / len(f.words) + bonus, best[1] / len(f.words))))
+    # only where the second conjunct names a field in full with that head ('last names' is `LName`),
+    # or, the head said first ('names, both first and last'), where both modifiers do
     full = {m.start for m in mentions if m.end - m.start >= 2 and m.share >= 0.8}
-    return mentions + [m for m in shared if m.start + 2 in full]
+    both = {(m.field.collection, m.start) for trails, m in shared if trails}
+    return mentions + [m for trails, m in shared if not trails and m.start + 2 in full
+                       or trails and {(m.field.collection, m.start - 2), (m.field.collection, m.start + 2)} & both]
 
 
 def entity_name(collection: str, fields: list[Field]) -> Field | None:
@@ -252,12 +255,22 @@ def _listed_with_attributes(words: list[str], collection: str) -> list[int]:
 CONJUNCTIONS = frozenset({"and", "or"})
 
 
-def _coordinated_modifiers(words: list[str]) -> list[tuple[int, list[str]]]:
+def _coordinated_modifiers(words: list[str]) -> list[tuple[int, list[str], bool]]:
     """'first and last names': the first modifier shares the head of the second
     conjunct, so it is read with it ('first names'): (position, the modifier
-    followed by the words after the second modifier)."""
-    return [(i, [words[i]] + words[i + 3:i + 6]) for i in range(len(words) - 3)
-            if words[i + 1] in CONJUNCTIONS and words[i] not in TEXT_STOPWORDS and words[i + 2] not in TEXT_STOPWORDS]
+    followed by the words after the second modifier); 'names, both first and
+    last': each modifier is read with the head before them (position, [modifier,
+    head], True)."""
+    before = [(i, [words[i]] + words[i + 3:i + 6], False) for i in range(len(words) - 3)
+              if words[i + 1] in CONJUNCTIONS and words[i] not in TEXT_STOPWORDS and words[i + 2] not in TEXT_STOPWORDS]
+    # the head said first: 'names (both first and last)', 'names, first and last'
+    after = []
+    for i in range(len(words) - 3):
+        j = i + 2 if words[i + 1] in ("both", "either") else i + 1
+        if j + 2 < len(words) and words[j + 1] in CONJUNCTIONS and words[i] not in TEXT_STOPWORDS \
+                and words[j] not in TEXT_STOPWORDS and words[j + 2] not in TEXT_STOPWORDS:
+            after += [(j, [words[j], words[i]], True), (j + 2, [words[j + 2], words[i]], True)]
+    return before + after
 
 
 # Field-name words that add nothing a question would say ('address_line_1' is an address).

@@ -128,6 +128,7 @@ SYNONYMS = {
     "eldest": ("age",), "aged": ("age",),
     "store": ("shop", "store"), "shop": ("shop", "store"), "role": ("position", "role"),
     "position": ("position", "role"), "rating": ("score", "rating"), "rated": ("score", "rating"),
+    "score": ("score", "point"), "point": ("point", "score"),
     "telephone": ("phone",), "identifier": ("id",), "length": ("length", "duration"),
     "duration": ("duration", "length"), "departure": ("origin", "departure"), "arrival": ("destination", "arrival"),
     "category": ("type", "category"), "classification": ("type", "class", "category"), "kind": ("type",),
