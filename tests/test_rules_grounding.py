@@ -234,3 +234,12 @@ def test_a_comparator_naming_its_measure_reads_a_unit_after_the_number_as_a_unit
     assert [f.mql for f in ir.outputs] == ["Name"]
     ir = rules.build_ir("List the names of drivers with more than 4 working years.", [], index)
     assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Years_Working", "$gt", 4)]
+
+
+def test_a_field_named_like_its_collection_is_named_in_the_singular():
+    index = {"db": "hotel", "collections": {"Room_Type": {"count": 4, "sampled": 4}},
+             "lattice": [entry("Room_Type", "Room"), entry("Room_Type", "RoomType")], "values": {}}
+    ir = rules.build_ir("Which room type is the most common?", [], index)
+    assert [f.mql for f in ir.group_by] == ["RoomType"]
+    # in the plural the words are the collection's documents, no field
+    assert not rules.build_ir("Show all room types.", [], index).mentions

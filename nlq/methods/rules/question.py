@@ -387,14 +387,21 @@ def denied(q: Question, i: int) -> bool:
     return any(q.raw[k] in ("no", "not", "without", "never") for k in range(max(0, i - 3), i))
 
 
-def name_span(q: Question, collection: str) -> set[int]:
+def name_span(q: Question, collection: str, fields: list[Field] = ()) -> set[int]:
     """Word positions where the question spells a multi-word collection name out
-    ('lab histories' for lab_histories): the entity itself, never a field."""
+    ('lab histories' for lab_histories): the entity itself, never a field --
+    unless a field of the collection has that very name and the question says
+    it in the singular ('the allergy type of cat' in Allergy_Type is its
+    `AllergyType`; 'all allergy types' are the documents)."""
     words = split_name(collection)
     if len(words) < 2:
         return set()
+    eponymous = any(not f.arrays and list(f.words) == words for f in fields)
     for i in range(len(q.stems) - len(words) + 1):
         if all(word_match(q.stems[i + j], w) >= 0.8 for j, w in enumerate(words)):
+            last = i + len(words) - 1
+            if eponymous and q.raw[last] == q.stems[last]:
+                continue
             return set(range(i, i + len(words)))
     return set()
 
