@@ -243,3 +243,12 @@ def test_a_field_named_like_its_collection_is_named_in_the_singular():
     assert [f.mql for f in ir.group_by] == ["RoomType"]
     # in the plural the words are the collection's documents, no field
     assert not rules.build_ir("Show all room types.", [], index).mentions
+
+
+def test_a_definite_head_said_again_refers_back_to_the_field_named_in_full():
+    ir = rules.build_ir('List the last names of members where the name contains the letter "a".', [], INDEX)
+    assert [(f.field.mql, f.op) for f in ir.filters] == [("LName", "$regex")]
+    # a possessor after it names another thing
+    q = Question.of("the last names of members and the names of their venues")
+    assert not {m.start for m in mention_fields(q.stems, prepare(INDEX).schema)
+                if m.field.mql == "LName" and m.start == 7 and m.share == 1.0}

@@ -158,8 +158,27 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
     # or, the head said first ('names, both first and last'), where both modifiers do
     full = {m.start for m in mentions if m.end - m.start >= 2 and m.share >= 0.8}
     both = {(m.field.collection, m.start) for trails, m in shared if trails}
-    return mentions + [m for trails, m in shared if not trails and m.start + 2 in full
-                       or trails and {(m.field.collection, m.start - 2), (m.field.collection, m.start + 2)} & both]
+    mentions += [m for trails, m in shared if not trails and m.start + 2 in full
+                 or trails and {(m.field.collection, m.start - 2), (m.field.collection, m.start + 2)} & both]
+    return mentions + _anaphoric(words, mentions)
+
+
+# Words that point back to something already named ('where the name includes ...').
+DEFINITE = frozenset({"the", "their", "its", "his", "her", "whose"})
+
+
+def _anaphoric(words: list[str], mentions: list[Mention]) -> list[Mention]:
+    """'the first names of students where the name includes "a"': a definite
+    head word said again after a field named in full with that head refers
+    back to that field (unless a possessor follows: 'the names of their departments')."""
+    found = []
+    for m in mentions:
+        if m.end - m.start < 2 or m.share < 0.8:
+            continue
+        head = words[m.end - 1]
+        found += [Mention(m.field, i, i + 1, m.score, m.share) for i in range(m.end + 1, len(words))
+                  if words[i] == head and words[i - 1] in DEFINITE and words[i + 1:i + 2] != ["of"]]
+    return found
 
 
 def entity_name(collection: str, fields: list[Field]) -> Field | None:
