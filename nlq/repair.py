@@ -179,11 +179,27 @@ def result_key(rows: list):
 
 
 def confidence_of(candidate: Candidate) -> float | None:
-    """The confidence a candidate carries (`confidence` in [0, 1] of a prediction object), or None."""
-    value = candidate.submitted.get("confidence") if isinstance(candidate.submitted, dict) else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0:
-        return float(value)
-    return None
+    """The calibrated confidence a candidate carries, or None: a `confidence` in [0, 1] of a
+    prediction whose `method` declares its confidences calibrated probabilities (`calibrated =
+    True`, as `rules` does). Another method's confidence (SAG's vote share) is no probability of
+    being right and does not weigh."""
+    submitted = candidate.submitted if isinstance(candidate.submitted, dict) else {}
+    value = submitted.get("confidence")
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0):
+        return None
+    return float(value) if _calibrated(submitted.get("method")) else None
+
+
+@functools.lru_cache(maxsize=None)
+def _calibrated(method) -> bool:
+    """Whether the installed method named `method` declares calibrated confidences."""
+    if not isinstance(method, str):
+        return False
+    from nlq import methods
+    try:
+        return getattr(methods.get(method), "calibrated", False) is True
+    except NlqError:
+        return False
 
 
 def weights(voters: list[Candidate], weighted: bool) -> dict[int, float] | None:

@@ -30,7 +30,7 @@ def backend(tmp_path_factory):
 
 def q(*stages, confidence=None):
     out = {"collection": "labs", "pipeline": list(stages)}
-    return out if confidence is None else {**out, "confidence": confidence}
+    return out if confidence is None else {**out, "confidence": confidence, "method": "rules"}
 
 
 def count_open(confidence=None):  # 6 open labs
@@ -148,3 +148,11 @@ def test_the_model_loop_keeps_the_majority_whatever_the_confidences(backend):
     assert [c["members"] for c in out["repair"]["clusters"]] == [[1, 2], [0]]
     assert "weight" not in out["repair"]["clusters"][0]
     assert out["repair"]["vote_share"] == pytest.approx(2 / 3, abs=1e-4)
+
+
+def test_a_confidence_of_a_method_that_is_not_calibrated_does_not_weigh(backend):
+    # SAG's confidence is its vote share, no probability of being right: each counts one
+    shares = lambda p: {**p, "method": "sag"}
+    out = repaired(backend, shares(count_all(0.99)), [shares(count_open(0.3)), shares(count_open_2(0.3))])
+    assert out["prediction"]["pipeline"] == count_open()["pipeline"]
+    assert "weight" not in out["repair"]["clusters"][0]
