@@ -45,7 +45,7 @@ def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, l
     Adds `repair = {violations, rounds, attempts, clusters, vote_share, rows,
     ms, original}` and replaces `prediction` with the candidate of the winning
     result cluster (`original` keeps the input one): the largest, or, when
-    every candidate carries a `confidence` (rules --candidates K), the one most
+    every candidate carries a calibrated `confidence` (rules --candidates K), the one most
     likely right (the noisy-OR of its members' confidences). No candidate that
     runs is a typed `no_valid_candidate` failure.
 
