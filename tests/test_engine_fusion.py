@@ -268,3 +268,25 @@ def test_joins_match_by_bson_equality_whatever_came_first():
     assert cities[6] == cities[7] == ["null", "missing"]
     assert cities[8] == ["int", "array", "double", "a"] and cities[9] == ["nan"]
     assert cities[12] == ["null", "missing"] and cities[13] == ["array"]
+
+
+def test_long_objects_and_joins_fold_in_chunks_with_the_deadline_checked_between():
+    big = {f"k{i}": i for i in range(3000)}
+    docs = [{"_id": 1, "m": big, "a": list(range(3000))}, {"_id": 2, "m": {"k1": 2.5}, "a": [1]}]
+    customers = [{"_id": 1, "city": f"c{i % 5}"} for i in range(3000)]
+    pipelines = [[{"$project": {"kv": {"$objectToArray": "$m"}}}, {"$unwind": "$kv"},
+                  {"$group": {"_id": "$kv.k", "t": {"$sum": "$kv.v"}, "v": {"$push": "$kv.v"}}}],
+                 [{"$lookup": {"from": "customers", "localField": "a", "foreignField": "_id", "as": "c"}},
+                  {"$unwind": "$c"}, {"$group": {"_id": "$c.city", "n": {"$sum": 1}, "ids": {"$addToSet": "$_id"}}}],
+                 [{"$unwind": "$a"}, {"$group": {"_id": None, "t": {"$sum": "$a"}, "l": {"$last": "$a"}}}]]
+    # a check per input document, per chunk of 1024 elements after the first, per output row (and
+    # per foreign document indexed)
+    for pipeline, extra in zip(pipelines, (2, 3000 + 4, 2)):
+        checks = []
+        ctx = StageContext(lambda name: customers)
+        ctx.check = lambda: checks.append(1)
+        rows = list(compile_pipeline(pipeline, ctx)(docs))
+        assert len(checks) == 2 + extra + len(rows)
+        fused = canonical(rows)
+        reference = StageContext(lambda name: customers)
+        assert fused == canonical(list(compile_pipeline(general(pipeline), reference)(docs)))
