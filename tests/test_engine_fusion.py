@@ -290,3 +290,15 @@ def test_long_objects_and_joins_fold_in_chunks_with_the_deadline_checked_between
         fused = canonical(rows)
         reference = StageContext(lambda name: customers)
         assert fused == canonical(list(compile_pipeline(general(pipeline), reference)(docs)))
+
+
+def test_a_plain_group_keys_ints_by_value_and_keeps_bools_apart():
+    """`$group` and `$sortByCount` remember each int's key (`grouping.IntKeys`): 1 and True,
+    equal in Python, stay two groups; 1, 1.0, Int64(1) and Decimal128('1') are one."""
+    docs = [{"k": v} for v in (1, True, 1.0, 2, Int64(1), Decimal128("1"), True, 2**63 - 1, 2.0, False, 0, -0.0)]
+    rows = list(compile_pipeline([{"$group": {"_id": "$k", "n": {"$sum": 1}}}])(docs))
+    assert canonical(rows) == canonical([{"_id": 1, "n": 4}, {"_id": True, "n": 2}, {"_id": 2, "n": 2},
+                                         {"_id": 2**63 - 1, "n": 1}, {"_id": False, "n": 1}, {"_id": 0, "n": 2}])
+    counts = list(compile_pipeline([{"$sortByCount": "$k"}])(docs))
+    assert [(row["_id"], row["count"]) for row in counts] == [(1, 4), (True, 2), (2, 2), (0, 2), (2**63 - 1, 1),
+                                                              (False, 1)]

@@ -38,7 +38,7 @@ from __future__ import annotations
 from nlq.mql.accumulators import compile_values, is_field_path
 from nlq.mql.expressions import compile_expression, traverse
 from nlq.mql.stages.base import get_nested, set_nested, split_path
-from nlq.mql.stages.grouping import group_rows
+from nlq.mql.stages.grouping import IntKeys, group_rows
 from nlq.mql.stages.joins import lookup_index
 from nlq.mql.values import MISSING, group_key
 
@@ -387,6 +387,7 @@ class _Folder:
         """The groups (`key -> (_id value, accumulator states)`, in first-seen order)."""
         groups: dict = {}
         kept: dict = {}  # key -> [_id value, elements, parent values per element] not folded yet
+        int_keys = self.int_keys = IntKeys()
         key_source, key_constant, with_parent = self.key_source, self.plan.key_constant, self.with_parent
         name = rest = None
         if key_source is None:
@@ -411,7 +412,8 @@ class _Folder:
             elif keys is None and kind == "name":
                 for element in elements:
                     key_value = element.get(name, MISSING) if type(element) is dict else traverse(element, rest)
-                    key = key_value if type(key_value) is str else group_key(key_value)
+                    t = type(key_value)
+                    key = key_value if t is str else int_keys[key_value] if t is int else group_key(key_value)
                     entry = kept.get(key)
                     if entry is None:
                         entry = self._entry(key_value, groups, kept)
@@ -422,7 +424,8 @@ class _Folder:
                 if keys is None:
                     keys = [traverse(e, rest) if rest else e for e in elements]
                 for key_value, element in zip(keys, elements):
-                    key = key_value if type(key_value) is str else group_key(key_value)
+                    t = type(key_value)
+                    key = key_value if t is str else int_keys[key_value] if t is int else group_key(key_value)
                     entry = kept.get(key)
                     if entry is None:
                         entry = self._entry(key_value, groups, kept)
@@ -439,7 +442,8 @@ class _Folder:
         return groups
 
     def _entry(self, key_value, groups: dict, kept: dict) -> list:
-        key = key_value if type(key_value) is str else group_key(key_value)
+        t = type(key_value)
+        key = key_value if t is str else self.int_keys[key_value] if t is int else group_key(key_value)
         entry = kept.get(key)
         if entry is None:
             groups[key] = (key_value, [factory() for factory, _ in self.columns])
@@ -461,7 +465,8 @@ class _Folder:
         plan = self.plan
         key_value = plan.key_constant if plan.key_path is None else traverse(doc, plan.key_path)
         self._entry(key_value, groups, kept)
-        key = key_value if type(key_value) is str else group_key(key_value)
+        t = type(key_value)
+        key = key_value if t is str else self.int_keys[key_value] if t is int else group_key(key_value)
         self._fold_kept(key, groups, kept)
         for (_, path), state in zip(plan.accumulators, groups[key][1]):
             state.add_values([doc] if path is None else [traverse(doc, path)])
