@@ -302,3 +302,9 @@ def test_a_plain_group_keys_ints_by_value_and_keeps_bools_apart():
     counts = list(compile_pipeline([{"$sortByCount": "$k"}])(docs))
     assert [(row["_id"], row["count"]) for row in counts] == [(1, 4), (True, 2), (2, 2), (0, 2), (2**63 - 1, 1),
                                                               (False, 1)]
+
+
+@pytest.mark.parametrize("value", ["", "a", "é", 0, -5, 2**63 - 1, 2**70])
+def test_the_top_n_builds_the_sort_key_of_a_string_or_an_int_in_place(value):
+    from nlq.mql.values import NUMBER, STRING, sort_key  # noqa: PLC0415
+    assert sort_key(value) == ((STRING, value) if type(value) is str else (NUMBER, (1, value)))
