@@ -268,3 +268,43 @@ def test_joins_match_by_bson_equality_whatever_came_first():
     assert cities[6] == cities[7] == ["null", "missing"]
     assert cities[8] == ["int", "array", "double", "a"] and cities[9] == ["nan"]
     assert cities[12] == ["null", "missing"] and cities[13] == ["array"]
+
+
+def test_long_objects_and_joins_fold_in_chunks_with_the_deadline_checked_between():
+    big = {f"k{i}": i for i in range(3000)}
+    docs = [{"_id": 1, "m": big, "a": list(range(3000))}, {"_id": 2, "m": {"k1": 2.5}, "a": [1]}]
+    customers = [{"_id": 1, "city": f"c{i % 5}"} for i in range(3000)]
+    pipelines = [[{"$project": {"kv": {"$objectToArray": "$m"}}}, {"$unwind": "$kv"},
+                  {"$group": {"_id": "$kv.k", "t": {"$sum": "$kv.v"}, "v": {"$push": "$kv.v"}}}],
+                 [{"$lookup": {"from": "customers", "localField": "a", "foreignField": "_id", "as": "c"}},
+                  {"$unwind": "$c"}, {"$group": {"_id": "$c.city", "n": {"$sum": 1}, "ids": {"$addToSet": "$_id"}}}],
+                 [{"$unwind": "$a"}, {"$group": {"_id": None, "t": {"$sum": "$a"}, "l": {"$last": "$a"}}}]]
+    # a check per input document, per chunk of 1024 elements after the first, per output row (and
+    # per foreign document indexed)
+    for pipeline, extra in zip(pipelines, (2, 3000 + 4, 2)):
+        checks = []
+        ctx = StageContext(lambda name: customers)
+        ctx.check = lambda: checks.append(1)
+        rows = list(compile_pipeline(pipeline, ctx)(docs))
+        assert len(checks) == 2 + extra + len(rows)
+        fused = canonical(rows)
+        reference = StageContext(lambda name: customers)
+        assert fused == canonical(list(compile_pipeline(general(pipeline), reference)(docs)))
+
+
+def test_a_plain_group_keys_ints_by_value_and_keeps_bools_apart():
+    """`$group` and `$sortByCount` remember each int's key (`grouping.IntKeys`): 1 and True,
+    equal in Python, stay two groups; 1, 1.0, Int64(1) and Decimal128('1') are one."""
+    docs = [{"k": v} for v in (1, True, 1.0, 2, Int64(1), Decimal128("1"), True, 2**63 - 1, 2.0, False, 0, -0.0)]
+    rows = list(compile_pipeline([{"$group": {"_id": "$k", "n": {"$sum": 1}}}])(docs))
+    assert canonical(rows) == canonical([{"_id": 1, "n": 4}, {"_id": True, "n": 2}, {"_id": 2, "n": 2},
+                                         {"_id": 2**63 - 1, "n": 1}, {"_id": False, "n": 1}, {"_id": 0, "n": 2}])
+    counts = list(compile_pipeline([{"$sortByCount": "$k"}])(docs))
+    assert [(row["_id"], row["count"]) for row in counts] == [(1, 4), (True, 2), (2, 2), (0, 2), (2**63 - 1, 1),
+                                                              (False, 1)]
+
+
+@pytest.mark.parametrize("value", ["", "a", "é", 0, -5, 2**63 - 1, 2**70])
+def test_the_top_n_builds_the_sort_key_of_a_string_or_an_int_in_place(value):
+    from nlq.mql.values import NUMBER, STRING, sort_key  # noqa: PLC0415
+    assert sort_key(value) == ((STRING, value) if type(value) is str else (NUMBER, (1, value)))

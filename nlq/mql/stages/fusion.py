@@ -38,7 +38,7 @@ from __future__ import annotations
 from nlq.mql.accumulators import compile_values, is_field_path
 from nlq.mql.expressions import compile_expression, traverse
 from nlq.mql.stages.base import get_nested, set_nested, split_path
-from nlq.mql.stages.grouping import group_rows
+from nlq.mql.stages.grouping import IntKeys, group_rows
 from nlq.mql.stages.joins import lookup_index
 from nlq.mql.values import MISSING, group_key
 
@@ -195,14 +195,10 @@ def _unwind_group(unwind, group, ctx):
             check()
             value = doc.get(single, MISSING) if single is not None and type(doc) is dict else get_nested(doc, parts)
             if type(value) is list and value:
-                parent = parent_of(doc)
                 if len(value) <= _CHUNK:
-                    yield None, value, parent
-                    continue
-                for start in range(0, len(value), _CHUNK):
-                    if start:
-                        check()
-                    yield None, value[start:start + _CHUNK], parent
+                    yield None, value, parent_of(doc)
+                else:
+                    yield from _split(None, value, parent_of(doc), check)
             else:
                 emitted = _emitted(doc, value, parts, preserve)
                 if emitted is not None:
@@ -211,6 +207,14 @@ def _unwind_group(unwind, group, ctx):
     def unwind_group(stream):
         yield from group_rows(folder.fold(chunks(stream)), plan.names, check)
     return unwind_group
+
+
+def _split(keys: list | None, elements: list, parent, check):
+    """The chunks of a long array (and of its keys), the deadline checked between them."""
+    for start in range(0, len(elements), _CHUNK):
+        if start:
+            check()
+        yield None if keys is None else keys[start:start + _CHUNK], elements[start:start + _CHUNK], parent
 
 
 def _emitted(doc, value, parts: tuple[str, ...], preserve: bool):
@@ -260,8 +264,10 @@ def _object_to_array_unwind_group(shape, unwind, group, shape_fn, ctx):
                 layout.sources[path] = (ABSENT,)
     pairs = _pairs_layout(plan, layout, field)
     argument = expr["$objectToArray"]
-    object_of = compile_expression(argument) if pairs is not None and is_field_path(argument) else None
-    folder = _Folder(plan, pairs if object_of is not None else layout)
+    # the object read as the field path `$<argument>` reads it (`expressions.field_path`)
+    object_parts = _parts(argument) if pairs is not None and is_field_path(argument) else None
+    object_name = object_parts[0] if object_parts is not None and len(object_parts) == 1 else None
+    folder = _Folder(plan, pairs if object_parts is not None else layout)
     array_of = compile_expression(expr)
     vars_of = ctx.binder()
     check = ctx.check
@@ -270,23 +276,21 @@ def _object_to_array_unwind_group(shape, unwind, group, shape_fn, ctx):
     def chunks(stream):
         for doc in stream:
             check()
-            vars = vars_of(doc)
-            obj = object_of(vars) if object_of is not None else MISSING
-            if type(obj) is dict and obj:
-                parent = parent_of(doc)
-                keys, values = list(obj), list(obj.values())
-                for start in range(0, len(keys), _CHUNK):
-                    if start:
-                        check()
-                    yield keys[start:start + _CHUNK], values[start:start + _CHUNK], parent
-                continue
-            array = array_of(vars)  # (an error for an argument that is not an object)
-            if object_of is None and type(array) is list and array:
-                parent = parent_of(doc)
-                for start in range(0, len(array), _CHUNK):
-                    if start:
-                        check()
-                    yield None, array[start:start + _CHUNK], parent
+            if object_parts is not None:
+                obj = doc.get(object_name, MISSING) if object_name is not None and type(doc) is dict else \
+                    traverse(doc, object_parts)
+                if type(obj) is dict and obj:
+                    if len(obj) <= _CHUNK:
+                        yield obj.keys(), obj.values(), parent_of(doc)
+                    else:
+                        yield from _split(list(obj), list(obj.values()), parent_of(doc), check)
+                    continue
+            array = array_of(vars_of(doc))  # (an error for an argument that is not an object)
+            if object_parts is None and type(array) is list and array:
+                if len(array) <= _CHUNK:
+                    yield None, array, parent_of(doc)
+                else:
+                    yield from _split(None, array, parent_of(doc), check)
             else:  # null, or an empty object: the document the stage builds, unwound as usual
                 for shaped in shape_fn(iter((doc,))):
                     emitted = _emitted(shaped, shaped.get(field, MISSING), (field,), preserve)
@@ -329,11 +333,10 @@ def _lookup_unwind_group(lookup, unwind, group, ctx):
                 index = index_of()
             matched = index.joined(doc, local_parts)
             if matched:
-                parent = parent_of(doc)
-                for start in range(0, len(matched), _CHUNK):
-                    if start:
-                        check()
-                    yield None, matched[start:start + _CHUNK] if len(matched) > _CHUNK else matched, parent
+                if len(matched) <= _CHUNK:
+                    yield None, matched, parent_of(doc)
+                else:
+                    yield from _split(None, matched, parent_of(doc), check)
             elif preserve:  # the joined document, its empty array left out by $unwind
                 yield set_nested(doc, (field,), MISSING), None, None
 
@@ -384,6 +387,7 @@ class _Folder:
         """The groups (`key -> (_id value, accumulator states)`, in first-seen order)."""
         groups: dict = {}
         kept: dict = {}  # key -> [_id value, elements, parent values per element] not folded yet
+        int_keys = self.int_keys = IntKeys()
         key_source, key_constant, with_parent = self.key_source, self.plan.key_constant, self.with_parent
         name = rest = None
         if key_source is None:
@@ -408,7 +412,8 @@ class _Folder:
             elif keys is None and kind == "name":
                 for element in elements:
                     key_value = element.get(name, MISSING) if type(element) is dict else traverse(element, rest)
-                    key = key_value if type(key_value) is str else group_key(key_value)
+                    t = type(key_value)
+                    key = key_value if t is str else int_keys[key_value] if t is int else group_key(key_value)
                     entry = kept.get(key)
                     if entry is None:
                         entry = self._entry(key_value, groups, kept)
@@ -419,7 +424,8 @@ class _Folder:
                 if keys is None:
                     keys = [traverse(e, rest) if rest else e for e in elements]
                 for key_value, element in zip(keys, elements):
-                    key = key_value if type(key_value) is str else group_key(key_value)
+                    t = type(key_value)
+                    key = key_value if t is str else int_keys[key_value] if t is int else group_key(key_value)
                     entry = kept.get(key)
                     if entry is None:
                         entry = self._entry(key_value, groups, kept)
@@ -436,7 +442,8 @@ class _Folder:
         return groups
 
     def _entry(self, key_value, groups: dict, kept: dict) -> list:
-        key = key_value if type(key_value) is str else group_key(key_value)
+        t = type(key_value)
+        key = key_value if t is str else self.int_keys[key_value] if t is int else group_key(key_value)
         entry = kept.get(key)
         if entry is None:
             groups[key] = (key_value, [factory() for factory, _ in self.columns])
@@ -458,7 +465,8 @@ class _Folder:
         plan = self.plan
         key_value = plan.key_constant if plan.key_path is None else traverse(doc, plan.key_path)
         self._entry(key_value, groups, kept)
-        key = key_value if type(key_value) is str else group_key(key_value)
+        t = type(key_value)
+        key = key_value if t is str else self.int_keys[key_value] if t is int else group_key(key_value)
         self._fold_kept(key, groups, kept)
         for (_, path), state in zip(plan.accumulators, groups[key][1]):
             state.add_values([doc] if path is None else [traverse(doc, path)])

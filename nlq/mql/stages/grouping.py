@@ -14,6 +14,18 @@ from nlq.mql.values import MISSING, group_key
 # $group  (https://www.mongodb.com/docs/manual/reference/operator/aggregation/group/)
 
 
+class IntKeys(dict):
+    """int -> its `group_key`, computed once per distinct value. Strings only ever equal strings,
+    so a string is its own key; an exact int (not bool, equal to 1 in Python) is looked up here:
+
+        key = v if type(v) is str else int_keys[v] if type(v) is int else group_key(v)
+    """
+
+    def __missing__(self, value):
+        key = self[value] = group_key(value)
+        return key
+
+
 def compile_accumulator_spec(field: str, spec):
     """The accumulator factory of one `$group` output field `{<$acc>: <arg>}`."""
     if type(spec) is not dict or len(spec) != 1 or not next(iter(spec)).startswith("$"):
@@ -52,12 +64,13 @@ def compile_group(spec, ctx):
 
     def group(stream):
         groups: dict = {}
+        int_keys = IntKeys()
         for doc in stream:
             check()
             vars = vars_of(doc)
             key_value = key_fn(vars)
-            # Strings only ever equal strings: a cheaper key than group_key's tuple.
-            key = key_value if type(key_value) is str else group_key(key_value)
+            t = type(key_value)
+            key = key_value if t is str else int_keys[key_value] if t is int else group_key(key_value)
             entry = groups.get(key)
             if entry is None:
                 entry = groups[key] = (key_value, [factory() for factory in factories])
@@ -115,10 +128,12 @@ def compile_sort_by_count(spec, ctx):
 
     def sort_by_count(stream):
         groups: dict = {}
+        int_keys = IntKeys()
         for doc in stream:
             check()
             value = key_fn(vars_of(doc))
-            key = value if type(value) is str else group_key(value)
+            t = type(value)
+            key = value if t is str else int_keys[value] if t is int else group_key(value)
             entry = groups.get(key)
             if entry is None:
                 groups[key] = [value, 1]

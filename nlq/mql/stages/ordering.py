@@ -11,7 +11,7 @@ from nlq.errors import ExecutionError, UnsupportedOperatorError
 from nlq.mql.match import path_values
 from nlq.mql.registry import STAGE, implements
 from nlq.mql.stages.base import checked, field_parts, materialize, non_negative_int
-from nlq.mql.values import MISSING, is_number, number_value, sort_key
+from nlq.mql.values import MISSING, NUMBER, STRING, is_number, number_value, sort_key
 
 # ---------------------------------------------------------------------------
 # $sort  (https://www.mongodb.com/docs/manual/reference/operator/aggregation/sort/)
@@ -143,11 +143,19 @@ def top_documents(stream, keys, limit: int, check) -> list:
     A document whose first field's key is worse than the worst kept one's is dropped before
     its other keys are computed."""
     (first_parts, first_descending), rest = keys[0], keys[1:]
+    first_name = first_parts[0] if len(first_parts) == 1 else None
     heap: list[_Kept] = []
     worst_first = None  # the unwrapped first key of heap[0] once the heap is full
     for position, doc in enumerate(stream):
         check()
-        first = sort_value_key(doc, first_parts, first_descending)
+        value = doc.get(first_name, MISSING) if first_name is not None and type(doc) is dict else MISSING
+        t = type(value)
+        if t is str:  # `sort_key` of a string or an int, built in place (the first key of most documents)
+            first = (STRING, value)
+        elif t is int:
+            first = (NUMBER, (1, value))
+        else:
+            first = sort_value_key(doc, first_parts, first_descending)
         if worst_first is not None and (first < worst_first if first_descending else first > worst_first):
             continue
         key = [Descending(first) if first_descending else first]
