@@ -202,6 +202,9 @@ def test_the_possessor_of_a_list_must_be_covered_by_the_field_it_lends_words_to(
              "values": {}}
     ir = rules.build_ir("What are the names and descriptions of the different document types?", [], index)
     assert [f.mql for f in ir.outputs] == ["Document_Type_Name", "Document_Type_Description"]
+    # modifiers before a list lend themselves only to a field covering them all
+    ir = rules.build_ir("Provide the document type codes, names, and their corresponding descriptions.", [], index)
+    assert [f.mql for f in ir.outputs] == ["Document_Type_Code", "Document_Type_Name", "Document_Type_Description"]
 
 
 def test_derivations_and_a_collections_initial_name_a_field():

@@ -125,6 +125,7 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
     for collection, fields in schema.items():
         coll_words = set(split_name(collection))
         vocabulary = {w for f in fields for w in f.words}
+        heads = {f.words[-1] for f in fields if f.kind == "scalar" and f.words}
         eponym = entity_name(collection, fields)
         if eponym is not None:  # 'the names of the companies': `Company` holds them
             mentions.extend(Mention(eponym, i, i + 1, 1.25, 1.0) for i in _names_of(words, collection))
@@ -145,7 +146,7 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
                         if f.years and words[end:end + 1] == ["year"]:
                             end += 1  # 'founded year' names a field of years
                         near = 0.1 if context & set(words[max(0, start - 3):end + 3]) else 0.0
-                        echo = _said_nearby(f.words, words, start, end, vocabulary) if share < 1.0 else 0.0
+                        echo = _said_nearby(f.words, words, start, end, vocabulary, heads) if share < 1.0 else 0.0
                         mentions.append(Mention(f, start, end, share + bonus + near, share, echo))
                 inverted = _inverted_match(words, start, f.words)
                 if inverted is not None:
@@ -193,6 +194,17 @@ def entity_name(collection: str, fields: list[Field]) -> Field | None:
     return min(named, key=lambda f: (word_match(head[0], f.words[0]) < 0.85, f.mql)) if named else None
 
 
+def _modifies(words: list[str], j: int, stop: int, covered, vocabulary: set[str], heads: set[str]) -> bool:
+    """The schema words from `j` on (before `stop`), up to a word that ends a
+    field's name (a head: 'codes', 'IDs'), are modifiers the field covers:
+    'document type codes, names' lends 'document type' to Document_Type_Name,
+    not to a Document_Name; 'statement IDs' lends 'statement'."""
+    k = j
+    while k < stop and words[k] in vocabulary and words[k] not in heads:
+        k += 1
+    return all(covered(w) for w in words[j:k])
+
+
 def _names_of(words: list[str], collection: str) -> list[int]:
     """Positions of 'name' words that name the collection's entity: 'company
     names', 'the names of all companies', 'the names and ranks of the companies'."""
@@ -213,7 +225,8 @@ def _names_of(words: list[str], collection: str) -> list[int]:
     return found
 
 
-def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int, vocabulary: set[str]) -> float:
+def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int, vocabulary: set[str],
+                 heads: set[str]) -> float:
     """How strongly the field words a partial mention leaves out are said close
     by (0 when not): before it, as a modifier of another attribute of the same
     list or the entity it belongs to ('the statement IDs along with their
@@ -232,7 +245,8 @@ def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int
     covered = lambda w: any(names(w, fw) for fw in fwords) or w not in vocabulary
 
     def distance(fw: str) -> int | None:
-        near = [start - j for j in before if names(words[j], fw)]
+        near = [start - j for j in before
+                if names(words[j], fw) and _modifies(words, j, start, covered, vocabulary, heads)]
         for j in after:
             if names(words[j], fw):
                 run = words[j:next((k for k in range(j, len(words)) if words[k] in TEXT_STOPWORDS), len(words))]
