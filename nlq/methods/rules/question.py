@@ -131,7 +131,8 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
             mentions.extend(Mention(eponym, i, i + 1, 1.25, 1.0) for i in _names_of(words, collection))
         name = next((f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words), eponym)
         if name is not None:  # 'the companies and their headquarters': each company, by its name
-            mentions.extend(Mention(name, i, i + 1, 1.0, 1.0, entity=True) for i in _listed_with_attributes(words, collection))
+            mentions.extend(Mention(name, i, i + 1, 1.0, 1.0, entity=True)
+                            for i in _listed_with_attributes(words, collection))
         for f in fields:
             if not f.words:
                 continue
@@ -154,7 +155,8 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
             for at, elided, trails in coordinated:
                 best = _span_match(elided, 0, f.words)
                 if best is not None and best[0] >= 2 and best[1] / len(f.words) >= 0.8:
-                    shared.append((trails, Mention(f, at, at + 1, best[1] / len(f.words) + bonus, best[1] / len(f.words))))
+                    part = best[1] / len(f.words)
+                    shared.append((trails, Mention(f, at, at + 1, part + bonus, part)))
     # only where the second conjunct names a field in full with that head ('last names' is `LName`),
     # or, the head said first ('names, both first and last'), where both modifiers do
     full = {m.start for m in mentions if m.end - m.start >= 2 and m.share >= 0.8}
@@ -370,17 +372,21 @@ def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
     """Match field words against question words from `start` (in order, allowing
     the field's leading context words to be absent): returns (end, matched)."""
     matched, i, total, k = 0.0, start, 0, 0
-    while k < len(fwords):
+    n, nw = len(fwords), len(words)
+    while k < n:
         fw = fwords[k]
         k += 1
-        if i < len(words):
-            if k < len(fwords) and _compound(words[i], fw, fwords[k]):
+        if i < nw:
+            w = words[i]
+            m = word_match(w, fw)
+            # one word for this field word and the next ('hometown': home_city); a prefix match is 0.8
+            if (m == 0.0 or m == 0.8) and k < n and (
+                    w in COMPOUND_WORDS or len(w) >= len(fw) + 3 and w.startswith(fw)) and _compound(w, fw, fwords[k]):
                 matched += 2.0
                 i += 1
                 total += 2
                 k += 1
                 continue
-            m = word_match(words[i], fw)
             if m:
                 matched += m
                 i += 1
@@ -391,7 +397,7 @@ def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
                 i += 1
                 total += 1
                 continue
-            if fw[:1] == words[i][:1] and _abbreviates(fw, words, i):  # (cheap test first: hot loop)
+            if fw[:1] == w[:1] and _abbreviates(fw, words, i):  # (cheap test first: hot loop)
                 matched += 1.0
                 i += 2
                 total += 1
@@ -463,7 +469,8 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     ('the device name' is a field; 'for devices' is the collection).
     """
     pool = [m for m in mentions if m.field.collection == collection and m.field.kind not in ("object", "dynamic_map")]
-    pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score + m.echo, 1.35), -(m.end - m.start),
+    pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score + m.echo, 1.35),
+                             -(m.end - m.start),
                              len(m.field.arrays),
                              -m.field.present, m.field.mql))
     taken: list[Mention] = []
