@@ -255,3 +255,12 @@ def test_a_definite_head_said_again_refers_back_to_the_field_named_in_full():
     q = Question.of("the last names of members and the names of their venues")
     assert not {m.start for m in mention_fields(q.stems, prepare(INDEX).schema)
                 if m.field.mql == "LName" and m.start == 7 and m.share == 1.0}
+
+
+def test_the_entitys_word_before_a_field_modifies_it():
+    # 'company rank' is the rank of the company, not the eponymous `Company` field and a rank
+    ir = rules.build_ir("List the headquarters of companies in ascending order of company rank.", [], EPONYM_INDEX)
+    assert [f.mql for f in ir.outputs] == ["Headquarters"] and [(f.mql, d) for f, d in ir.sort] == [("Rank", 1)]
+    assert [f.mql for f in rules.build_ir("List the company headquarters.", [], EPONYM_INDEX).outputs] == \
+        ["Headquarters"]
+    assert [f.mql for f in rules.build_ir("Show all company names.", [], EPONYM_INDEX).outputs] == ["Company"]

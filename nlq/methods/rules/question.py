@@ -475,6 +475,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
                              -m.field.present, m.field.mql))
     taken: list[Mention] = []
     used: set[int] = set()
+    starts = {m.start for m in pool if m.field.kind != "array"}
     for m in pool:
         span = set(range(m.start, m.end))
         if span & used or span & blocked:
@@ -483,6 +484,8 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
             continue
         if span & entity_positions and not m.entity and (m.share < 1.0 or span & entity_positions & plural):
             continue
+        if span & entity_positions and not m.entity and m.end in starts and m.end - m.start == 1:
+            continue  # 'school enrollment': the entity's word modifies the field named next (the head)
         taken.append(m)
         used |= span
     taken.sort(key=lambda m: m.start)
