@@ -65,6 +65,7 @@ class IR:
 
     collection: str
     collection_margin: float = 0.0
+    collections: int = 1  # collections the database offers (the preferred one and its rivals)
     mentions: list[Mention] = field(default_factory=list)
     filters: list[Filter] = field(default_factory=list)
     group_by: list[Field] = field(default_factory=list)

@@ -86,7 +86,7 @@ class State:
         collection = collection or ranked[0][0]
         margin = dict(ranked).get(collection, -1.0)
         fields = schema.get(collection, [])
-        ir = IR(collection=collection, collection_margin=margin,
+        ir = IR(collection=collection, collection_margin=margin, collections=len(ranked),
                 array_paths=frozenset(a for f in fields for a in f.arrays))
         entities = entity_positions.get(collection, set())
         plural = {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
