@@ -202,6 +202,9 @@ def test_the_possessor_of_a_list_must_be_covered_by_the_field_it_lends_words_to(
              "values": {}}
     ir = rules.build_ir("What are the names and descriptions of the different document types?", [], index)
     assert [f.mql for f in ir.outputs] == ["Document_Type_Name", "Document_Type_Description"]
+    # modifiers before a list lend themselves only to a field covering them all
+    ir = rules.build_ir("Provide the document type codes, names, and their corresponding descriptions.", [], index)
+    assert [f.mql for f in ir.outputs] == ["Document_Type_Code", "Document_Type_Name", "Document_Type_Description"]
 
 
 def test_derivations_and_a_collections_initial_name_a_field():
@@ -252,3 +255,12 @@ def test_a_definite_head_said_again_refers_back_to_the_field_named_in_full():
     q = Question.of("the last names of members and the names of their venues")
     assert not {m.start for m in mention_fields(q.stems, prepare(INDEX).schema)
                 if m.field.mql == "LName" and m.start == 7 and m.share == 1.0}
+
+
+def test_the_entitys_word_before_a_field_modifies_it():
+    # 'company rank' is the rank of the company, not the eponymous `Company` field and a rank
+    ir = rules.build_ir("List the headquarters of companies in ascending order of company rank.", [], EPONYM_INDEX)
+    assert [f.mql for f in ir.outputs] == ["Headquarters"] and [(f.mql, d) for f, d in ir.sort] == [("Rank", 1)]
+    assert [f.mql for f in rules.build_ir("List the company headquarters.", [], EPONYM_INDEX).outputs] == \
+        ["Headquarters"]
+    assert [f.mql for f in rules.build_ir("Show all company names.", [], EPONYM_INDEX).outputs] == ["Company"]

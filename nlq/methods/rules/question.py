@@ -125,12 +125,14 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
     for collection, fields in schema.items():
         coll_words = set(split_name(collection))
         vocabulary = {w for f in fields for w in f.words}
+        heads = {f.words[-1] for f in fields if f.kind == "scalar" and f.words}
         eponym = entity_name(collection, fields)
         if eponym is not None:  # 'the names of the companies': `Company` holds them
             mentions.extend(Mention(eponym, i, i + 1, 1.25, 1.0) for i in _names_of(words, collection))
         name = next((f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words), eponym)
         if name is not None:  # 'the companies and their headquarters': each company, by its name
-            mentions.extend(Mention(name, i, i + 1, 1.0, 1.0, entity=True) for i in _listed_with_attributes(words, collection))
+            mentions.extend(Mention(name, i, i + 1, 1.0, 1.0, entity=True)
+                            for i in _listed_with_attributes(words, collection))
         for f in fields:
             if not f.words:
                 continue
@@ -145,7 +147,7 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
                         if f.years and words[end:end + 1] == ["year"]:
                             end += 1  # 'founded year' names a field of years
                         near = 0.1 if context & set(words[max(0, start - 3):end + 3]) else 0.0
-                        echo = _said_nearby(f.words, words, start, end, vocabulary) if share < 1.0 else 0.0
+                        echo = _said_nearby(f.words, words, start, end, vocabulary, heads) if share < 1.0 else 0.0
                         mentions.append(Mention(f, start, end, share + bonus + near, share, echo))
                 inverted = _inverted_match(words, start, f.words)
                 if inverted is not None:
@@ -153,7 +155,8 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
             for at, elided, trails in coordinated:
                 best = _span_match(elided, 0, f.words)
                 if best is not None and best[0] >= 2 and best[1] / len(f.words) >= 0.8:
-                    shared.append((trails, Mention(f, at, at + 1, best[1] / len(f.words) + bonus, best[1] / len(f.words))))
+                    part = best[1] / len(f.words)
+                    shared.append((trails, Mention(f, at, at + 1, part + bonus, part)))
     # only where the second conjunct names a field in full with that head ('last names' is `LName`),
     # or, the head said first ('names, both first and last'), where both modifiers do
     full = {m.start for m in mentions if m.end - m.start >= 2 and m.share >= 0.8}
@@ -193,6 +196,17 @@ def entity_name(collection: str, fields: list[Field]) -> Field | None:
     return min(named, key=lambda f: (word_match(head[0], f.words[0]) < 0.85, f.mql)) if named else None
 
 
+def _modifies(words: list[str], j: int, stop: int, covered, vocabulary: set[str], heads: set[str]) -> bool:
+    """The schema words from `j` on (before `stop`), up to a word that ends a
+    field's name (a head: 'codes', 'IDs'), are modifiers the field covers:
+    'document type codes, names' lends 'document type' to Document_Type_Name,
+    not to a Document_Name; 'statement IDs' lends 'statement'."""
+    k = j
+    while k < stop and words[k] in vocabulary and words[k] not in heads:
+        k += 1
+    return all(covered(w) for w in words[j:k])
+
+
 def _names_of(words: list[str], collection: str) -> list[int]:
     """Positions of 'name' words that name the collection's entity: 'company
     names', 'the names of all companies', 'the names and ranks of the companies'."""
@@ -213,7 +227,8 @@ def _names_of(words: list[str], collection: str) -> list[int]:
     return found
 
 
-def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int, vocabulary: set[str]) -> float:
+def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int, vocabulary: set[str],
+                 heads: set[str]) -> float:
     """How strongly the field words a partial mention leaves out are said close
     by (0 when not): before it, as a modifier of another attribute of the same
     list or the entity it belongs to ('the statement IDs along with their
@@ -232,7 +247,8 @@ def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int
     covered = lambda w: any(names(w, fw) for fw in fwords) or w not in vocabulary
 
     def distance(fw: str) -> int | None:
-        near = [start - j for j in before if names(words[j], fw)]
+        near = [start - j for j in before
+                if names(words[j], fw) and _modifies(words, j, start, covered, vocabulary, heads)]
         for j in after:
             if names(words[j], fw):
                 run = words[j:next((k for k in range(j, len(words)) if words[k] in TEXT_STOPWORDS), len(words))]
@@ -356,17 +372,21 @@ def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
     """Match field words against question words from `start` (in order, allowing
     the field's leading context words to be absent): returns (end, matched)."""
     matched, i, total, k = 0.0, start, 0, 0
-    while k < len(fwords):
+    n, nw = len(fwords), len(words)
+    while k < n:
         fw = fwords[k]
         k += 1
-        if i < len(words):
-            if k < len(fwords) and _compound(words[i], fw, fwords[k]):
+        if i < nw:
+            w = words[i]
+            m = word_match(w, fw)
+            # one word for this field word and the next ('hometown': home_city); a prefix match is 0.8
+            if (m == 0.0 or m == 0.8) and k < n and (
+                    w in COMPOUND_WORDS or len(w) >= len(fw) + 3 and w.startswith(fw)) and _compound(w, fw, fwords[k]):
                 matched += 2.0
                 i += 1
                 total += 2
                 k += 1
                 continue
-            m = word_match(words[i], fw)
             if m:
                 matched += m
                 i += 1
@@ -377,7 +397,7 @@ def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
                 i += 1
                 total += 1
                 continue
-            if fw[:1] == words[i][:1] and _abbreviates(fw, words, i):  # (cheap test first: hot loop)
+            if fw[:1] == w[:1] and _abbreviates(fw, words, i):  # (cheap test first: hot loop)
                 matched += 1.0
                 i += 2
                 total += 1
@@ -449,11 +469,13 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     ('the device name' is a field; 'for devices' is the collection).
     """
     pool = [m for m in mentions if m.field.collection == collection and m.field.kind not in ("object", "dynamic_map")]
-    pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score + m.echo, 1.35), -(m.end - m.start),
+    pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score + m.echo, 1.35),
+                             -(m.end - m.start),
                              len(m.field.arrays),
                              -m.field.present, m.field.mql))
     taken: list[Mention] = []
     used: set[int] = set()
+    starts = {m.start for m in pool if m.field.kind != "array"}
     for m in pool:
         span = set(range(m.start, m.end))
         if span & used or span & blocked:
@@ -462,6 +484,8 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
             continue
         if span & entity_positions and not m.entity and (m.share < 1.0 or span & entity_positions & plural):
             continue
+        if span & entity_positions and not m.entity and m.end in starts and m.end - m.start == 1:
+            continue  # 'school enrollment': the entity's word modifies the field named next (the head)
         taken.append(m)
         used |= span
     taken.sort(key=lambda m: m.start)
