@@ -73,6 +73,9 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             target = measure_field(fields, "year")
         if target is None:
             mention, target = _comparison_field(q, at, value, numeric, fields)
+        if target is None and at > 0 and q.raw[at - 1] == "for" and (
+                after >= len(q.raw) or q.raw[after] in PRICE_CLAUSE_ENDS):
+            target = measure_field(fields, "price")  # 'available for under 50': what it costs
         if target is None and str(value) in (years or {}):
             target = years[str(value)]
             if target.type == "date":
@@ -86,6 +89,10 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         filters.append(Filter(target, op, value, at))
         consumed.update(range(at, after))
     return filters
+
+
+# Words that may follow a bare amount ('sold for under 50 that ...'): no unit, so a price.
+PRICE_CLAUSE_ENDS = frozenset({"and", "or", "that", "which", "who", "with", "in", "at", "from", "each", "apiece"})
 
 
 def comparison_phrases(q: Question) -> list[tuple[int, str, object, int]]:
@@ -257,13 +264,15 @@ HOLDS = (r"contains?|containing|includes?|including|featur(?:e|es|ing)|with|has|
 PIECE = r"letters?|words?|substrings?|strings?|characters?|text|terms?|sequences?|phrases?|segments?|parts?"
 TEXT_PATTERNS = [
     # (pattern, how the literal is anchored); the literal is group "s"
+    (r"\b(?:starts?|starting|begins?|beginning|commenc(?:e|es|ing))\s+with\s+(?:an?\s+|the\s+)?"
+     r"(?:letters?|words?)?\s*"
+     r"[\"'“‘]?(?P<s>[\w]+)[\"'”’]?", "prefix"),
+    (r"\b(?:ends?|ending|finish(?:es|ing)?|conclud(?:e|es|ing))\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*"
+     r"[\"'“‘]?(?P<s>[\w]+)[\"'”’]?", "suffix"),
+    # (anchored ones first: 'ends with the letter m' is no 'with the letter m')
     (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")?\s*[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]",
      "contains"),
     (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")\s+(?P<s>\w+)", "contains"),
-    (r"\b(?:starts?|starting|begins?|beginning)\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*"
-     r"[\"'“‘]?(?P<s>[\w]+)[\"'”’]?", "prefix"),
-    (r"\b(?:ends?|ending)\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*[\"'“‘]?(?P<s>[\w]+)[\"'”’]?",
-     "suffix"),
 ]
 
 
@@ -277,8 +286,10 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
             at = q.word_at(m.start())
             if at in consumed:
                 continue
+            end = q.word_at(m.end())
             before = [mm for mm in strings if mm.end <= at and at - mm.end <= 8]
-            after = [mm for mm in strings if mm.start > at and mm.start - at <= 6]  # "have 'x' in their titles"
+            # "have 'x' in their titles", "the word 'x' featured in their titles"
+            after = [mm for mm in strings if mm.start >= end and mm.start - end <= 4]
             mention = max(before, key=lambda mm: mm.end) if before else (
                 min(after, key=lambda mm: mm.start) if after else None)
             if mention is None:

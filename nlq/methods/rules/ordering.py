@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from nlq.methods.rules.vocabulary import ASC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE, WORD_NUMBERS
+from nlq.methods.rules.vocabulary import (ASC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE, SUPERLATIVES,
+                                          WORD_NUMBERS)
 from nlq.methods.rules.ir import Field, IR, Mention
 from nlq.methods.rules.question import Question, maybe_number, names_quantity, to_number
 from nlq.methods.rules.grounding import measure_field
@@ -66,6 +67,9 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
         f = measure_field(fields, "price")
         if f is not None:
             return [(f, -1 if price.group(1) == "most" else 1)]
+    ranked = ranked_by(q, mentions, used)
+    if ranked:
+        return ranked
     for i, word in enumerate(q.raw):
         measure = MEASURE_SUPERLATIVES.get(word)
         if measure:
@@ -82,6 +86,24 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                 f = measure_field(fields, "year") or measure_field(fields, "date", False)
                 if f is not None:
                     return [(f, -measure[1])]
+    return []
+
+
+def ranked_by(q: Question, mentions: list[Mention], used: set[int]) -> list[tuple[object, int]]:
+    """'the three tallest mountains by prominence', 'the 5 best players in terms of
+    points': a superlative whose measure is named after 'by' — that measure, in the
+    superlative's direction (not the one the adjective names on its own)."""
+    for i, word in enumerate(q.raw):
+        if word not in SUPERLATIVES or word in ("most", "least"):
+            continue
+        for j in range(i + 1, min(i + 5, len(q.raw))):
+            if q.raw[j] != "by":
+                continue
+            at = j + 1 + (q.raw[j + 1:j + 2] in (["the"], ["their"], ["its"]))
+            target = next((m for m in mentions if m.start == at and m.field.numeric and m.start not in used), None)
+            if target is not None:
+                used.add(target.start)
+                return [(target.field, 1 if word in ASC_WORDS else -1)]
     return []
 
 
@@ -104,8 +126,8 @@ def superlative_limit(q: Question) -> int | None:
            for w in q.raw):
         # "most common first", "highest first", explicit orderings and "list every X" rank; they do not pick one
         if not re.search(r"\border\b|\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
-                         r"|\b(?:most|least|highest|lowest|largest|smallest|biggest)"
-                         r"(?:\s+\w+)?\s+(?:first|last)\b", q.text.lower()):
+                         r"|\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(?:first|last)\b",
+                         q.text.lower()):
             return 1
     return None
 

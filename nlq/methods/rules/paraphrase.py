@@ -24,7 +24,10 @@ _YEARS_OLD = r"years?[ -](?:old|of age)"
 _MORE = r"(?:above|over|older|more|higher|greater|up)"
 _LESS = r"(?:below|under|younger|less|lower|fewer)"
 _COMPARATOR = (r"more than|greater than|higher than|larger than|less than|fewer than|lower than|smaller than|"
-               r"at least|at most|over|above|under|below|exceeding|exceeds?|surpass(?:es|ing)?")
+               r"older than|younger than|at least|at most|over|above|under|below|exceeding|exceeds?|"
+               r"surpass(?:es|ing)?")
+# a bound another comparison follows ('before 2000 or later than 2010'): not 'N or later'
+_ANOTHER_BOUND = r"(?!\s+(?:than\b|(?:the\s+)?(?:year\s+(?:of\s+)?)?\d))"
 
 # (pattern, replacement: a template or a function of the match), applied in order, case-insensitively, to unquoted text
 REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
@@ -52,7 +55,12 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"a maximum of|maximum of)(?=\s)", r"at most"),
     (r"\b(?:exceed(?:s|ed|ing)?|surpass(?:es|ed|ing)?|in excess of|rise above|rising above|rises above|"
      r"more than)(?=\s)", r"more than"),
+    (rf"\bno (?:later|after) than(?=\s+(?:the\s+)?(?:year\s+(?:of\s+)?)?{_N})", r"at most"),
+    (rf"\bno (?:earlier|sooner|before) than(?=\s+(?:the\s+)?(?:year\s+(?:of\s+)?)?{_N})", r"at least"),
     (r"\b(?:prior to|earlier than)(?=\s)", r"before"),
+    (rf"\b(?:subsequent to|following|later than)(?=\s+(?:the\s+)?(?:years?\s+(?:of\s+)?)?{_N})", r"after"),
+    # money: '$50', '€1,000' are the number
+    (r"(?<![\w$€£])[$€£]\s?(?=\d)", r""),
     (rf"\b(more than|less than|at least|at most|over|above|under|below|before|after)\s+(?:an?|the)\s+(?!year\b)"
      rf"([a-z]+)\s+of\s+{_N}", r"\2 \1 \3"),
     # ranges: 'in the salary range of 100 to 200', 'within the 8000 to 12000 range'
@@ -63,7 +71,7 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (rf"\b(?:with)?in the range {_N} (?:to|and) {_N}", r"between \1 and \2"),
     (rf"\b(?:in|on) or (?:after|later than) {_N}", r"since \1"),
     (rf"\b(?:(?:in|of) )?(?:the )?(year )?{_N},? (?:and|or) (?:later|after|afterwards?|onwards?|beyond|since)\b"
-     r"(?!\s+(?:the\s+)?(?:year\s+(?:of\s+)?)?\d)", r"since the \1\2"),
+     + _ANOTHER_BOUND, r"since the \1\2"),
     (rf"\bpost[- ]{_N}", r"after \1"),
     (rf"\bpre[- ]{_N}", r"before \1"),
     (rf"\b(?:from )?{_N} onwards?\b", r"since \1"),

@@ -38,7 +38,7 @@ from nlq.methods.rules.question import (Question, meaningful_mentions, mention_f
                                         order_words, select_mentions, word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
 from nlq.methods.rules.vocabulary import (AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
-                                          DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS)
+                                          DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS)
 
 
 @dataclass
@@ -148,7 +148,7 @@ def read_literals(s: State) -> None:
 def read_counts(s: State) -> None:
     """'how many', 'number of' (unless it names a stored quantity), 'distinct'."""
     q, ir, mentions = s.q, s.ir, s.mentions
-    ir.distinct = any(w in DISTINCT_WORDS for w in q.raw)
+    ir.distinct = any(w in DISTINCT_WORDS for w in q.raw) or bool(DISTINCT_PHRASES.search(s.lower))
     named = {i for m in mentions for i in range(m.start, m.end)}
     ir.count_asked = any(q.word_at(c.start()) not in named and not names_quantity(q, c, mentions)
                          for c in COUNT_PATTERNS.finditer(s.lower))

@@ -1,0 +1,107 @@
+"""`rules` reads which operations a question asks for however it is phrased:
+comparators, top N, superlatives, distinct, counting, grouping and negation."""
+
+from __future__ import annotations
+
+import pytest
+
+from nlq.methods import rules
+
+
+def entry(collection, path, kind="scalar", types=None, present=4):
+    return {"collection": collection, "path": path, "kind": kind, "types": types or {"string": present},
+            "present": present, "null": 0, "missing": 0, "empty": 0, "array_len": None}
+
+
+INDEX = {
+    "db": "hills",
+    "collections": {"peak": {"count": 6, "sampled": 6}, "shop": {"count": 3, "sampled": 3}},
+    "lattice": [
+        entry("peak", "Peak_ID", types={"int": 6}, present=6), entry("peak", "Name", present=6),
+        entry("peak", "Region", present=6), entry("peak", "Height", types={"int": 6}, present=6),
+        entry("peak", "Prominence", types={"int": 6}, present=6),
+        entry("peak", "First_Climbed", types={"int": 6}, present=6),
+        entry("peak", "guide", kind="array", types={"array": 6}, present=6),
+        entry("peak", "guide[].Guide_Name", present=9), entry("peak", "guide[].Age", types={"int": 9}, present=9),
+        entry("shop", "Title", present=3), entry("shop", "Owner", present=3),
+        entry("shop", "Price", types={"int": 3}, present=3),
+    ],
+    "values": {},
+}
+
+
+def ir_of(question, witnesses=()):
+    return rules.build_ir(question, list(witnesses), INDEX)
+
+
+def filters_of(question, witnesses=()):
+    ir = ir_of(question, witnesses)
+    return [(f.field.mql, f.op, f.value, f.branch) for f in ir.filters]
+
+
+def order_of(question):
+    ir = ir_of(question)
+    return [(k.mql if hasattr(k, "mql") else k, d) for k, d in ir.sort], ir.limit
+
+
+# -- comparators -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("question, expected", [
+    # another bound follows 'N or later': two bounds joined by 'or', not 'N and later'
+    ("Names of peaks first climbed earlier than 1900 or later than 1950.",
+     [("First_Climbed", "$lt", 1900, 1), ("First_Climbed", "$gt", 1950, 2)]),
+    ("Names of peaks first climbed prior to 1900 or subsequent to 1950.",
+     [("First_Climbed", "$lt", 1900, 1), ("First_Climbed", "$gt", 1950, 2)]),
+    ("Names of peaks first climbed no later than 1900.", [("First_Climbed", "$lte", 1900, 0)]),
+    ("Names of peaks first climbed no earlier than 1900.", [("First_Climbed", "$gte", 1900, 0)]),
+    ("Names of guides younger than 40 years old.", [("guide.Age", "$lt", 40, 0)]),
+])
+def test_comparator_phrases(question, expected):
+    assert filters_of(question) == expected
+
+
+def test_a_currency_sign_is_part_of_the_number():
+    assert filters_of("Titles of shops with prices between $50 and $100.") == [
+        ("Price", "$gte", 50, 0), ("Price", "$lte", 100, 0)]
+
+
+def test_an_amount_after_for_with_no_unit_is_a_price():
+    assert filters_of("Titles of shops selling for under 50.") == [("Price", "$lt", 50, 0)]
+    # a unit after the amount names another measure: no price is assumed
+    assert filters_of("Titles of shops open for over 50 years.") == []
+
+
+# -- top N and superlatives ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("question, expected", [
+    ("Names of the 5 tallest peaks.", ([("Height", -1)], 5)),
+    ("Names of the three oldest guides.", ([("guide.Age", -1)], 3)),
+    ("Names of the two youngest guides.", ([("guide.Age", 1)], 2)),
+    # the measure named after 'by' ranks, not the one the adjective names
+    ("Regions of the three tallest peaks by prominence.", ([("Prominence", -1)], 3)),
+])
+def test_the_n_superlative_is_a_top_n(question, expected):
+    assert order_of(question) == expected
+
+
+def test_a_superlative_listed_first_orders_without_a_limit():
+    assert order_of("Names of guides, with the oldest listed first.") == ([("guide.Age", -1)], None)
+
+
+# -- distinct ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("question", ["Show the regions of peaks without duplicates.",
+                                      "List peak regions, each listed once.", "List peak regions with no repeats."])
+def test_without_duplicates_is_distinct(question):
+    assert ir_of(question).distinct
+
+
+# -- text patterns -------------------------------------------------------------------------------------------------
+
+def test_a_quoted_word_featured_in_a_field_named_after_it():
+    assert filters_of("Count the shops with the word 'Corner' featured in their titles.") == [
+        ("Title", "$regex", "Corner", 0)]
+
+
+def test_finishing_with_a_letter_is_a_suffix():
+    assert filters_of("Names of peaks that finish with the letter k.") == [("Name", "$regex", "k$", 0)]
