@@ -21,6 +21,7 @@ INDEX = {
         entry("peak", "Region", present=6), entry("peak", "Height", types={"int": 6}, present=6),
         entry("peak", "Prominence", types={"int": 6}, present=6),
         entry("peak", "First_Climbed", types={"int": 6}, present=6),
+        entry("peak", "Visitors", types={"int": 6}, present=6),
         entry("peak", "guide", kind="array", types={"array": 6}, present=6),
         entry("peak", "guide[].Guide_Name", present=9), entry("peak", "guide[].Age", types={"int": 9}, present=9),
         entry("shop", "Title", present=3), entry("shop", "Owner", present=3),
@@ -37,6 +38,10 @@ def ir_of(question, witnesses=()):
 def filters_of(question, witnesses=()):
     ir = ir_of(question, witnesses)
     return [(f.field.mql, f.op, f.value, f.branch) for f in ir.filters]
+
+
+def pipeline_of(question, witnesses=()):
+    return rules.render(ir_of(question, witnesses))
 
 
 def order_of(question):
@@ -105,3 +110,50 @@ def test_a_quoted_word_featured_in_a_field_named_after_it():
 
 def test_finishing_with_a_letter_is_a_suffix():
     assert filters_of("Names of peaks that finish with the letter k.") == [("Name", "$regex", "k$", 0)]
+
+
+# -- counting ------------------------------------------------------------------------------------------------------
+
+def test_the_number_of_an_entity_compared_is_a_count_per_group():
+    ir = ir_of("Show the regions where the number of peaks is below three.")
+    assert [f.mql for f in ir.group_by] == ["Region"] and ir.having == ("$lt", 3) and not ir.filters
+
+
+def test_the_number_of_an_array_compared_is_its_size():
+    ir = ir_of("List the names of peaks where the number of guides exceeds one.")
+    assert [(f.field.mql, f.op, f.value, f.size) for f in ir.filters] == [("guide", "$gt", 1, True)]
+    assert not ir.count and not ir.sizes
+
+
+def test_a_temporal_comparison_after_a_count_dates_what_is_counted():
+    assert filters_of("Which region has the most number of peaks first climbed before 1900?") == [
+        ("First_Climbed", "$lt", 1900, 0)]
+
+
+def test_the_average_number_of_a_stored_quantity_averages_it():
+    assert pipeline_of("What is the average number of visitors of peaks first climbed before 1900?") == [
+        {"$match": {"First_Climbed": {"$lt": 1900}}},
+        {"$group": {"_id": None, "avg_Visitors": {"$avg": "$Visitors"}}},
+        {"$project": {"_id": 0, "avg_Visitors": 1}}]
+
+
+def test_the_largest_number_of_a_stored_quantity_ranks_by_it():
+    assert pipeline_of("Show the name of the peak with the largest number of visitors.") == [
+        {"$sort": {"Visitors": -1}}, {"$limit": 1}, {"$project": {"_id": 0, "Name": "$Name"}}]
+
+
+@pytest.mark.parametrize("question", ["Which region has the greatest number of peaks?",
+                                      "Identify the region with the highest count of peaks.",
+                                      "What is the region that the majority of peaks are in?"])
+def test_the_most_counted_value_is_one_group_ranked_by_its_count_not_shown(question):
+    assert pipeline_of(question) == [
+        {"$group": {"_id": "$Region", "count": {"$sum": 1}}}, {"$sort": {"count": -1, "_id": 1}}, {"$limit": 1},
+        {"$project": {"_id": 0, "Region": "$_id"}}]
+
+
+@pytest.mark.parametrize("question", ["What is the count of peaks from different regions?",
+                                      "What is the number of peaks classified under different regions?"])
+def test_a_count_over_different_values_is_a_count_per_value(question):
+    assert pipeline_of(question) == [
+        {"$group": {"_id": "$Region", "count": {"$sum": 1}}}, {"$sort": {"_id": 1}},
+        {"$project": {"_id": 0, "Region": "$_id", "count": 1}}]

@@ -265,6 +265,18 @@ def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set
         ir.count = False
 
 
+def averaged_count(q: Question, count: re.Match, mentions: list[Mention], fields: list[Field]) -> bool:
+    """'the average number of enrollees', 'the mean number of chapters': a statistic of
+    a stored quantity or of an array's size, not a count of documents."""
+    at = q.word_at(count.start())
+    if not count.group().endswith("of") or at == 0 or AGG_WORDS.get(q.raw[at - 1]) not in ("$avg", "$sum"):
+        return False
+    after = q.word_at(count.end())
+    after += q.raw[after:after + 1] in (["the"], ["a"])
+    return array_named(q, after, fields) is not None or any(
+        m.start == after and m.field.numeric and "id" not in m.field.words for m in mentions)
+
+
 def count_per_value(lower: str, ir: IR) -> None:
     """'how many open and how many closed tickets': one count per witnessed
     value, so the values' field is a group key."""

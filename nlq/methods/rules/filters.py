@@ -48,8 +48,29 @@ def denied_elements(filters: list[Filter]) -> list[Filter]:
     return out
 
 
+# Comparators that place a thing in time, never compare a count.
+TEMPORAL = frozenset({"before", "after", "since", "from", "until", "earlier", "later"})
+
+
+def counted_before(q: Question, at: int) -> tuple[int, int] | None:
+    """'the number of players is more than one', 'where the count of students is below 3':
+    the comparison at word `at` follows a count phrase. Returns (the phrase's first word,
+    the counted noun's word), or None."""
+    if at >= len(q.raw) or q.raw[at] in TEMPORAL:  # 'the most number of wines before 2010' dates the wines
+        return None
+    k = at - 1 if at and q.raw[at - 1] in ("is", "are", "was", "were", "be") else at
+    noun = k - 1
+    if noun < 2:
+        return None
+    of = noun - 1 - (q.raw[noun - 1] in ("the", "their", "its", "his", "her"))
+    if q.raw[of] != "of" or q.raw[of - 1] not in ("number", "numbers", "count", "total") or of - 1 < 0:
+        return None
+    return of - 1, noun
+
+
 def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention],
-                       consumed: set[int], used: set[int], years: dict | None = None) -> list[Filter]:
+                       consumed: set[int], used: set[int], years: dict | None = None,
+                       counted: set[int] | None = None) -> list[Filter]:
     """Numeric comparisons ('more than 50', 'before 1850', 'between 2 and 5',
     'at least two flights') bound to the nearest numeric field mentioned, to the
     field the comparator names ('older' -> age), to the size of an array
@@ -67,6 +88,14 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         if array is not None:
             filters.append(Filter(array, op, value, at, size=True))
             consumed.update(range(at, after + 1))
+            continue
+        count = counted_before(q, at)
+        array = array_named(q, count[1], fields) if count else None
+        if array is not None:  # 'where the number of players is more than one': the array's size
+            filters.append(Filter(array, op, value, at, size=True))
+            consumed.update(range(count[0], after))
+            if counted is not None:
+                counted.add(count[0])
             continue
         mention, target = None, None
         if re.search(r"\byear\b", lower[q.spans[at][0]:char_end]):  # 'before the year of 2010' names its field
@@ -142,19 +171,30 @@ def detect_average_comparisons(q: Question, mentions: list[Mention], consumed: s
 
 
 def detect_having(q: Question, mentions: list[Mention], fields: list[Field], entities: set[int],
-                  consumed: set[int], used: set[int]) -> tuple[Field, str, object] | None:
-    """'authors who have more than 2 books': the number compares how many of
-    the collection's own documents share a value of the field named before it
-    — a count per value, then a condition on that count (SQL's HAVING)."""
+                  consumed: set[int], used: set[int], counted: set[int] | None = None
+                  ) -> tuple[Field, str, object] | None:
+    """'authors who have more than 2 books', 'majors where the number of students is
+    below 3': the number compares how many of the collection's own documents share a
+    value of the field named before it — a count per value, then a condition on that
+    count (SQL's HAVING)."""
     for at, op, value, char_end in comparison_phrases(q):
         after = q.word_at(char_end)
-        if after not in entities or array_named(q, after, fields, top_level=False) is not None:
+        count = counted_before(q, at)
+        if after in entities:
+            start, end = at, after + 1
+        elif count is not None and count[1] in entities:
+            start, end, after = count[0], after, count[1]
+        else:
             continue
-        before = [m for m in mentions if m.end <= at and m.start not in used and m.field.kind != "array"
+        if array_named(q, after, fields, top_level=False) is not None:
+            continue
+        before = [m for m in mentions if m.end <= start and m.start not in used and m.field.kind != "array"
                   and not m.field.arrays]
         if before:
-            consumed.update(range(at, after + 1))
+            consumed.update(range(start, end))
             used.add(before[-1].start)
+            if counted is not None and start != at:
+                counted.add(start)
             return before[-1].field, op, value
     return None
 

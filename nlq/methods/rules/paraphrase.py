@@ -95,6 +95,7 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (r"\b(?:free (?:from|of)|unaffected by|devoid of|with zero)\s+(?:any\s+)?", r"without any "),
     (r"\b(?:has|have|had) yet to\b", r"did not"),
     # frequency: 'the most prevalent', 'appears most frequently', 'the highest occurrence'
+    (r"\b(?:the )?(?:majority|bulk|greater part) of\b", r"most"),
     (r"\bmost (?:prevalent|frequent(?:ly)?(?: (?:occurring|used|appearing|seen))?|often occurring|widespread)\b",
      r"most common"),
     (r"\bleast (?:prevalent|frequent(?:ly)?(?: (?:occurring|used|appearing|seen))?)\b", r"least common"),

@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from nlq.methods.rules.aggregation import (aggregate_conditions, coordinated_aggregates, count_per_value,
-                                           count_quantities, detect_aggregates, detect_rounding, per_document,
-                                           shown_before_aggregates, top_group)
+from nlq.methods.rules.aggregation import (aggregate_conditions, averaged_count, coordinated_aggregates,
+                                           count_per_value, count_quantities, detect_aggregates, detect_rounding,
+                                           per_document, shown_before_aggregates, top_group)
 from nlq.methods.rules.filters import (denied_elements, detect_absence, detect_anti_join, detect_average_comparisons,
                                        detect_comparisons, detect_disjunction, detect_flags, detect_having,
                                        detect_missing, detect_text_filters)
@@ -57,6 +57,7 @@ class State:
     mentions: list[Mention]       # the collection's non-overlapping field mentions
     consumed: set[int] = field(default_factory=set)  # question words a pass already explains
     used: set[int] = field(default_factory=set)      # mentions (by start) that filter, group, sort or aggregate
+    counted: set[int] = field(default_factory=set)   # count phrases (by first word) a condition already reads
     limit_direction: int = 0      # the order 'top 3' / 'the 5 lowest' implies
     bound: list[Filter] = field(default_factory=list)  # witnessed literals bound to stored forms
     common: bool = False          # 'the most common X' ranked the counts
@@ -106,7 +107,7 @@ def read_limits(s: State) -> None:
 
 def read_having(s: State) -> None:
     """'authors with more than 2 books': a count per value, then a condition (before comparisons)."""
-    having = detect_having(s.q, s.mentions, s.fields, s.entities, s.consumed, s.used)
+    having = detect_having(s.q, s.mentions, s.fields, s.entities, s.consumed, s.used, s.counted)
     if having is not None:
         s.ir.group_by, s.ir.having = [having[0]], having[1:]
 
@@ -115,7 +116,7 @@ def read_filters(s: State) -> None:
     """Comparisons, text patterns, averages, null vs missing, empty arrays, anti-joins."""
     q, ir = s.q, s.ir
     ir.filters = detect_comparisons(q, s.fields, s.mentions, s.consumed, s.used,
-                                    witnessed_years(s.witnesses, s.collection, s.fields))
+                                    witnessed_years(s.witnesses, s.collection, s.fields), s.counted)
     ir.filters += detect_text_filters(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_average_comparisons(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used)
@@ -150,9 +151,13 @@ def read_counts(s: State) -> None:
     q, ir, mentions = s.q, s.ir, s.mentions
     ir.distinct = any(w in DISTINCT_WORDS for w in q.raw) or bool(DISTINCT_PHRASES.search(s.lower))
     named = {i for m in mentions for i in range(m.start, m.end)}
-    ir.count_asked = any(q.word_at(c.start()) not in named and not names_quantity(q, c, mentions)
-                         for c in COUNT_PATTERNS.finditer(s.lower))
-    ir.count = bool(ir.having) or ir.count_asked
+    counts = [c for c in COUNT_PATTERNS.finditer(s.lower) if q.word_at(c.start()) not in named | s.counted
+              and not names_quantity(q, c, mentions) and not averaged_count(q, c, mentions, s.fields)]
+    # 'the range with the most number of peaks' ranks by the count; it does not ask for it
+    ranking = [c for c in counts if q.raw[q.word_at(c.start()) - 1:q.word_at(c.start())] in (
+        ["most"], ["least"], ["fewest"])]
+    ir.count_asked = len(counts) > len(ranking)
+    ir.count = bool(ir.having or counts)
     if ir.count:
         count_quantities(q, ir, mentions, s.entities, s.used)
         count_per_value(s.lower, ir)
@@ -286,7 +291,15 @@ def read_per_group(s: State) -> None:
     if which_entity(q, s.collection) and ir.group_by and len(ir.aggregates) == 1 \
             and ir.aggregates[0][0] in ("$max", "$min"):
         top_per_group(ir, s.index, s.fields, q, s.entities, "identified" in s.variant)
+    ranked = MOST_COUNTED.search(s.lower)
+    if ranked and ir.group_by and ir.count and not ir.sort:
+        # 'the range with the most number of peaks' (peaks no field names): the groups, ranked by their counts
+        ir.sort = [("count", -1 if ranked.group(1) == "most" else 1)]
+        ir.limit = ir.limit or entity_limit(q, s.entities, s.mentions) or 1
     ir.sort = ir.sort or default_order(ir, identifier(s.index, s.collection, s.fields))
+
+
+MOST_COUNTED = re.compile(r"\b(most|least|fewest) number of\b")
 
 
 def read_coverage(s: State) -> None:
