@@ -24,7 +24,8 @@ INDEX = {
         entry("peak", "Visitors", types={"int": 6}, present=6),
         entry("peak", "guide", kind="array", types={"array": 6}, present=6),
         entry("peak", "guide[].Guide_Name", present=9), entry("peak", "guide[].Age", types={"int": 9}, present=9),
-        entry("shop", "Title", present=3), entry("shop", "Owner", present=3),
+        entry("shop", "Title", present=3), entry("shop", "Owner", present=3), entry("shop", "Shop_Type", present=3),
+        entry("shop", "Owner_Age", types={"int": 3}, present=3),
         entry("shop", "Price", types={"int": 3}, present=3),
     ],
     "values": {},
@@ -157,3 +158,40 @@ def test_a_count_over_different_values_is_a_count_per_value(question):
     assert pipeline_of(question) == [
         {"$group": {"_id": "$Region", "count": {"$sum": 1}}}, {"$sort": {"_id": 1}},
         {"$project": {"_id": 0, "Region": "$_id", "count": 1}}]
+
+
+# -- grouping ------------------------------------------------------------------------------------------------------
+
+def test_a_statistic_for_all_values_of_a_compound_attribute_groups_by_it():
+    ir = ir_of("What are the average prices for all shop types?")
+    assert [f.mql for f in ir.group_by] == ["Shop_Type"] and [op for op, _ in ir.aggregates] == ["$avg"]
+
+
+@pytest.mark.parametrize("question", ["What is the average price for all shops?",
+                                      "What is the maximum price across all shops?"])
+def test_a_statistic_for_all_documents_is_over_the_whole_collection(question):
+    assert ir_of(question).group_by == []
+
+
+def test_according_to_an_attribute_groups_a_statistic():
+    ir = ir_of("Show the average price of shops according to their owner.")
+    assert [f.mql for f in ir.group_by] == ["Owner"]
+
+
+# -- negation ------------------------------------------------------------------------------------------------------
+
+EAST = {"term": "East", "hard": True,
+        "matches": [{"stored": "East", "kind": "value", "collection": "peak", "path": "Region", "frequency": 2}]}
+
+
+@pytest.mark.parametrize("question", ["Names of peaks that are not located in the East region.",
+                                      "Names of peaks whose regions exclude East.",
+                                      "Names of peaks located elsewhere than the East region."])
+def test_a_denied_value_is_ne_and_says_nothing_of_the_field_presence(question):
+    assert filters_of(question, [EAST]) == [("Region", "$ne", "East", 0)]
+
+
+def test_not_aged_n_is_only_an_inequality():
+    forty = {"term": "40", "hard": True, "matches": [
+        {"stored": 40, "kind": "value", "collection": "shop", "path": "Owner_Age", "frequency": 1}]}
+    assert filters_of("Titles of shops whose owners are not aged 40.", [forty]) == [("Owner_Age", "$ne", 40, 0)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from nlq.methods.rules.vocabulary import BETWEEN, COMPARATORS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE
+from nlq.methods.rules.vocabulary import BETWEEN, COMPARATORS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import join_edge, split_name
 from nlq.methods.rules.question import Question, denied, plain_word, to_number, word_match
@@ -230,7 +230,7 @@ def detect_absence(q: Question, fields: list[Field], consumed: set[int]) -> list
     the named array entity is empty (missing counts as empty)."""
     filters = []
     for at, word in enumerate(q.raw):
-        if word not in NEGATIONS or word in ("except", "excluding", "other") or at in consumed:
+        if word not in NEGATIONS or word in SETTING_ASIDE or at in consumed:
             continue
         for j in range(at + 1, min(at + 6, len(q.raw))):
             array = array_named(q, j, fields)
@@ -282,6 +282,23 @@ def detect_missing(q: Question, mentions: list[Mention], fields: list[Field], co
         used.add(target.start)
         consumed.update(range(at, target.end))
     return filters
+
+
+def denied_values(filters: list[Filter]) -> list[Filter]:
+    """'counties not located in the East', 'actors not aged 20': a negation before a
+    field and then a literal on it denies the literal (`$ne`), not the field's presence —
+    detect_missing's null-or-absent test on that field is dropped."""
+    out = list(filters)
+    for missing in [f for f in filters if f.op in ("$exists", "$type") and f.value in (False, "null")]:
+        literal = next((f for f in out if f.field.mql == missing.field.mql and f.op in ("$eq", "$ne", "$in")
+                        and 0 < f.start - missing.start <= 5), None)
+        if literal is not None:
+            out.remove(missing)
+            if literal.op == "$eq":
+                literal.op = "$ne"
+            elif literal.op == "$in":
+                literal.op = "$nin"
+    return out
 
 
 def detect_flags(q: Question, mentions: list[Mention], consumed: set[int], used: set[int]) -> list[Filter]:

@@ -90,6 +90,8 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (r"\b(?:a pair of|a couple of|a couple)\s+(?=[a-z])", r"two "),
     (r"\b(?:at least|a minimum of) a single\b", r"at least one"),
     (rf"\b{_N}\s+or\s+more\s+(?=[a-z])", r"at least \1 "),
+    # setting a value aside: 'located elsewhere than the East', 'anywhere but Paris'
+    (r"\b(?:elsewhere|anywhere other|somewhere other) than\b|\banywhere but\b", r"not in"),
     # absence: 'lack any entries', 'free from allergies', 'have yet to enroll'
     (r"\b(?:lacks?|lacking|lacked)\s+(?:any\s+|an?\s+)?", r"without any "),
     (r"\b(?:free (?:from|of)|unaffected by|devoid of|with zero)\s+(?:any\s+)?", r"without any "),
@@ -134,6 +136,8 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (r"\b(?:with )?the (oldest|youngest|newest|latest|earliest|highest|lowest|largest|smallest) "
      r"(?:listed|shown|displayed|appearing|coming) first\b", r"\1 first"),
     (r"\b(ordered|sorted|arranged|ranked|listed|organi[sz]ed) (?:in )?(?:terms of|according to|based on)\b", r"\1 by"),
+    # grouping: 'the average price according to their category' (an order phrase was rewritten above)
+    (r"\b(?:according to|based on) (?:their |its |the )?(?=[a-z])", r"by "),
     # ordering: 'starting with the eldest', 'from most to least'
     (r"\bstarting (?:with|from) the (?:eldest|oldest|highest|largest|biggest|most|greatest|latest|newest)\b",
      r"in descending order"),

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from nlq.methods.rules.aggregation import (aggregate_conditions, averaged_count, coordinated_aggregates,
                                            count_per_value, count_quantities, detect_aggregates, detect_rounding,
                                            per_document, shown_before_aggregates, top_group)
-from nlq.methods.rules.filters import (denied_elements, detect_absence, detect_anti_join, detect_average_comparisons,
-                                       detect_comparisons, detect_disjunction, detect_flags, detect_having,
+from nlq.methods.rules.filters import (denied_elements, denied_values, detect_absence, detect_anti_join,
+                                       detect_average_comparisons, detect_comparisons, detect_disjunction, detect_flags, detect_having,
                                        detect_missing, detect_text_filters)
 from nlq.methods.rules.grounding import (bind_bag_attributes, bind_witnesses, coded_witnesses, eponymous_field,
                                          number_alternatives, resolve_collection, witnessed_years)
@@ -138,7 +138,7 @@ def read_literals(s: State) -> None:
         used.update(m.start for m in mentions if m.field.mql == f.field.mql and abs(m.start - f.start) <= 4)
     used.update(m.start for m in mentions if m.start in consumed)  # a word read as a literal names no field
     ir.filters += number_alternatives(q, s.bound, consumed)
-    ir.filters = denied_elements(ir.filters)
+    ir.filters = denied_values(denied_elements(ir.filters))
     detect_disjunction(q, ir.filters, consumed)
     ir.witnesses_bound = len(s.bound)
     bind_bag_attributes(q, ir, s.fields, s.limit_direction)
@@ -181,6 +181,19 @@ def read_grouping(s: State) -> None:
             if target.field not in ir.group_by:
                 ir.group_by.append(target.field)
             used.add(target.start)
+    for m in re.finditer(r"\bfor all (?:the |of the )?", lower):
+        # 'the average salary for all job titles': a statistic over each value of a compound
+        # attribute named in the plural — not the documents themselves ('for all companies',
+        # 'for all schools' are the domain: one word may name the entity, so it never groups)
+        at = q.word_at(m.end())
+        target = next((mm for mm in mentions if mm.start == at), None)
+        span = set(range(target.start, target.end)) if target else set()
+        if target is None or target.start in used or len(span) < 2 or span <= s.entities or not span & s.plural \
+                or not (ir.count or STATISTICS & set(q.raw)):
+            continue
+        if target.field not in ir.group_by:
+            ir.group_by.append(target.field)
+        used.add(target.start)
     for m in re.finditer(r"\b(?:each|every)\s+", lower):  # 'spent each year'
         at = q.word_at(m.end())
         if not any(mm.start == at for mm in mentions):

@@ -103,8 +103,12 @@ OR_BOUND = re.compile(NUMBER + r"\s+or\s+(" + "|".join(sorted(OR_MORE | OR_LESS)
                       r"(?!\s+(?:than\b|(?:the\s+)?(?:year\s+(?:of\s+)?)?\d))")
 
 
-NEGATIONS = {"not", "no", "except", "excluding", "other", "without", "never", "don't", "doesn't", "didn't",
-             "haven't", "hasn't", "none", "nobody", "non"}
+NEGATIONS = {"not", "no", "except", "excluding", "exclude", "excludes", "outside", "other", "without", "never",
+             "don't", "doesn't", "didn't", "haven't", "hasn't", "none", "nobody", "non"}
+
+
+# Negations that set values aside rather than deny that something exists ('except X', 'outside Y').
+SETTING_ASIDE = frozenset({"except", "excluding", "exclude", "excludes", "outside", "other"})
 
 
 # Superlatives that rank ('the 3 tallest', 'the five most expensive'): the ranking words,
