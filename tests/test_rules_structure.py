@@ -195,3 +195,19 @@ def test_not_aged_n_is_only_an_inequality():
     forty = {"term": "40", "hard": True, "matches": [
         {"stored": 40, "kind": "value", "collection": "shop", "path": "Owner_Age", "frequency": 1}]}
     assert filters_of("Titles of shops whose owners are not aged 40.", [forty]) == [("Owner_Age", "$ne", 40, 0)]
+
+
+# -- trailing superlatives -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("question, expected", [
+    ("Titles of the 2 shops whose price is the lowest.", ([("Price", 1)], 2)),
+    ("Name of the peak whose prominence is the greatest.", ([("Prominence", -1)], 1)),
+    ("Name of the peak that was first climbed the earliest.", ([("First_Climbed", 1)], 1)),
+])
+def test_a_superlative_after_its_measure_ranks_by_it(question, expected):
+    assert order_of(question) == expected
+
+
+def test_a_superlative_before_a_noun_is_not_read_backwards():
+    # 'the highest peaks' names no measure before 'highest': the height word decides
+    assert order_of("Prominence of the highest peak.") == ([("Height", -1)], 1)

@@ -107,6 +107,14 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1
             consumed.add(i + 1)
             continue
+        back = _measured_before(q, i, mentions, used) if target is None and op in ("$max", "$min") else None
+        if back is not None and not ir.group_by:
+            # 'the product priced the highest', 'the employees paid the least': the measure came first
+            ir.sort = ir.sort or [(back.field, -1 if op == "$max" else 1)]
+            ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1
+            used.add(back.start)
+            consumed.add(i)
+            continue
         if target is None:
             continue
         also = _coordinated(q, target, mentions, used)
@@ -221,6 +229,21 @@ def _most_of_entity(q: Question, i: int, mentions: list[Mention], entities: set[
         return None
     before = [m for m in mentions if m.end <= i and m.start not in used and m.field.kind != "array"]
     return before[-1] if before else None
+
+
+# Words that may close a clause after a trailing superlative ('priced the highest of all').
+CLAUSE_CLOSERS = frozenset({"and", "or", "of", "among", "in", "on", "overall", "ever", "but", "while"})
+
+
+def _measured_before(q: Question, i: int, mentions: list[Mention], used: set[int]) -> Mention | None:
+    """The measure a trailing superlative ranks by: 'priced the highest', 'whose height is
+    the greatest', 'paid the least' — a numeric field named just before the superlative
+    (at most 'is the' between), with no noun after it."""
+    if i + 1 < len(q.raw) and q.raw[i + 1] not in CLAUSE_CLOSERS:
+        return None
+    j = i - 1 if i and q.raw[i - 1] == "the" else i
+    j -= 1 if j and q.raw[j - 1] in ("is", "are", "was", "were") else 0
+    return next((m for m in mentions if m.end == j and m.field.numeric and m.start not in used), None)
 
 
 def _coordinated(q: Question, first: Mention, mentions: list[Mention], used: set[int]) -> list[Mention]:

@@ -76,6 +76,11 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
             # 'the latest open year', 'the longest working history': the field named right after
             adjacent = next((m for m in mentions if m.start == i + 1 and (m.field.numeric or m.field.type == "date")
                              and m.start not in used), None)
+            if adjacent is None and (i + 1 == len(q.raw) or q.raw[i + 1] in ("and", "or", "of", "among", "in")):
+                # 'the university that was founded the earliest': the date or year named just before
+                j = i - 1 if i and q.raw[i - 1] == "the" else i
+                adjacent = next((m for m in mentions if m.end == j and (m.field.numeric or m.field.type == "date")
+                                 and m.start not in used), None)
             if adjacent is not None:
                 used.add(adjacent.start)
                 return [(adjacent.field, measure[1])]
