@@ -211,3 +211,20 @@ def test_a_superlative_after_its_measure_ranks_by_it(question, expected):
 def test_a_superlative_before_a_noun_is_not_read_backwards():
     # 'the highest peaks' names no measure before 'highest': the height word decides
     assert order_of("Prominence of the highest peak.") == ([("Height", -1)], 1)
+
+
+# -- outputs -------------------------------------------------------------------------------------------------------
+
+NAMES = {**INDEX, "lattice": INDEX["lattice"] + [entry("shop", "Fname", present=3), entry("shop", "Lname", present=3)]}
+
+
+@pytest.mark.parametrize("question", ["List the first and last names of the shops.",
+                                      "What are the names (both first and last) of the shops?",
+                                      "List the first name and last name of the shops."])
+def test_name_parts_sharing_one_head_are_both_shown(question):
+    assert [f.mql for f in rules.build_ir(question, [], NAMES).outputs] == ["Fname", "Lname"]
+
+
+def test_the_information_about_an_entity_is_all_its_fields():
+    ir = ir_of("Show the information about shops sorted by price.")
+    assert {f.mql for f in ir.outputs} == {"Title", "Owner", "Shop_Type", "Owner_Age", "Price"}

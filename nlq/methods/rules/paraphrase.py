@@ -151,6 +151,12 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     # everything: 'the complete information about', 'everything about'
     (r"\b(?:the )?(?:complete|full|entire|whole) (information|info|details|data|records?)\b", r"all the \1"),
     (r"\beverything (?=about|on|regarding|concerning|for)\b", r"all the information "),
+    (r"(?<!all )\b(?:the )?(information|info) (?=about|on|regarding|concerning|of)\b", r"all the \1 "),
+    # name parts sharing one head: 'first and last names', 'names (both first and last)'
+    (r"\b(first|last|middle|given|family) (?:and|&) (first|last|middle|given|family) names\b",
+     r"\1 names and \2 names"),
+    (r"\b(first|last|middle|given|family) (?:and|&) (first|last|middle|given|family) name\b", r"\1 name and \2 name"),
+    (r"\bnames \((?:both )?(first|last) and (first|last)\)", r"\1 names and \2 names"),
     # words: 'eldest' is 'oldest', a 'surname' a 'last name', an 'identifier' an 'id'
     (r"\beldest\b", r"oldest"),
     (r"\bsurnames\b", r"last names"),
