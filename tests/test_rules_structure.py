@@ -228,3 +228,28 @@ def test_name_parts_sharing_one_head_are_both_shown(question):
 def test_the_information_about_an_entity_is_all_its_fields():
     ir = ir_of("Show the information about shops sorted by price.")
     assert {f.mql for f in ir.outputs} == {"Title", "Owner", "Shop_Type", "Owner_Age", "Price"}
+
+
+def test_a_noun_before_numbers_of_makes_a_compound_not_a_count():
+    assert not ir_of("Show the telephone numbers of shops.").count
+    assert ir_of("Show the owners and the corresponding number of shops.").count
+
+
+@pytest.mark.parametrize("question", ["Which region has the largest peak population?",
+                                      "Which region has the largest population of peaks?"])
+def test_a_population_of_an_entity_is_its_count(question):
+    ir = ir_of(question)
+    assert [f.mql for f in ir.group_by] == ["Region"] and ir.sort == [("count", -1)] and ir.limit == 1
+
+
+def test_the_value_shared_by_the_most_array_elements_is_a_count_per_value():
+    ir = ir_of("Which guide name do the most guides have?")
+    assert [f.mql for f in ir.group_by] == ["guide.Guide_Name"] and ir.sort == [("count", -1)] and ir.limit == 1
+
+
+def test_a_literal_between_most_and_the_entity_is_a_condition_of_the_count():
+    corner = {"term": "corner", "hard": True, "matches": [
+        {"stored": "corner", "kind": "value", "collection": "shop", "path": "Shop_Type", "frequency": 2}]}
+    ir = ir_of("Which owner has the most corner shops?", [corner])
+    assert [f.mql for f in ir.group_by] == ["Owner"] and ir.sort == [("count", -1)] and ir.limit == 1
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Shop_Type", "$eq", "corner")]

@@ -92,8 +92,10 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
                 and q.text[q.spans[i][1]:q.spans[i + 1][0]].strip() == "":
             rank_aggregate = -1 if op == "$max" else 1  # 'the highest total sales' ranks the total
             continue
-        key = _most_of_entity(q, i, mentions, entities, fields, used) if op in ("$max", "$min") and target is None \
-            and array is None else None
+        key = _most_of_entity(q, i, mentions, entities, fields, used, consumed) if op in ("$max", "$min") \
+            and target is None and array is None else None
+        if key is None and op in ("$max", "$min") and array is not None:
+            key = _value_of_elements(q, i, mentions, array, used)
         if key is not None:
             # 'which genre has the most books': the value of a field shared by the most documents
             ir.group_by.append(key.field)
@@ -215,16 +217,27 @@ def top_group(q: Question, ir: IR, mentions: list[Mention], used: set[int]) -> N
         ir.sort = [(ir.aggregates[0][1], -1)]
 
 
+def _value_of_elements(q: Question, i: int, mentions: list[Mention], array: Field, used: set[int]) -> Mention | None:
+    """'which origin do the most flights leave from', where origin is a field of each flight:
+    the value shared by the most elements of the array — a count per value, not a
+    ranking of documents by their array's size."""
+    if q.raw[i] not in ("most", "least", "fewest") and q.raw[i + 1:i + 2] != ["number"]:
+        return None
+    before = [m for m in mentions if m.end <= i and m.start not in used and m.field.kind == "scalar"
+              and array.mql in m.field.arrays]
+    return before[-1] if before else None
+
+
 def _most_of_entity(q: Question, i: int, mentions: list[Mention], entities: set[int], fields: list[Field],
-                    used: set[int]) -> Mention | None:
+                    used: set[int], consumed: set[int] = frozenset()) -> Mention | None:
     """The field before 'most <documents>' ('which genre has the most books',
     'in which year were most of the books printed'), when the superlative counts the
     collection's own documents rather than an array's elements."""
     if q.raw[i] not in ("most", "least", "fewest") and q.raw[i + 1:i + 2] != ["number"]:
         return None  # 'the highest tower' measures; 'the highest number of towers' counts
     j = i + 1
-    while j < len(q.raw) and q.raw[j] in ("number", "of", "the"):
-        j += 1
+    while j < len(q.raw) and (q.raw[j] in ("number", "of", "the") or j in consumed and j not in entities):
+        j += 1  # ('the most female students': a literal read before the entity)
     if j not in entities or array_named(q, j, fields, top_level=False) is not None:
         return None
     before = [m for m in mentions if m.end <= i and m.start not in used and m.field.kind != "array"]

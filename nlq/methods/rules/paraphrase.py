@@ -105,15 +105,18 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"most common"),
     (r"\b(?:lowest|smallest|minimum) (?:frequency|occurrence|number of occurrences)\b", r"least common"),
     # counted superlatives: 'the greatest number of peaks', 'the highest student count', 'least amount of'
-    (r"\b(?:highest|greatest|largest|biggest|maximum|most) (?:number|count|amount|quantity|total number) of\b",
-     r"most number of"),
-    (r"\b(?:lowest|smallest|fewest|minimum|least) (?:number|count|amount|quantity|total number) of\b",
-     r"least number of"),
-    (r"\b(?:highest|greatest|largest|biggest|maximum) ([a-z]+) counts?\b", r"most number of \1"),
-    (r"\b(?:lowest|smallest|fewest|minimum) ([a-z]+) counts?\b", r"least number of \1"),
+    # ('the largest population of female students', 'the largest student headcount': a count of people)
+    (r"\b(?:highest|greatest|largest|biggest|maximum|most) (?:number|count|amount|quantity|total number|"
+     r"population|headcount) of\b", r"most number of"),
+    (r"\b(?:lowest|smallest|fewest|minimum|least) (?:number|count|amount|quantity|total number|population|"
+     r"headcount) of\b", r"least number of"),
+    (r"\b(?:highest|greatest|largest|biggest|maximum) ([a-z]+) (?:counts?|population|headcount)\b",
+     lambda m: m.group() if m.group(1).lower() in _FUNCTION_WORDS else "most number of " + m.group(1)),
+    (r"\b(?:lowest|smallest|fewest|minimum) ([a-z]+) (?:counts?|population|headcount)\b",
+     lambda m: m.group() if m.group(1).lower() in _FUNCTION_WORDS else "least number of " + m.group(1)),
     # counts: 'the student counts', 'the quantity of buses', 'along with their frequency'
     (r"\b(?:respective|corresponding|associated|total)\s+(?=counts?\b)", r""),
-    (r"\b(?:the )?(?:quantity|quantities|tally|tallies|counts?) of\b", r"the number of"),
+    (r"\b(?:the )?(?:quantity|quantities|tally|tallies|counts?|headcount) of\b", r"the number of"),
     (r"\bthe total number of\b", r"the number of"),
     (r"\b(?:listed |sorted |ordered |arranged |ranked )?from (?:the )?most (?:frequent|common|often)? ?to (?:the )?"
      r"least (?:frequent|common|often)\b", r"in descending order of count"),

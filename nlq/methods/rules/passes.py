@@ -38,7 +38,8 @@ from nlq.methods.rules.question import (Question, meaningful_mentions, mention_f
                                         order_words, select_mentions, word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
 from nlq.methods.rules.vocabulary import (AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
-                                          DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS)
+                                          DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS,
+                                          SUPERLATIVES)
 
 
 @dataclass
@@ -152,7 +153,8 @@ def read_counts(s: State) -> None:
     ir.distinct = any(w in DISTINCT_WORDS for w in q.raw) or bool(DISTINCT_PHRASES.search(s.lower))
     named = {i for m in mentions for i in range(m.start, m.end)}
     counts = [c for c in COUNT_PATTERNS.finditer(s.lower) if q.word_at(c.start()) not in named | s.counted
-              and not names_quantity(q, c, mentions) and not averaged_count(q, c, mentions, s.fields)]
+              and not names_quantity(q, c, mentions) and not averaged_count(q, c, mentions, s.fields)
+              and not compound_number(q, c)]
     # 'the range with the most number of peaks' ranks by the count; it does not ask for it
     ranking = [c for c in counts if q.raw[q.word_at(c.start()) - 1:q.word_at(c.start())] in (
         ["most"], ["least"], ["fewest"])]
@@ -161,6 +163,27 @@ def read_counts(s: State) -> None:
     if ir.count:
         count_quantities(q, ir, mentions, s.entities, s.used)
         count_per_value(s.lower, ir)
+
+
+# Words that may stand before a count's 'number of' ('the total number of', 'an equal number of').
+COUNT_MODIFIERS = frozenset({"total", "overall", "combined", "whole", "entire", "exact", "approximate", "same",
+                             "equal", "different", "large", "small", "big", "great", "high", "low", "greater",
+                             "larger", "smaller", "higher", "lower", "such", "what", "which", "their", "its"})
+
+
+def compound_number(q: Question, count: re.Match) -> bool:
+    """'the telephone numbers of the departments', 'contact numbers of employees': a noun
+    before 'number(s) of' makes one compound noun (a stored attribute), not a count."""
+    at = q.word_at(count.start())
+    if not count.group().startswith("number") or at == 0:
+        return False
+    word = q.raw[at - 1]
+    return word.isalpha() and word not in STOPWORDS and word not in AGG_WORDS and word not in COUNT_MODIFIERS \
+        and word not in SUPERLATIVES and not word.endswith(ADJECTIVE_ENDINGS)
+
+
+# Endings of adjectives ('the corresponding number of', 'the respective number of', 'a sizeable number of').
+ADJECTIVE_ENDINGS = ("ly", "ing", "ive", "ed", "al", "ous", "ful", "ic", "ent", "ant", "ary", "ble", "est", "er")
 
 
 def read_grouping(s: State) -> None:
