@@ -253,3 +253,36 @@ def test_a_literal_between_most_and_the_entity_is_a_condition_of_the_count():
     ir = ir_of("Which owner has the most corner shops?", [corner])
     assert [f.mql for f in ir.group_by] == ["Owner"] and ir.sort == [("count", -1)] and ir.limit == 1
     assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Shop_Type", "$eq", "corner")]
+
+
+# -- existence, identity and default measures ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("question", ["Names of peaks that have an empty guide list.",
+                                      "Names of peaks whose guide list is empty."])
+def test_an_empty_array_has_size_zero(question):
+    assert [(f.field.mql, f.op, f.value, f.size) for f in ir_of(question).filters] == [("guide", "$eq", 0, True)]
+
+
+def test_having_an_array_means_it_has_elements():
+    assert [(f.field.mql, f.op, f.value, f.size) for f in ir_of("Names of peaks that currently have guides.").filters
+            ] == [("guide", "$gte", 1, True)]
+    # the elements' own condition follows: no separate size test
+    assert all(not f.size for f in ir_of("Names of peaks that have guides with age over 50.").filters)
+
+
+def test_a_number_of_kinds_counts_the_array():
+    assert [(f.field.mql, f.op, f.value) for f in ir_of("Names of peaks with three or fewer types of guides.").filters
+            ] == [("guide", "$lte", 3)]
+
+
+@pytest.mark.parametrize("question", ["What is the name of peak 12?", "What is the name of the peak numbered 12?",
+                                      "What is the name of the peak with id 12?"])
+def test_a_singular_entity_then_a_number_names_it_by_its_identifier(question):
+    assert filters_of(question) == [("Peak_ID", "$eq", 12, 0)]
+
+
+def test_people_over_n_are_older_than_n():
+    ages = {**INDEX, "collections": {"climber": {"count": 3, "sampled": 3}},
+            "lattice": [entry("climber", "Name", present=3), entry("climber", "Age", types={"int": 3}, present=3)]}
+    ir = rules.build_ir("Names of climbers who are under 40.", [], ages)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Age", "$lt", 40)]

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 from nlq.methods.rules.vocabulary import BETWEEN, COMPARATORS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE
 from nlq.methods.rules.ir import Field, Filter, Mention
-from nlq.methods.rules.schema import join_edge, split_name
+from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denied, plain_word, to_number, word_match
 from nlq.methods.rules.grounding import array_named, measure_field, object_named
 
@@ -33,6 +33,29 @@ def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[in
     return joins
 
 
+def detect_numbered(q: Question, index: dict, collection: str, fields: list[Field], entities: set[int],
+                    plural: set[int], consumed: set[int]) -> list[Filter]:
+    """'student 1004', 'the student numbered 1004', 'employee no. 7': a singular noun
+    naming the collection's documents, then a whole number, names one document by
+    its identifier."""
+    key = identifier(index, collection, fields)
+    head = split_name(collection)[-1:]
+    if key is None or not key.numeric or not head:
+        return []
+    filters = []
+    for i in sorted(entities):
+        if i in plural or i in consumed or word_match(q.stems[i], head[0]) < 0.85:
+            continue
+        j = i + 1
+        while j < len(q.raw) and q.raw[j] in ("numbered", "number", "no", "num", "#", "id", "with", "the"):
+            j += 1
+        if j < len(q.raw) and j not in consumed and re.fullmatch(r"\d+", q.raw[j]) and (
+                j == i + 1 or q.raw[j - 1] in ("numbered", "number", "no", "num", "#", "id")):
+            filters.append(Filter(key, "$eq", int(q.raw[j]), i))
+            consumed.update(range(i + 1, j + 1))
+    return filters
+
+
 def denied_elements(filters: list[Filter]) -> list[Filter]:
     """'not steered by any captain with Midshipman rank': an array denied
     (detect_absence's empty array) and then a literal on its elements mean that
@@ -46,6 +69,10 @@ def denied_elements(filters: list[Filter]) -> list[Filter]:
             out = [f for f in out if f is not empty and f is not literal]
             out.append(Filter(literal.field, "$ne", literal.value, literal.start))
     return out
+
+
+# Words naming sorts of a thing ('three or fewer types of wines' counts the wines).
+KINDS = frozenset({"types", "kinds", "sorts", "varieties", "different", "distinct", "separate", "individual"})
 
 
 # Comparators that place a thing in time, never compare a count.
@@ -84,6 +111,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         if at in taken:
             continue
         after = q.word_at(char_end)
+        after += 2 if q.raw[after:after + 1] and q.raw[after] in KINDS and q.raw[after + 1:after + 2] == ["of"] else 0
         array = array_named(q, after, fields)
         if array is not None:
             filters.append(Filter(array, op, value, at, size=True))
@@ -222,23 +250,58 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
                "taller": "height", "cheaper": "price"}.get(word)
     if measure is None and isinstance(value, int) and 1000 <= value <= 2100:
         measure = "year"
+    if measure is None and at > 0 and q.raw[at - 1] in ("is", "are", "was", "were", "aged") \
+            and word in ("over", "under", "above", "below"):
+        measure = "age"  # 'drivers that are under 40', with no measure named: how old they are
     return None, measure_field(fields, measure) if measure else None
 
 
 def detect_absence(q: Question, fields: list[Field], consumed: set[int]) -> list[Filter]:
-    """'without any allergies', 'never received a complaint', 'has no players':
-    the named array entity is empty (missing counts as empty)."""
+    """'without any allergies', 'never received a complaint', 'has no players', 'an
+    empty stock', 'whose record list is empty': the named array entity is empty
+    (missing counts as empty)."""
     filters = []
     for at, word in enumerate(q.raw):
-        if word not in NEGATIONS or word in SETTING_ASIDE or at in consumed:
+        if word not in NEGATIONS and word != "empty" or word in SETTING_ASIDE or at in consumed:
             continue
-        for j in range(at + 1, min(at + 6, len(q.raw))):
+        for j in range(at + 1, min(at + (3 if word == "empty" else 6), len(q.raw))):
             array = array_named(q, j, fields)
             if array is not None and j not in consumed:
                 filters.append(Filter(array, "$eq", 0, at, size=True))
                 consumed.update(range(at, j + 1))
                 break
+        else:
+            # 'whose record list is empty': the array named just before
+            for j in range(at - 1, max(-1, at - 4), -1) if word == "empty" else ():
+                array = array_named(q, j, fields)
+                if array is not None and j not in consumed and all(
+                        w in ("is", "are", "was", "were", "list", "lists", "set") for w in q.raw[j + 1:at]):
+                    filters.append(Filter(array, "$eq", 0, j, size=True))
+                    consumed.update(range(j, at + 1))
+                    break
     return filters
+
+
+HAVING_SOME = re.compile(r"\b(?:that|who|which)\s+(?:currently\s+|still\s+|actually\s+|already\s+|do\s+|does\s+)?"
+                         r"(?:has|have|had|own|owns|contain|contains|include|includes)\s+"
+                         r"(?:any\s+|some\s+|at least one\s+|one or more\s+)?")
+
+
+def detect_presence(q: Question, fields: list[Field], consumed: set[int], filters: list[Filter]) -> list[Filter]:
+    """'departments that have employees', 'shops that currently have some devices': the
+    named array entity has elements — unless another condition already reads it
+    ('that have more than 2 employees', 'that have employees earning ...')."""
+    found = []
+    for m in HAVING_SOME.finditer(q.text.lower()):
+        j = q.word_at(m.end())
+        array = array_named(q, j, fields)
+        if array is None or j in consumed or any(array.mql in (f.field.mql, *f.field.arrays) for f in filters):
+            continue
+        if j + 1 < len(q.raw) and q.raw[j + 1] in ("with", "whose", "that", "who", "which", "of", "in", "at"):
+            continue  # 'have employees with salary above 10': the elements' own condition follows
+        found.append(Filter(array, "$gte", 1, j, size=True))
+        consumed.add(j)
+    return found
 
 
 # Words between a negation and the field it denies ('no end date yet', 'never gave an email').
@@ -291,7 +354,7 @@ def denied_values(filters: list[Filter]) -> list[Filter]:
     out = list(filters)
     for missing in [f for f in filters if f.op in ("$exists", "$type") and f.value in (False, "null")]:
         literal = next((f for f in out if f.field.mql == missing.field.mql and f.op in ("$eq", "$ne", "$in")
-                        and 0 < f.start - missing.start <= 5), None)
+                        and 0 < f.start - missing.start <= 7), None)
         if literal is not None:
             out.remove(missing)
             if literal.op == "$eq":

@@ -24,7 +24,7 @@ from nlq.methods.rules.aggregation import (aggregate_conditions, averaged_count,
                                            per_document, shown_before_aggregates, top_group)
 from nlq.methods.rules.filters import (denied_elements, denied_values, detect_absence, detect_anti_join,
                                        detect_average_comparisons, detect_comparisons, detect_disjunction, detect_flags, detect_having,
-                                       detect_missing, detect_text_filters)
+                                       detect_missing, detect_numbered, detect_presence, detect_text_filters)
 from nlq.methods.rules.grounding import (bind_bag_attributes, bind_witnesses, coded_witnesses, eponymous_field,
                                          number_alternatives, resolve_collection, witnessed_years)
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
@@ -116,12 +116,14 @@ def read_having(s: State) -> None:
 def read_filters(s: State) -> None:
     """Comparisons, text patterns, averages, null vs missing, empty arrays, anti-joins."""
     q, ir = s.q, s.ir
-    ir.filters = detect_comparisons(q, s.fields, s.mentions, s.consumed, s.used,
-                                    witnessed_years(s.witnesses, s.collection, s.fields), s.counted)
+    ir.filters = detect_numbered(q, s.index, s.collection, s.fields, s.entities, s.plural, s.consumed)
+    ir.filters += detect_comparisons(q, s.fields, s.mentions, s.consumed, s.used,
+                                     witnessed_years(s.witnesses, s.collection, s.fields), s.counted)
     ir.filters += detect_text_filters(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_average_comparisons(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used)
     ir.filters += detect_absence(q, s.fields, s.consumed)
+    ir.filters += detect_presence(q, s.fields, s.consumed, ir.filters)
     ir.anti_joins = detect_anti_join(q, s.index, s.collection, s.consumed)  # embedded arrays came first
 
 
