@@ -23,8 +23,9 @@ from nlq.methods.rules.aggregation import (aggregate_conditions, averaged_count,
                                            count_per_value, count_quantities, detect_aggregates, detect_rounding,
                                            per_document, shown_before_aggregates, top_group)
 from nlq.methods.rules.filters import (denied_elements, denied_values, detect_absence, detect_anti_join,
-                                       detect_average_comparisons, detect_comparisons, detect_disjunction, detect_flags, detect_having,
-                                       detect_missing, detect_numbered, detect_presence, detect_text_filters)
+                                       detect_average_comparisons, detect_comparisons, detect_disjunction, detect_flags,
+                                       detect_having, detect_missing, detect_numbered, detect_presence,
+                                       detect_text_filters)
 from nlq.methods.rules.grounding import (bind_bag_attributes, bind_witnesses, coded_witnesses, eponymous_field,
                                          number_alternatives, resolve_collection, witnessed_years)
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
