@@ -286,3 +286,29 @@ def test_people_over_n_are_older_than_n():
             "lattice": [entry("climber", "Name", present=3), entry("climber", "Age", types={"int": 3}, present=3)]}
     ir = rules.build_ir("Names of climbers who are under 40.", [], ages)
     assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Age", "$lt", 40)]
+
+
+# -- orders and sets -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("question, expected", [
+    ("Names of guides sorted from oldest to youngest.", [("guide.Age", -1)]),
+    ("Names of guides arranged from the youngest to the oldest.", [("guide.Age", 1)]),
+    ("Names of guides sorted by age from oldest to youngest.", [("guide.Age", -1)]),
+])
+def test_from_one_superlative_to_its_opposite_orders_by_its_measure(question, expected):
+    assert order_of(question) == (expected, None)
+
+
+def test_the_year_they_were_done_names_the_year_field():
+    assert order_of("Names of peaks sorted by the year they were first climbed.") == ([("First_Climbed", 1)], None)
+
+
+@pytest.mark.parametrize("question", ["What regions do peaks lie in?", "Identify the regions where peaks are found."])
+def test_asking_which_values_an_attribute_takes_is_a_set(question):
+    assert ir_of(question).distinct
+
+
+def test_a_set_of_rows_ordered_by_a_column_it_does_not_show_is_listed_as_asked():
+    ir = ir_of("What are the different names and regions of peaks, ordered by their heights?")
+    assert not ir.distinct and order_of("What are the different names and regions of peaks, ordered by their heights?"
+                                        ) == ([("Height", 1)], None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from nlq.methods.rules.vocabulary import (ASC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE, SUPERLATIVES,
+from nlq.methods.rules.vocabulary import (ASC_WORDS, DESC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE, SUPERLATIVES,
                                           WORD_NUMBERS)
 from nlq.methods.rules.ir import Field, IR, Mention
 from nlq.methods.rules.question import Question, maybe_number, names_quantity, to_number
@@ -37,7 +37,9 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
     if m:
         window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
         direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most)\b"
-                                    r"|\bfrom (?:the )?(?:old|high|large|big|most|new|late)\w* to\b", window) else 1
+                                    r"|\bfrom (?:the )?(?:old|high|large|big|most|new|late)\w* to\b"
+                                    r"|\b(?:" + "|".join(sorted(DESC_WORDS)) + r") first\b"
+                                    r"|\b(?:" + "|".join(sorted(ASC_WORDS)) + r") last\b", window) else 1
         at = q.word_at(m.start())
         by = re.search(r"\bby\b", lower[m.start():m.start() + 60])
         if by:  # "sort the names by their age": the key follows 'by'

@@ -26,6 +26,8 @@ _LESS = r"(?:below|under|younger|less|lower|fewer)"
 _COMPARATOR = (r"more than|greater than|higher than|larger than|less than|fewer than|lower than|smaller than|"
                r"older than|younger than|at least|at most|over|above|under|below|exceeding|exceeds?|"
                r"surpass(?:es|ing)?")
+# superlatives that name their own measure (an age, a date, a length, a price)
+_OWN_MEASURE = "oldest|youngest|newest|latest|earliest|longest|shortest|tallest|cheapest|priciest|heaviest|lightest"
 # a bound another comparison follows ('before 2000 or later than 2010'): not 'N or later'
 _ANOTHER_BOUND = r"(?!\s+(?:than\b|(?:the\s+)?(?:year\s+(?:of\s+)?)?\d))"
 
@@ -136,9 +138,16 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"(?: \w+)? (?:to|down to) (?:the )?(?:lowest|least|smallest|fewest|minimum|bottom)\b", r"in descending order"),
     (r"\b(?:going |listed |ranked |ordered )?from (?:the )?(?:lowest|least|smallest|fewest|minimum|bottom)"
      r"(?: \w+)? (?:to|up to) (?:the )?(?:highest|greatest|largest|biggest|most|maximum|top)\b", r"in ascending order"),
+    # a superlative naming its own measure: 'sorted from oldest to youngest' is the oldest first
+    (r"\b(?:(?:going|listed|ranked|ordered|sorted|arranged|organi[sz]ed|shown|displayed) )?(?:in order )?"
+     rf"from (?:the )?({_OWN_MEASURE})(?: ones?)? (?:to|down to|up to|through) (?:the )?(?:{_OWN_MEASURE})(?: ones?)?\b",
+     r"\1 first"),
     (r"\b(?:with )?the (oldest|youngest|newest|latest|earliest|highest|lowest|largest|smallest) "
      r"(?:listed|shown|displayed|appearing|coming) first\b", r"\1 first"),
     (r"\b(ordered|sorted|arranged|ranked|listed|organi[sz]ed) (?:in )?(?:terms of|according to|based on)\b", r"\1 by"),
+    # 'sorted by the year they were opened': the opening year
+    (r"\b(?:the )?(year|date|day|time) (?:that |when |in which )?(?:they|it) (?:were |was |are |is |had been |have been )?"
+     r"([a-z]+ed)\b", r"\2 \1"),
     # grouping: 'the average price according to their category' (an order phrase was rewritten above)
     (r"\b(?:according to|based on) (?:their |its |the )?(?=[a-z])", r"by "),
     # ordering: 'starting with the eldest', 'from most to least'

@@ -312,8 +312,9 @@ def read_outputs(s: State) -> None:
             ir.group_by = [f for f in ir.outputs if f.mql in before]
             ir.outputs = []
     elif (len(ir.outputs) == 1 and not (ir.count or ir.aggregates or ir.group_by or ir.sort or ir.filters)
-          and re.search(r"\ball\b", lower) and plural_attribute(q, mentions, ir.outputs[0], s.plural)):
-        ir.distinct = True  # "show all majors": the set of majors
+          and plural_attribute(q, mentions, ir.outputs[0], s.plural)
+          and (re.search(r"\ball\b", lower) or asks_for_values(q, mentions, ir.outputs[0]))):
+        ir.distinct = True  # "show all majors", "what cities do students live in": the set of values
 
 
 def read_per_group(s: State) -> None:
@@ -335,7 +336,21 @@ def read_per_group(s: State) -> None:
         # 'the range with the most number of peaks' (peaks no field names): the groups, ranked by their counts
         ir.sort = [("count", -1 if ranked.group(1) == "most" else 1)]
         ir.limit = ir.limit or entity_limit(q, s.entities, s.mentions) or 1
+    if ir.distinct and ir.limit is None and not (ir.group_by or ir.count) and any(
+            isinstance(k, Field) and k not in ir.outputs for k, _ in ir.sort):
+        # 'the different schools and their nicknames, ordered by their founding years': a set of
+        # rows has no order by a column it does not show, so the rows are listed as asked
+        ir.distinct = False
     ir.sort = ir.sort or default_order(ir, identifier(s.index, s.collection, s.fields))
+
+
+def asks_for_values(q: Question, mentions: list[Mention], f: Field) -> bool:
+    """'what cities do students live in', 'the cities where students live': the question
+    asks which values an attribute takes (right after 'what'/'which', or before a
+    relative clause about the documents)."""
+    m = next((m for m in mentions if m.field is f), None)
+    return m is not None and (q.raw[m.start - 1:m.start] in (["what"], ["which"])
+                              or q.raw[m.end:m.end + 1] in (["where"], ["that"], ["which"]))
 
 
 MOST_COUNTED = re.compile(r"\b(most|least|fewest) number of\b")

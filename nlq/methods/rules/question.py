@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.text import normalize, word_spans
 from nlq.methods.rules.paraphrase import canonical
-from nlq.methods.rules.vocabulary import RELATED_ROOTS, SYNONYMS, WORD_NUMBERS
+from nlq.methods.rules.vocabulary import RELATED_ROOTS, SUPERLATIVES, SYNONYMS, WORD_NUMBERS
 from nlq.methods.rules.ir import Field, Mention
 from nlq.methods.rules.schema import split_name
 
@@ -267,8 +267,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     return taken
 
 
-ORDER_SUFFIX = re.compile(r"\b(?:most|least|highest|lowest|largest|smallest|biggest|newest|oldest|latest|earliest)"
-                          r"(?:\s+\w+)?\s+(first|last)\b")
+ORDER_SUFFIX = re.compile(r"\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(first|last)\b")
 
 
 def order_words(q: Question) -> set[int]:
