@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from nlq.methods.rules.vocabulary import (ASC_WORDS, DESC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE, SUPERLATIVES,
-                                          WORD_NUMBERS)
+from nlq.methods.rules.vocabulary import (ASC_WORDS, DESC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE,
+                                          SUPERLATIVES, WORD_NUMBERS)
 from nlq.methods.rules.ir import Field, IR, Mention
 from nlq.methods.rules.question import Question, maybe_number, names_quantity, to_number
 from nlq.methods.rules.grounding import measure_field
