@@ -140,14 +140,15 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"(?: \w+)? (?:to|up to) (?:the )?(?:highest|greatest|largest|biggest|most|maximum|top)\b", r"in ascending order"),
     # a superlative naming its own measure: 'sorted from oldest to youngest' is the oldest first
     (r"\b(?:(?:going|listed|ranked|ordered|sorted|arranged|organi[sz]ed|shown|displayed) )?(?:in order )?"
-     rf"from (?:the )?({_OWN_MEASURE})(?: ones?)? (?:to|down to|up to|through) (?:the )?(?:{_OWN_MEASURE})(?: ones?)?\b",
+     rf"from (?:the )?({_OWN_MEASURE})(?: ones?)? (?:to|down to|up to|through) "
+     rf"(?:the )?(?:{_OWN_MEASURE})(?: ones?)?\b",
      r"\1 first"),
     (r"\b(?:with )?the (oldest|youngest|newest|latest|earliest|highest|lowest|largest|smallest) "
      r"(?:listed|shown|displayed|appearing|coming) first\b", r"\1 first"),
     (r"\b(ordered|sorted|arranged|ranked|listed|organi[sz]ed) (?:in )?(?:terms of|according to|based on)\b", r"\1 by"),
     # 'sorted by the year they were opened': the opening year
-    (r"\b(?:the )?(year|date|day|time) (?:that |when |in which )?(?:they|it) (?:were |was |are |is |had been |have been )?"
-     r"([a-z]+ed)\b", r"\2 \1"),
+    (r"\b(?:the )?(year|date|day|time) (?:that |when |in which )?(?:they|it) "
+     r"(?:were |was |are |is |had been |have been )?([a-z]+ed)\b", r"\2 \1"),
     # grouping: 'the average price according to their category' (an order phrase was rewritten above)
     (r"\b(?:according to|based on) (?:their |its |the )?(?=[a-z])", r"by "),
     # ordering: 'starting with the eldest', 'from most to least'
