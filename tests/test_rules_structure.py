@@ -312,3 +312,45 @@ def test_a_set_of_rows_ordered_by_a_column_it_does_not_show_is_listed_as_asked()
     ir = ir_of("What are the different names and regions of peaks, ordered by their heights?")
     assert not ir.distinct and order_of("What are the different names and regions of peaks, ordered by their heights?"
                                         ) == ([("Height", 1)], None)
+
+
+# -- statistics per document ---------------------------------------------------------------------------------------
+
+FILMS = {
+    "db": "cinema",
+    "collections": {"film": {"count": 3, "sampled": 3}, "company": {"count": 3, "sampled": 3}},
+    "lattice": [
+        entry("film", "Title", present=3), entry("film", "schedule", kind="array", types={"array": 3}, present=3),
+        entry("film", "schedule[].Price", types={"double": 6}, present=6),
+        entry("company", "Company", present=3), entry("company", "Market_Value", types={"double": 3}, present=3),
+        entry("company", "station", kind="array", types={"array": 3}, present=3),
+        entry("company", "station[].Manager", present=5),
+    ],
+    "values": {},
+}
+
+
+@pytest.mark.parametrize("question", ["What titles do the films have, and what is the highest price for each?",
+                                      "Show each film's title and its maximum price."])
+def test_an_extreme_for_each_of_the_documents_named_is_a_statistic_per_document(question):
+    ir = rules.build_ir(question, [], FILMS)
+    assert [f.mql for f in ir.group_by] == ["Title"] and [(op, f.mql) for op, f in ir.aggregates] == [
+        ("$max", "schedule.Price")]
+
+
+def test_a_statistic_for_every_document_named_by_itself_is_over_all_of_them():
+    ir = rules.build_ir("What is the minimum and average market value for every company?", [], FILMS)
+    assert ir.group_by == [] and [op for op, _ in ir.aggregates] == ["$min", "$avg"]
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("Show the youngest, average, and oldest ages of guides.", ["$min", "$avg", "$max"]),
+    ("What is the oldest age among the guides?", ["$max"]),
+])
+def test_youngest_and_oldest_ages_are_statistics_of_the_age(question, expected):
+    assert [op for op, f in ir_of(question).aggregates if f.mql == "guide.Age"] == expected
+
+
+def test_the_attribute_of_each_element_is_listed_not_grouped():
+    ir = rules.build_ir("Find the manager of each station in alphabetical order.", [], FILMS)
+    assert ir.group_by == [] and [f.mql for f in ir.outputs] == ["station.Manager"]

@@ -55,13 +55,15 @@ def shown_before_aggregates(ir: IR, mentions: list[Mention]) -> list[Field]:
 
 
 def per_document(q: Question, lower: str, collection: str) -> bool:
-    """'of each film', 'for every school': a grouping phrase names the collection's own documents."""
+    """'of each film', 'for every school', "each film's title and its maximum price", 'the
+    titles of the films and the highest price for each': a grouping phrase names the
+    collection's own documents, or ends the question (each of the things just named)."""
     head = split_name(collection)[-1:]
-    for m in GROUP_PATTERNS.finditer(lower):
+    for m in list(GROUP_PATTERNS.finditer(lower)) + list(re.finditer(r"\b(?:each|every)\s+", lower)):
         at = q.word_at(m.end())
         if at < len(q.stems) and any(word_match(q.stems[at], w) >= 0.85 for w in head):
             return True
-    return False
+    return bool(re.search(r"\b(?:for|of) (?:each|every)(?: one)?\s*[?.!]?\s*$", lower))
 
 
 def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list[Field], entities: set[int],

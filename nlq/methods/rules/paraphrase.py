@@ -161,6 +161,11 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (r"\b(?:the )?ages? of (?:the )?(?:youngest|oldest),? (?:and|or) (?:the )?(?:youngest|oldest)\b",
      r"the minimum and maximum age of the"),
     (r"\b(?:the )?(?:youngest|oldest),? (?:and|or) (?:the )?(?:youngest|oldest) ages?\b", r"the minimum and maximum age"),
+    # 'the youngest, average, and oldest ages', 'the oldest age among': statistics of the age
+    (r"\b(?:(?:youngest|oldest|average|mean|minimum|maximum|lowest|highest|total)(?:,? and |, ?| or ))+"
+     r"(?:youngest|oldest|average|mean|minimum|maximum|lowest|highest|total) ages?\b",
+     lambda m: re.sub(r"\byoungest\b", "minimum", re.sub(r"\boldest\b", "maximum", m.group()))),
+    (r"\b(youngest|oldest) ages?\b", lambda m: ("minimum" if m.group(1).lower() == "youngest" else "maximum") + " age"),
     # everything: 'the complete information about', 'everything about'
     (r"\b(?:the )?(?:complete|full|entire|whole) (information|info|details|data|records?)\b", r"all the \1"),
     (r"\beverything (?=about|on|regarding|concerning|for)\b", r"all the information "),

@@ -26,8 +26,8 @@ from nlq.methods.rules.filters import (denied_elements, denied_values, detect_ab
                                        detect_average_comparisons, detect_comparisons, detect_disjunction, detect_flags,
                                        detect_having, detect_missing, detect_numbered, detect_presence,
                                        detect_text_filters)
-from nlq.methods.rules.grounding import (bind_bag_attributes, bind_witnesses, coded_witnesses, eponymous_field,
-                                         number_alternatives, resolve_collection, witnessed_years)
+from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_witnesses, coded_witnesses,
+                                         eponymous_field, number_alternatives, resolve_collection, witnessed_years)
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
@@ -200,9 +200,16 @@ def read_grouping(s: State) -> None:
             ir.group_by.append(eponym)  # 'for different grapes' in `grapes`: its `Grape`
         elif target is None and not is_order_phrase(lower, m.start()):
             group_by_date_part(q, at, s.fields, mentions, ir, s.consumed)
-        if target and set(range(target.start, target.end)) & s.entities and not target.field.arrays \
-                and not ir.count and not STATISTICS & set(q.raw):
+        named = target and set(range(target.start, target.end)) & s.entities
+        if named and not ir.count and not STATISTICS & set(q.raw):
+            if target.field.arrays:
+                used.add(target.start)  # 'the team of each player': each element, named, not shown
             continue  # 'the names of every company' in `company`: each document, no group
+        if named and target.field == eponym and not ir.count and not any(
+                array_named(q, j, s.fields, top_level=False) for j in range(len(q.raw)) if j != target.start):
+            # 'the average market value for every company': `Company` names each document itself, and
+            # nothing inside the documents is aggregated per document
+            continue
         if target and target.start not in used and not is_order_phrase(lower, m.start()):
             if target.field not in ir.group_by:
                 ir.group_by.append(target.field)
