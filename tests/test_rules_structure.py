@@ -354,3 +354,31 @@ def test_youngest_and_oldest_ages_are_statistics_of_the_age(question, expected):
 def test_the_attribute_of_each_element_is_listed_not_grouped():
     ir = rules.build_ir("Find the manager of each station in alphabetical order.", [], FILMS)
     assert ir.group_by == [] and [f.mql for f in ir.outputs] == ["station.Manager"]
+
+
+# -- which field a comparison constrains ---------------------------------------------------------------------------
+
+def test_a_year_placed_in_time_compares_a_year_not_the_measure_named_before():
+    assert filters_of("Show the visitors of peaks first climbed before 1900.") == [("First_Climbed", "$lt", 1900, 0)]
+    assert filters_of("Show the heights of peaks climbed since 1950.") == [("First_Climbed", "$gte", 1950, 0)]
+
+
+def test_older_than_n_years_is_an_age():
+    years = {**INDEX, "collections": {"driver": {"count": 3, "sampled": 3}},
+             "lattice": [entry("driver", "Name", present=3), entry("driver", "Age", types={"int": 3}, present=3),
+                         entry("driver", "Years_Working", types={"int": 3}, present=3)]}
+    ir = rules.build_ir("Names of drivers who are older than 40 years.", [], years)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Age", "$gt", 40)]
+
+
+def test_n_things_whose_ids_an_array_holds_is_the_array_size():
+    enrolled = {**INDEX, "collections": {"student": {"count": 3, "sampled": 3}},
+                "lattice": [entry("student", "Name", present=3),
+                            entry("student", "enrolment", kind="array", types={"array": 3}, present=3),
+                            entry("student", "enrolment[].course_id", types={"int": 5}, present=5)]}
+    ir = rules.build_ir("Names of students enrolled in at least two courses.", [], enrolled)
+    assert [(f.field.mql, f.op, f.value, f.size) for f in ir.filters] == [("enrolment", "$gte", 2, True)]
+
+
+def test_a_text_piece_in_a_field_named_after_it_filters_that_field():
+    assert filters_of("Heights of peaks without the letter M in their names.") == [("Name", "$not", "M", 0)]

@@ -79,6 +79,11 @@ KINDS = frozenset({"types", "kinds", "sorts", "varieties", "different", "distinc
 TEMPORAL = frozenset({"before", "after", "since", "from", "until", "earlier", "later"})
 
 
+def q_plural(q: Question) -> set[int]:
+    """Word positions holding a plural (the normalizer changed the word)."""
+    return {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
+
+
 def counted_before(q: Question, at: int) -> tuple[int, int] | None:
     """'the number of players is more than one', 'where the count of students is below 3':
     the comparison at word `at` follows a count phrase. Returns (the phrase's first word,
@@ -116,6 +121,15 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         if array is not None:
             filters.append(Filter(array, op, value, at, size=True))
             consumed.update(range(at, after + 1))
+            continue
+        element = next((m for m in mentions if m.start == after and len(m.field.arrays) == 1
+                        and "id" in m.field.words and after in q_plural(q)), None)
+        array = next((f for f in fields if element and f.mql == element.field.arrays[0] and f.kind == "array"), None)
+        if array is not None and isinstance(value, int):
+            # 'enrolled in at least two courses', each enrolment holding a course id: how many elements
+            filters.append(Filter(array, op, value, at, size=True))
+            consumed.update(range(at, after + 1))
+            used.add(element.start)
             continue
         count = counted_before(q, at)
         array = array_named(q, count[1], fields) if count else None
@@ -235,6 +249,14 @@ def _year_bound(op: str, year: int) -> tuple[str, datetime]:
 
 def _comparison_field(q: Question, at: int, value, numeric: list[Mention], fields: list[Field]):
     """(mention, field) a comparison at word `at` constrains, or (None, None)."""
+    word = q.raw[at] if at < len(q.raw) else ""
+    if word in TEMPORAL and isinstance(value, int) and 1000 <= value <= 2100:
+        # 'the prices of wines made before 2010': a year placed in time is compared with a year
+        # (a field named like one, or holding calendar years), not with the price named before
+        near = [m for m in numeric if (m.field.years or "year" in m.field.words) and abs(m.start - at) <= 6]
+        year = near[0].field if near else measure_field(fields, "year")
+        if year is not None:
+            return (near[0] if near else None), year
     # the comparator word names no field; an identifier is compared only when right before it
     before = [m for m in numeric if m.end <= at and at - m.end <= (1 if "id" in m.field.words else 6)]
     if before:
@@ -244,7 +266,6 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     if after:
         m = min(after, key=lambda m: m.start)
         return m, m.field
-    word = q.raw[at] if at < len(q.raw) else ""
     measure = {"older": "age", "younger": "age", "before": "year", "after": "year", "since": "year",
                "earlier": "year", "later": "year", "longer": "length", "shorter": "length",
                "taller": "height", "cheaper": "price"}.get(word)
@@ -410,7 +431,9 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
             before = [mm for mm in strings if mm.end <= at and at - mm.end <= 8]
             # "have 'x' in their titles", "the word 'x' featured in their titles"
             after = [mm for mm in strings if mm.start >= end and mm.start - end <= 4]
-            mention = max(before, key=lambda mm: mm.end) if before else (
+            inside = [mm for mm in after if q.raw[end:end + 1] == ["in"] and mm.start - end <= 2]
+            # 'without the letter M in their first names': the field the piece is in, named after it
+            mention = inside[0] if inside else max(before, key=lambda mm: mm.end) if before else (
                 min(after, key=lambda mm: mm.start) if after else None)
             if mention is None:
                 continue

@@ -45,6 +45,7 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (rf"\b(?:under|below|younger than) the age of\s+{_N}", r"younger than \1"),
     (rf"\b(?:either\s+)?{_N}\s+or\s+{_N}\s+{_YEARS_OLD}", r"age either \1 or \2"),
     (rf"\b({_COMPARATOR})\s+{_N}\s+{_YEARS_OLD}", r"\1 \2 age"),
+    (rf"\b(older|younger) than\s+{_N}\s+years?\b(?!\s+(?:of|in|at|on|working|worked|served))", r"\1 than \2"),
     (rf"\b{_N}\s+{_YEARS_OLD}", r"age \1"),
     (rf"\baged\s+(?=either\b|{_N})", r"age "),
     # bounds: '100,000 and above', 'equal to or exceed 300', 'prior to 1850', 'exceed a height of 5000'
