@@ -382,3 +382,16 @@ def test_n_things_whose_ids_an_array_holds_is_the_array_size():
 
 def test_a_text_piece_in_a_field_named_after_it_filters_that_field():
     assert filters_of("Heights of peaks without the letter M in their names.") == [("Name", "$not", "M", 0)]
+
+
+def test_a_unit_after_the_number_names_the_measure():
+    assert filters_of("Which regions have peaks that rise above 5000 meters?") == [("Height", "$gt", 5000, 0)]
+
+
+def test_an_entity_count_compared_is_a_count_per_group():
+    ir = ir_of("Identify regions with a peak count of less than three.")
+    assert [f.mql for f in ir.group_by] == ["Region"] and ir.having == ("$lt", 3)
+
+
+def test_numbers_joined_to_names_is_an_attribute_not_a_count():
+    assert not ir_of("Provide the names and numbers of peaks.").count

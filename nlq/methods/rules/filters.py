@@ -144,6 +144,11 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             target = measure_field(fields, "year")
         if target is None:
             mention, target = _comparison_field(q, at, value, numeric, fields)
+        if target is None and after < len(q.raw) and q.raw[after] in UNIT_MEASURES:
+            # 'mountains that rise above 5000 meters', 'cinemas that hold more than 300 people': the unit
+            # names the measure
+            target = next((f for f in map(lambda w: measure_field(fields, w), UNIT_MEASURES[q.raw[after]])
+                           if f is not None), None)
         if target is None and at > 0 and q.raw[at - 1] == "for" and (
                 after >= len(q.raw) or q.raw[after] in PRICE_CLAUSE_ENDS):
             target = measure_field(fields, "price")  # 'available for under 50': what it costs
@@ -160,6 +165,19 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         filters.append(Filter(target, op, value, at))
         consumed.update(range(at, after))
     return filters
+
+
+# Units after a number, and the measures they are of (a field named by one of them).
+UNIT_MEASURES = {
+    **dict.fromkeys(("meters", "metres", "meter", "metre", "feet", "foot", "ft", "m"),
+                    ("height", "elevation", "altitude", "length", "distance")),
+    **dict.fromkeys(("kilometers", "kilometres", "km", "miles", "mi"), ("distance", "length")),
+    **dict.fromkeys(("dollars", "euros", "usd", "eur"), ("price", "cost", "salary", "amount")),
+    **dict.fromkeys(("kilograms", "kg", "kilos", "tons", "tonnes", "pounds", "lbs"), ("weight", "tonnage")),
+    **dict.fromkeys(("people", "persons", "seats", "guests", "spectators"), ("capacity", "seats")),
+    **dict.fromkeys(("minutes", "hours", "seconds", "mins"), ("duration", "time", "length")),
+    **dict.fromkeys(("points",), ("points", "score")),
+}
 
 
 # Words that may follow a bare amount ('sold for under 50 that ...'): no unit, so a price.

@@ -117,6 +117,10 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      lambda m: m.group() if m.group(1).lower() in _FUNCTION_WORDS else "most number of " + m.group(1)),
     (r"\b(?:lowest|smallest|fewest|minimum) ([a-z]+) (?:counts?|population|headcount)\b",
      lambda m: m.group() if m.group(1).lower() in _FUNCTION_WORDS else "least number of " + m.group(1)),
+    # a count compared: 'majors with a student count of less than three'
+    (r"\b(?:an? |the )?([a-z]+) counts? (?:of |that is |which is |is |are )?(?=(?:less|more|fewer|greater|higher|"
+     r"lower|at least|at most|over|under|above|below|exceed|no more|no less|no fewer)\b)",
+     lambda m: m.group() if m.group(1).lower() in _FUNCTION_WORDS else f"the number of {m.group(1)} is "),
     # counts: 'the student counts', 'the quantity of buses', 'along with their frequency'
     (r"\b(?:respective|corresponding|associated|total)\s+(?=counts?\b)", r""),
     (r"\b(?:the )?(?:quantity|quantities|tally|tallies|counts?|headcount) of\b", r"the number of"),

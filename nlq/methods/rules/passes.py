@@ -176,11 +176,15 @@ COUNT_MODIFIERS = frozenset({"total", "overall", "combined", "whole", "entire", 
 
 def compound_number(q: Question, count: re.Match) -> bool:
     """'the telephone numbers of the departments', 'contact numbers of employees': a noun
-    before 'number(s) of' makes one compound noun (a stored attribute), not a count."""
+    before 'number(s) of' makes one compound noun (a stored attribute), not a count; so
+    do 'numbers' joined to other attributes ('the names and numbers of contestants')."""
     at = q.word_at(count.start())
     if not count.group().startswith("number") or at == 0:
         return False
     word = q.raw[at - 1]
+    if count.group().startswith("numbers") and word == "and" and at >= 2 and q.raw[at - 2] in (
+            "names", "ids", "titles", "codes"):
+        return True  # 'the names and numbers of contestants': a second attribute, not a count
     return word.isalpha() and word not in STOPWORDS and word not in AGG_WORDS and word not in COUNT_MODIFIERS \
         and word not in SUPERLATIVES and not word.endswith(ADJECTIVE_ENDINGS)
 
