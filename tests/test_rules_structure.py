@@ -395,3 +395,8 @@ def test_an_entity_count_compared_is_a_count_per_group():
 
 def test_numbers_joined_to_names_is_an_attribute_not_a_count():
     assert not ir_of("Provide the names and numbers of peaks.").count
+
+
+def test_which_n_then_a_superlative_keeps_n():
+    assert order_of("Which 4 peaks have the highest prominence?") == ([("Prominence", -1)], 4)
+    assert ir_of("Which 4 peaks are in the Alps?").limit is None  # no ranking: no arbitrary 4

@@ -17,7 +17,13 @@ def detect_limit(q: Question, consumed: set[int]) -> tuple[int | None, int]:
     m = LIMIT_PATTERNS.search(lower) or re.search(
         r"\b(?P<w>top|first)\s+(?P<n>" + "|".join(WORD_NUMBERS) + r")\b", lower)
     if not m:
-        return None, 0
+        # 'which 10 drives gained the most places': N of what a later superlative ranks
+        m = re.search(r"\b(?:which|what)\s+(?P<n>\d{1,2}|" + "|".join(WORD_NUMBERS) + r")\s+[a-z]", lower)
+        if m is None or not SUPERLATIVES & set(q.raw[q.word_at(m.end()):]):
+            return None, 0
+        n = to_number(m.group("n"))
+        consumed.add(q.word_at(m.start("n")))
+        return (n, 0) if n > 0 else (None, 0)
     n = to_number(m.group("n") or m.group("m"))
     consumed.update(range(q.word_at(m.start()), q.word_at(m.end())))
     words = m.group().split()
