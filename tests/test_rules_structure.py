@@ -400,3 +400,17 @@ def test_numbers_joined_to_names_is_an_attribute_not_a_count():
 def test_which_n_then_a_superlative_keeps_n():
     assert order_of("Which 4 peaks have the highest prominence?") == ([("Prominence", -1)], 4)
     assert ir_of("Which 4 peaks are in the Alps?").limit is None  # no ranking: no arbitrary 4
+
+
+def test_a_modifier_between_the_number_and_the_entity_keeps_the_count_per_group():
+    ir = ir_of("List the regions that have fewer than three climbed peaks.")
+    assert [f.mql for f in ir.group_by] == ["Region"] and ir.having == ("$lt", 3)
+
+
+def test_a_negated_field_before_a_named_place_denies_a_value_not_its_presence():
+    firms = {**INDEX, "collections": {"firm": {"count": 3, "sampled": 3}},
+             "lattice": [entry("firm", "Name", present=3), entry("firm", "Headquarters", present=3)]}
+    ir = rules.build_ir("Names of firms not headquartered in the United States.", [], firms)
+    assert not any(f.op in ("$exists", "$type") for f in ir.filters) and [f.mql for f in ir.outputs] == ["Name"]
+    ir = rules.build_ir("Names of firms with no headquarters.", [], firms)
+    assert [(f.field.mql, f.op) for f in ir.filters] == [("Headquarters", "$exists")]

@@ -239,6 +239,9 @@ def detect_having(q: Question, mentions: list[Mention], fields: list[Field], ent
     count (SQL's HAVING)."""
     for at, op, value, char_end in comparison_phrases(q):
         after = q.word_at(char_end)
+        if after not in entities and after + 1 in entities and after < len(q.raw) and (
+                q.raw[after].endswith("ed") or q.raw[after] in KINDS or q.raw[after] in ("active", "current")):
+            after += 1  # 'fewer than three enrolled students': a modifier before the counted entity
         count = counted_before(q, at)
         if after in entities:
             start, end = at, after + 1
@@ -378,6 +381,9 @@ def detect_missing(q: Question, mentions: list[Mention], fields: list[Field], co
             continue
         if array_named(q, j, fields, top_level=False) or array_named(q, target.end, fields, top_level=False):
             continue  # 'no captain', 'without a school bus': an empty array (detect_absence)
+        if _names_a_value_after(q, target.end):
+            used.add(target.start)  # (a condition's field, not an output)
+            continue  # 'not headquartered in the United States': a value is denied, the field is there
         f = target.field
         absent = f.nulls == 0 or (f.missing > 0 and NEVER_PRESENT.search(q.text.lower()[q.spans[at][0]:]))
         filters.append(Filter(f, "$exists", False, at) if absent else Filter(f, "$type", "null", at))
@@ -401,6 +407,17 @@ def denied_values(filters: list[Filter]) -> list[Filter]:
             elif literal.op == "$in":
                 literal.op = "$nin"
     return out
+
+
+def _names_a_value_after(q: Question, at: int) -> bool:
+    """A preposition and then a capitalized or quoted word follow word `at` ('in the East')."""
+    if at >= len(q.raw) or q.raw[at] not in ("in", "from", "at", "on", "by", "as", "to"):
+        return False
+    k = at + 1 + (q.raw[at + 1:at + 2] == ["the"])
+    if k >= len(q.raw):
+        return False
+    start, end = q.spans[k]
+    return q.text[start:end][:1].isupper() or q.text[start - 1:start] in "\"'“‘" and start > 0
 
 
 def detect_flags(q: Question, mentions: list[Mention], consumed: set[int], used: set[int]) -> list[Filter]:
