@@ -414,3 +414,18 @@ def test_a_negated_field_before_a_named_place_denies_a_value_not_its_presence():
     assert not any(f.op in ("$exists", "$type") for f in ir.filters) and [f.mql for f in ir.outputs] == ["Name"]
     ir = rules.build_ir("Names of firms with no headquarters.", [], firms)
     assert [(f.field.mql, f.op) for f in ir.filters] == [("Headquarters", "$exists")]
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("Names of peaks with height not exceeding 4000.", [("Height", "$lte", 4000, 0)]),
+    ("Names of peaks with height up to 4000.", [("Height", "$lte", 4000, 0)]),
+    ("Names of peaks with heights between four thousand and five thousand.",
+     [("Height", "$gte", 4000, 0), ("Height", "$lte", 5000, 0)]),
+    ("Names of peaks higher than 4000.", [("Height", "$gt", 4000, 0)]),
+])
+def test_more_comparator_phrases(question, expected):
+    assert filters_of(question) == expected
+
+
+def test_ranked_in_the_top_n_is_descending():
+    assert order_of("Names of peaks ranked in the top 5 by height.") == ([("Height", -1)], 5)

@@ -289,7 +289,8 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
         return m, m.field
     measure = {"older": "age", "younger": "age", "before": "year", "after": "year", "since": "year",
                "earlier": "year", "later": "year", "longer": "length", "shorter": "length",
-               "taller": "height", "cheaper": "price"}.get(word)
+               "taller": "height", "higher": "height", "cheaper": "price",
+               "heavier": "weight", "lighter": "weight"}.get(word)
     if measure is None and isinstance(value, int) and 1000 <= value <= 2100:
         measure = "year"
     if measure is None and at > 0 and q.raw[at - 1] in ("is", "are", "was", "were", "aged") \

@@ -42,7 +42,7 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                   r"(?:\s+\w+){0,6}", lower)
     if m:
         window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
-        direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most)\b"
+        direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most|top)\b"
                                     r"|\bfrom (?:the )?(?:old|high|large|big|most|new|late)\w* to\b"
                                     r"|\b(?:" + "|".join(sorted(DESC_WORDS)) + r") first\b"
                                     r"|\b(?:" + "|".join(sorted(ASC_WORDS)) + r") last\b", window) else 1

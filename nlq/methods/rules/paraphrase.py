@@ -26,6 +26,17 @@ _LESS = r"(?:below|under|younger|less|lower|fewer)"
 _COMPARATOR = (r"more than|greater than|higher than|larger than|less than|fewer than|lower than|smaller than|"
                r"older than|younger than|at least|at most|over|above|under|below|exceeding|exceeds?|"
                r"surpass(?:es|ing)?")
+_MAGNITUDES = {"hundred": 100, "thousand": 1000, "million": 1000000}
+
+
+def _magnitude(m: re.Match) -> str:
+    """'four thousand' -> '4000', '2.5 million' -> '2500000'."""
+    head = m.group(1).lower()
+    value = float(head) if head[0].isdigit() else WORD_NUMBERS[head]
+    value *= _MAGNITUDES[m.group(2).lower()]
+    return str(int(value)) if value == int(value) else str(value)
+
+
 # superlatives that name their own measure (an age, a date, a length, a price)
 _OWN_MEASURE = "oldest|youngest|newest|latest|earliest|longest|shortest|tallest|cheapest|priciest|heaviest|lightest"
 # a bound another comparison follows ('before 2000 or later than 2010'): not 'N or later'
@@ -33,6 +44,11 @@ _ANOTHER_BOUND = r"(?!\s+(?:than\b|(?:the\s+)?(?:year\s+(?:of\s+)?)?\d))"
 
 # (pattern, replacement: a template or a function of the match), applied in order, case-insensitively, to unquoted text
 REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
+    # numbers in words: 'four thousand', '2.5 million'
+    # (not part of a longer number: 'one hundred and twenty', 'four thousand two hundred')
+    (r"\b(\d+(?:\.\d+)?|" + "|".join(WORD_NUMBERS) + r")[ -](hundred|thousand|million)\b"
+     r"(?![ -](?:\d+|" + "|".join(WORD_NUMBERS) + r"|hundred|thousand)\b)"
+     r"(?! and (?:\d+|" + "|".join(WORD_NUMBERS) + r")\b(?![ -](?:hundred|thousand|million)))", _magnitude),
     # contractions: "isn't" is 'is not', "won't" 'will not', "can't" 'can not'
     (r"\b(is|are|was|were|do|does|did|has|have|had|could|would|should|must|need)n['’]t\b", r"\1 not"),
     (r"\bwon['’]t\b", r"will not"),
@@ -55,7 +71,9 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"greater than or equal to|no (?:less|fewer) than|not (?:less|fewer) than|a minimum of|minimum of)(?=\s)",
      r"at least"),
     (r"\b(?:equal to or (?:less|fewer|lower|smaller) than|less than or equal to|no more than|not more than|"
-     r"a maximum of|maximum of)(?=\s)", r"at most"),
+     r"a maximum of|maximum of|(?:does |do |did )?not (?:exceed(?:s|ing)?|go(?:ing)? (?:over|above)|over|above)|"
+     r"up to|no greater than|no higher than|not greater than|not higher than)(?=\s+(?:the\s+)?(?:year\s+)?" + _N + ")",
+     r"at most"),
     (r"\b(?:exceed(?:s|ed|ing)?|surpass(?:es|ed|ing)?|in excess of|rise above|rising above|rises above|"
      r"more than)(?=\s)", r"more than"),
     (rf"\bno (?:later|after) than(?=\s+(?:the\s+)?(?:year\s+(?:of\s+)?)?{_N})", r"at most"),
