@@ -429,3 +429,24 @@ def test_more_comparator_phrases(question, expected):
 
 def test_ranked_in_the_top_n_is_descending():
     assert order_of("Names of peaks ranked in the top 5 by height.") == ([("Height", -1)], 5)
+
+
+def test_the_n_values_with_the_most_documents_keep_n():
+    ir = ir_of("List the three regions with the most peaks.")
+    assert [f.mql for f in ir.group_by] == ["Region"] and ir.sort == [("count", -1)] and ir.limit == 3
+
+
+@pytest.mark.parametrize("question", ["For each region, what is the highest peak?",
+                                      "Which peak is the tallest in each region?"])
+def test_a_superlative_per_group_is_the_top_document_of_each_group(question):
+    ir = ir_of(question)
+    assert [f.mql for f in ir.group_by] == ["Region"] and ir.limit is None
+    assert [(f.mql, d) for f, d in ir.presort] == [("Height", -1)] and "Name" in [f.mql for f in ir.outputs]
+
+
+def test_shortest_with_no_length_stored_is_the_lowest_height():
+    assert order_of("What is the name of the shortest peak?") == ([("Height", 1)], 1)
+
+
+def test_a_superlative_listed_first_gives_the_order_its_direction():
+    assert order_of("List the names of peaks in order of height, tallest first.") == ([("Height", -1)], None)

@@ -104,7 +104,7 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             used.add(key.start)
             ir.count = True
             ir.sort = ir.sort or [("count", -1 if op == "$max" else 1)]
-            ir.limit = ir.limit or 1
+            ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1  # 'the three regions with the most'
             continue
         if op in ("$max", "$min") and array is not None:
             ir.sort = ir.sort or [(("size", array), -1 if op == "$max" else 1)]  # 'the most players'

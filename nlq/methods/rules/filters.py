@@ -418,7 +418,8 @@ def _names_a_value_after(q: Question, at: int) -> bool:
     if k >= len(q.raw):
         return False
     start, end = q.spans[k]
-    return q.text[start:end][:1].isupper() or q.text[start - 1:start] in "\"'“‘" and start > 0
+    word = q.text[start:end]
+    return word[:1].isupper() or word[:1].isdigit() or q.text[start - 1:start] in "\"'“‘" and start > 0
 
 
 def detect_flags(q: Question, mentions: list[Mention], consumed: set[int], used: set[int]) -> list[Filter]:

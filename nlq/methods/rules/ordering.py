@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from nlq.methods.rules.vocabulary import (ASC_WORDS, DESC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE,
+from nlq.methods.rules.vocabulary import (ASC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE,
                                           SUPERLATIVES, WORD_NUMBERS)
 from nlq.methods.rules.ir import Field, IR, Mention
 from nlq.methods.rules.question import Question, maybe_number, names_quantity, to_number
@@ -44,7 +44,7 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
         window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
         direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most|top)\b"
                                     r"|\bfrom (?:the )?(?:old|high|large|big|most|new|late)\w* to\b"
-                                    r"|\b(?:" + "|".join(sorted(DESC_WORDS)) + r") first\b"
+                                    r"|\b(?:" + "|".join(sorted(SUPERLATIVES - ASC_WORDS)) + r") first\b"
                                     r"|\b(?:" + "|".join(sorted(ASC_WORDS)) + r") last\b", window) else 1
         at = q.word_at(m.start())
         by = re.search(r"\bby\b", lower[m.start():m.start() + 60])
@@ -93,6 +93,8 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                 used.add(adjacent.start)
                 return [(adjacent.field, measure[1])]
             f = measure_field(fields, measure[0], False)
+            if f is None and measure[0] == "length" and word == "shortest":
+                f = measure_field(fields, "height")  # 'the shortest peak', where no length is stored
             if f is not None:
                 return [(f, measure[1])]
             if measure[0] == "age":  # no age stored: the oldest was founded or born first

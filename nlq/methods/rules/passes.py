@@ -339,7 +339,13 @@ def read_per_group(s: State) -> None:
         ir.outputs = [f for f in ir.outputs if f not in ir.group_by]
     if ir.group_by and ir.aggregates:
         ir.conditions = aggregate_conditions(q, ir, s.mentions)
-    if which_entity(q, s.collection) and ir.group_by and len(ir.aggregates) == 1 \
+    if ir.group_by and not (ir.aggregates or ir.count) and ir.limit == 1 and len(ir.sort) == 1 \
+            and isinstance(ir.sort[0][0], Field):
+        # 'for each region, what is the highest peak': not one document overall but the top one per group
+        measure, direction = ir.sort[0]
+        ir.aggregates, ir.sort, ir.limit = [("$max" if direction == -1 else "$min", measure)], [], None
+        top_per_group(ir, s.index, s.fields, q, s.entities, "identified" in s.variant)
+    elif which_entity(q, s.collection) and ir.group_by and len(ir.aggregates) == 1 \
             and ir.aggregates[0][0] in ("$max", "$min"):
         top_per_group(ir, s.index, s.fields, q, s.entities, "identified" in s.variant)
     ranked = MOST_COUNTED.search(s.lower)
