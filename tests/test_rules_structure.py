@@ -450,3 +450,23 @@ def test_shortest_with_no_length_stored_is_the_lowest_height():
 
 def test_a_superlative_listed_first_gives_the_order_its_direction():
     assert order_of("List the names of peaks in order of height, tallest first.") == ([("Height", -1)], None)
+
+
+def test_exactly_n_is_an_equality():
+    assert [(f.field.mql, f.op, f.value, f.size) for f in ir_of("Names of peaks with exactly two guides.").filters
+            ] == [("guide", "$eq", 2, True)]
+
+
+def test_a_statistic_of_elements_for_each_document_is_per_document():
+    ir = ir_of("What is the average age of guides for each peak?")
+    assert [f.mql for f in ir.group_by] == ["Name"] and [(op, f.mql) for op, f in ir.aggregates] == [
+        ("$avg", "guide.Age")]
+
+
+def test_how_many_elements_each_document_has_is_its_array_size():
+    ir = ir_of("How many guides does each peak have?")
+    assert [f.mql for f in ir.outputs] == ["Name"] and [f.mql for f in ir.sizes] == ["guide"] and not ir.count
+
+
+def test_the_head_of_a_compound_after_order_of_is_the_key():
+    assert order_of("Regions of peaks sorted in ascending order of peak visitors.") == ([("Visitors", 1)], None)

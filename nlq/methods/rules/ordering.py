@@ -59,6 +59,9 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
         if by_count and not names_quantity(q, by_count, mentions):  # not 'order of number of officers'
             return [("count", direction)]
         target = next((mm for mm in mentions if mm.start > at), None)
+        head = next((mm for mm in mentions if target and mm.start == target.end), None)
+        if head is not None and (head.field.numeric or head.field.type == "date") and not target.field.numeric:
+            target = head  # 'in ascending order of school enrollment': the compound's head orders
         shown = [mm for mm in mentions if mm.start not in used and mm.field.type == "string"]
         if target is None and re.search(r"\balphabetic", window) and shown:
             return [(shown[0].field, 1)]  # 'names ... in alphabetic order': the names shown, not a filter's field

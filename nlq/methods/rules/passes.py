@@ -301,10 +301,13 @@ def read_outputs(s: State) -> None:
                                                               or ir.distinct or ir.filters):
         # "all products and the number of complaints each has received": the entity,
         # named before the count of its array, is shown (then its array's size, below)
+        # ('how many guides does each peak have': the same, the entity ranged over by 'each')
         at = q.word_at(COUNT_PATTERNS.search(lower).start())
         head = split_name(s.collection)[-1:]
         if any(word_match(q.stems[i], w) >= 0.85 for i in range(at) for w in head):
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities, "identified" in s.variant)
+        elif per_document(q, lower, s.collection):
+            ir.outputs = own_label(s.index, s.collection, fields)
     if ir.count and ir.outputs and not (ir.group_by or ir.aggregates):
         inside = [k for k, _ in ir.sort if isinstance(k, Field)] + list(ir.outputs)
         # the values named before the count ("nominees and the number of musicals");
@@ -337,6 +340,10 @@ def read_per_group(s: State) -> None:
         # values named before an aggregate are what it is computed per
         ir.group_by = shown_before_aggregates(ir, s.mentions)
         ir.outputs = [f for f in ir.outputs if f not in ir.group_by]
+        if not ir.group_by and all(f is not None and f.arrays for _, f in ir.aggregates) \
+                and per_document(q, s.lower, s.collection):
+            # 'the average age of guides for each peak': a statistic of each document's elements
+            ir.group_by = own_label(s.index, s.collection, s.fields)
     if ir.group_by and ir.aggregates:
         ir.conditions = aggregate_conditions(q, ir, s.mentions)
     if ir.group_by and not (ir.aggregates or ir.count) and ir.limit == 1 and len(ir.sort) == 1 \
@@ -359,6 +366,13 @@ def read_per_group(s: State) -> None:
         # rows has no order by a column it does not show, so the rows are listed as asked
         ir.distinct = False
     ir.sort = ir.sort or default_order(ir, identifier(s.index, s.collection, s.fields))
+
+
+def own_label(index: dict, collection: str, fields: list[Field]) -> list[Field]:
+    """The collection's own documents' name (top level), else their identifier."""
+    name = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1]
+    key = identifier(index, collection, fields)
+    return name or ([key] if key is not None else [])
 
 
 def asks_for_values(q: Question, mentions: list[Mention], f: Field) -> bool:
