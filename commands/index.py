@@ -37,4 +37,4 @@ def cli(data, uri, timeout, max_rows, dbs, db_options, sample, seed, max_depth, 
     named = list(dict.fromkeys(list(dbs) + list(db_options)))  # each database once, first mention's order
     with open_backend_from(data, uri, timeout) as backend, errors_as_click():
         io.write_records(grounding.build(backend, named, sample=sample,
-                                         seed=seed, max_depth=max_depth), output)
+                                         seed=seed, max_depth=max_depth), output, encode=grounding.dumps)

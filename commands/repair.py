@@ -43,9 +43,11 @@ def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, l
     """Repair each record: gate, execute and cluster its `prediction` and `candidates` by result.
 
     Adds `repair = {violations, rounds, attempts, clusters, vote_share, rows,
-    ms, original}` and replaces `prediction` with the candidate of the largest
-    result cluster (`original` keeps the input one). No candidate that runs is
-    a typed `no_valid_candidate` failure.
+    ms, original}` and replaces `prediction` with the candidate of the winning
+    result cluster (`original` keeps the input one): the largest, or, when
+    every candidate carries a calibrated `confidence` (rules --candidates K), the one most
+    likely right (the noisy-OR of its members' confidences). No candidate that
+    runs is a typed `no_valid_candidate` failure.
 
     With a model (--model or NLQ_MODEL, and the other model options), each
     record gets the SAG loop: --attempts attempts of up to --rounds decodes

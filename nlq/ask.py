@@ -86,7 +86,7 @@ def grounding_index(backend, db: str, *, cache: bool = True, sample: int = groun
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        partial.write_bytes(io.dumps(index))
+        partial.write_bytes(grounding.dumps(index))  # = io.dumps(index), faster
         os.replace(partial, path)  # atomic: a concurrent reader sees the whole file or none
     except OSError as exc:
         if warn is not None:

@@ -106,11 +106,15 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections import Counter, defaultdict
-from typing import Iterable, Iterator
+from itertools import chain, compress, repeat
+from types import NoneType
+from typing import Callable, Iterable, Iterator
+
+import orjson
 
 from nlq import io
 from nlq.errors import InputError
-from nlq.mql.values import NUMBER, STRING, Decimal128, Int64, ObjectId, bson_type, sort_key
+from nlq.mql.values import MISSING, NUMBER, STRING, Decimal128, Int64, ObjectId, bson_type, sort_key
 from nlq.text import normalize, number_term
 
 DEFAULT_SAMPLE = 400
@@ -168,7 +172,13 @@ def index_documents(db: str, samples: dict[str, list[dict]], *, counts: dict[str
                     sample: int | None = None, seed: int = DEFAULT_SEED,
                     max_depth: int = DEFAULT_MAX_DEPTH) -> dict:
     """The index document of one database from sampled documents per collection."""
-    value_terms = _string_value_terms(samples)
+    gathered: list[set[str]] = []
+
+    def value_terms() -> set[str]:  # gathered the first time a map decision needs them
+        if not gathered:
+            gathered.append(_string_value_terms(samples))
+        return gathered[0]
+
     lattice: list[dict] = []
     scalars: dict[tuple[str, str], Counter] = {}
     keys: dict[tuple[str, str], Counter] = {}
@@ -193,6 +203,38 @@ def index_documents(db: str, samples: dict[str, list[dict]], *, counts: dict[str
         "join_edges": _join_edges(scalars, collections),
         "values": _value_index(scalars, keys),
     }
+
+
+def dumps(index: dict) -> bytes:
+    """`io.dumps(index)` of an index document, without rebuilding its value index.
+
+    orjson writes ``values`` (the last field) as it is, and each value it does not write as
+    Extended JSON itself (a date, an ObjectId, a decimal, a subclass of str or int such as
+    Int64) is converted by `io.to_extjson` when orjson meets it; the other fields go through
+    `io.to_extjson` first. A null in the written value index (a None, or a NaN or infinite
+    double, which orjson writes as null: the value index holds none of them but infinities)
+    or a value orjson refuses sends the whole document to `io.dumps` instead."""
+    if type(index) is not dict or not index or next(reversed(index)) != "values":
+        return io.dumps(index)
+    try:
+        body = orjson.dumps(index["values"], default=_extjson_value, option=_VALUES_OPTIONS)
+    except orjson.JSONEncodeError:
+        return io.dumps(index)
+    if b"null" in body and (b":null" in body or b"[null" in body or b",null" in body):
+        return io.dumps(index)
+    head = orjson.dumps({key: io.to_extjson(value) for key, value in index.items()
+                         if key != "values" and value is not MISSING})
+    return head[:-1] + (b"," if len(head) > 2 else b"") + b'"values":' + body + b"}"
+
+
+# orjson hands these to `default` instead of writing them its own way
+_VALUES_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def _extjson_value(value):
+    if value is MISSING:  # dropped from a document by io.dumps: not a value to write in place
+        raise TypeError("missing")
+    return io.to_extjson(value)
 
 
 def load(path: str) -> dict[str, dict]:
@@ -227,8 +269,16 @@ def mql_path(path: str) -> str:
 
 # The `$type` alias of the common JSON types by Python type (ints depend on their range):
 # bson_type's answer, without its chain of checks, for the values of every sampled document.
-_PLAIN_TYPES = {str: "string", dict: "object", list: "array", float: "double", bool: "bool", type(None): "null"}
+_PLAIN_TYPES = {str: "string", dict: "object", list: "array", float: "double", bool: "bool", NoneType: "null"}
 
+
+# The Python types `_Walker._scan_plain` scans by type (a column holding any other one is
+# scanned value by value).
+_SCANNED_BY_TYPE = frozenset({str, dict, list, float, bool, NoneType, int})
+# A column of objects whose fields fill at least 1/_DENSE_FIELDS of its objects on average is
+# split into fields one field at a time (a look-up per object), else object by object.
+_DENSE_FIELDS = 3
+_ABSENT = object()  # no such field in an object
 
 _SHAPE_OF_TYPE = {str: "string", dict: "object", list: "array", bool: "bool",
                   int: "number", float: "number", Int64: "number", Decimal128: "number"}
@@ -251,9 +301,14 @@ def _field_order(key: str):
 
 class _Walker:
     """Walks the sampled documents of one collection, grouped by path (breadth of
-    each path at once, so that a map decision sees every object at its path)."""
+    each path at once, so that a map decision sees every object at its path).
 
-    def __init__(self, collection: str, sampled: int, max_depth: int, value_terms: set[str]):
+    A path's values are a column: parallel lists of document numbers, values and
+    concrete paths (None for the whole column when no map is above it). A column
+    of the common JSON types is scanned type by type (`_scan_plain`), any other
+    one value by value (`_scan_items`); both give the same statistics."""
+
+    def __init__(self, collection: str, sampled: int, max_depth: int, value_terms: Callable[[], set[str]]):
         self.collection = collection
         self.sampled = sampled
         self.max_depth = max_depth
@@ -267,32 +322,154 @@ class _Walker:
         self.concrete_kept: set[str] = set()
 
     def visit_root(self, docs: list[dict]) -> None:
-        items = [(i, doc, None) for i, doc in enumerate(docs) if type(doc) is dict]
-        self._children(items, "", 0)
+        ds = [i for i, doc in enumerate(docs) if type(doc) is dict]
+        self._children((ds, [docs[i] for i in ds], None, True), "", 0)
 
-    # items: (document number, value, concrete path or None when no map is above)
-    def _visit(self, path: str, items: list[tuple], depth: int) -> None:
+    def _visit(self, path: str, ds: list[int], vs: list, cs: list[str] | None, depth: int) -> None:
+        by_type = Counter(map(type, vs))
+        if by_type.keys() <= _SCANNED_BY_TYPE:
+            types, nulls, empty, objects, arrays = self._scan_plain(path, ds, vs, cs, by_type)
+        else:
+            types, nulls, empty, objects, arrays = self._scan_items(path, ds, vs, cs)
+
+        non_null = [(n, t) for t, n in types.items() if t != "null"]
+        dominant = max(non_null, key=lambda nt: (nt[0], nt[1] == "object", nt[1]))[1] if non_null else "null"
+        is_map = objects is not None and depth < self.max_depth and self._is_map(objects[1])
+        kind = "dynamic_map" if is_map else (
+            "object" if dominant == "object" else "array" if dominant == "array" else "scalar")
+        present = len(set(ds))
+        lengths = arrays[3] if arrays is not None else None
+        entry = {
+            "collection": self.collection, "path": path, "kind": kind,
+            "types": dict(sorted(types.items())),
+            "present": present, "null": nulls, "missing": self.sampled - present,
+            "empty": empty,
+            "array_len": ({"min": min(lengths), "max": max(lengths),
+                           "mean": round(sum(lengths) / len(lengths), 2)} if lengths else None),
+        }
+        if cs:
+            self._keep_concrete(entry, Counter(cs))
+        self.entries.append(entry)
+
+        if depth >= self.max_depth:
+            return
+        if is_map:
+            o_ds, o_vs, o_cs, _ = objects
+            key_counts = Counter(chain.from_iterable(o_vs))  # the objects' keys
+            entry["example_keys"] = _most_frequent(key_counts, EXAMPLE_KEYS)
+            entry["distinct_keys"] = len(key_counts)
+            self.keys[path] = key_counts
+            setdefault = self.concrete_parent.setdefault
+            ch_ds, ch_vs, ch_cs = [], [], []
+            for d, obj, c in zip(o_ds, o_vs, o_cs or repeat(None)):
+                base = path if c is None else c
+                for key, value in obj.items():
+                    concrete = f"{base}.{key}"
+                    setdefault(concrete, c)
+                    ch_ds.append(d)
+                    ch_vs.append(value)
+                    ch_cs.append(concrete)
+            self._visit(f"{path}.{MAP}" if path else MAP, ch_ds, ch_vs, ch_cs, depth + 1)
+        elif objects is not None:
+            self._children(objects, path, depth)
+        if arrays is not None:
+            a_ds, a_vs, a_cs, _ = arrays
+            e_ds = [d for d, arr in zip(a_ds, a_vs) for _ in arr]
+            if e_ds:
+                e_vs = [v for arr in a_vs for v in arr]
+                e_cs = None
+                if a_cs is not None:
+                    setdefault = self.concrete_parent.setdefault
+                    e_cs = []
+                    for c, arr in zip(a_cs, a_vs):
+                        setdefault(c + "[]", c)
+                        e_cs.extend([c + "[]"] * len(arr))
+                self._visit(path + "[]", e_ds, e_vs, e_cs, depth + 1)
+            elif a_cs is not None:
+                setdefault = self.concrete_parent.setdefault
+                for c in a_cs:
+                    setdefault(c + "[]", c)
+
+    def _scan_plain(self, path: str, ds: list[int], vs: list, cs: list[str] | None, by_type: Counter) -> tuple:
+        """`_scan_items` of a column of `_SCANNED_BY_TYPE` values, a pass per Python type."""
+        types: dict[str, int] = {}
+        empty: set[int] = set()
+        nulls = 0
+        objects = arrays = None
+        single = len(by_type) == 1
+
+        def column(t):
+            if single:
+                return ds, vs, cs
+            mask = [type(v) is t for v in vs]
+            return (list(compress(ds, mask)), list(compress(vs, mask)),
+                    None if cs is None else list(compress(cs, mask)))
+
+        stored: list = []  # the indexable values in column order (only numbers can be equal across types)
+        for t, n in by_type.items():
+            if t is str:
+                types["string"] = n
+                s_ds, s_vs, _ = column(str)
+                if "" in s_vs:
+                    empty.update(d for d, v in zip(s_ds, s_vs) if not v)
+                counter = self._scalar_counter(path)
+                if max(map(len, s_vs)) <= MAX_VALUE_CHARS:
+                    counter.update(s_vs)
+                else:
+                    counter.update(v for v in s_vs if len(v) <= MAX_VALUE_CHARS)
+            elif t is dict:
+                types["object"] = n
+                o_ds, o_vs, o_cs = column(dict)
+                if {} in o_vs:
+                    empty.update(d for d, v in zip(o_ds, o_vs) if not v)
+                objects = (o_ds, o_vs, o_cs, True)
+            elif t is list:
+                types["array"] = n
+                a_ds, a_vs, a_cs = column(list)
+                lengths = list(map(len, a_vs))
+                if 0 in lengths:
+                    empty.update(d for d, k in zip(a_ds, lengths) if not k)
+                arrays = (a_ds, a_vs, a_cs, lengths)
+            elif t is NoneType:
+                types["null"] = n
+                nulls = len(set(ds) if single else {d for d, v in zip(ds, vs) if v is None})
+            elif t is bool:
+                types["bool"] = n
+            elif t is float:
+                types["double"] = n
+            else:  # int: 32-bit or long
+                ints = vs if single else [v for v in vs if type(v) is int]
+                longs = 0 if -2**31 <= min(ints) and max(ints) < 2**31 else \
+                    sum(1 for v in ints if not -2**31 <= v < 2**31)
+                if longs < n:
+                    types["int"] = n - longs
+                if longs:
+                    types["long"] = longs
+        if int in by_type or float in by_type:
+            stored = vs if single else [v for v in vs if type(v) is int or type(v) is float]
+            self._scalar_counter(path).update(stored)
+        return types, nulls, len(empty), objects, arrays
+
+    def _scan_items(self, path: str, ds: list[int], vs: list, cs: list[str] | None) -> tuple:
+        """(types, nulls, empty, objects, arrays) of a column: the `$type` histogram, the numbers
+        of documents with a null and with an empty value, the sub-columns of the objects and of
+        the arrays (with their lengths); the indexable scalars counted into `scalars`."""
         types: Counter = Counter()
-        present, nulls, empty = set(), set(), set()
+        nulls, empty = set(), set()
         objects, arrays = [], []
-        lengths = []
-        scalar_counter = self.scalars.get(path)
         plain_types = _PLAIN_TYPES
-        for item in items:
-            d, value, _ = item
+        for i, (d, value) in enumerate(zip(ds, vs)):
             tv = type(value)
             t = plain_types.get(tv)
             if t is None:
                 t = ("int" if -2**31 <= value < 2**31 else "long") if tv is int else bson_type(value)
             types[t] += 1
-            present.add(d)
             if t == "object":
-                objects.append(item)
+                objects.append(i)
                 if not value:
                     empty.add(d)
             elif t == "array":
-                arrays.append(item)
-                lengths.append(len(value))
+                arrays.append(i)
                 if not value:
                     empty.add(d)
             elif t == "null":
@@ -305,64 +482,62 @@ class _Walker:
                 else:
                     stored = _indexable(value, t)
                 if stored is not None:
-                    if scalar_counter is None:
-                        scalar_counter = self.scalars[path] = Counter()
-                    scalar_counter[stored] += 1
+                    self._scalar_counter(path)[stored] += 1
 
-        non_null = [(n, t) for t, n in types.items() if t != "null"]
-        dominant = max(non_null, key=lambda nt: (nt[0], nt[1] == "object", nt[1]))[1] if non_null else "null"
-        is_map = bool(objects) and depth < self.max_depth and self._is_map(objects)
-        kind = "dynamic_map" if is_map else (
-            "object" if dominant == "object" else "array" if dominant == "array" else "scalar")
-        entry = {
-            "collection": self.collection, "path": path, "kind": kind,
-            "types": dict(sorted(types.items())),
-            "present": len(present), "null": len(nulls), "missing": self.sampled - len(present),
-            "empty": len(empty),
-            "array_len": ({"min": min(lengths), "max": max(lengths),
-                           "mean": round(sum(lengths) / len(lengths), 2)} if lengths else None),
-        }
-        concrete = Counter(c for _, _, c in items if c is not None)
-        if concrete:
-            self._keep_concrete(entry, concrete)
-        self.entries.append(entry)
+        def column(positions):
+            return ([ds[i] for i in positions], [vs[i] for i in positions],
+                    None if cs is None else [cs[i] for i in positions])
 
-        if depth >= self.max_depth:
-            return
-        if is_map:
-            key_counts = Counter()
-            children = []
-            for d, obj, c in objects:
-                base = path if c is None else c
+        objects_column = (*column(objects), False) if objects else None
+        arrays_column = (*column(arrays), [len(vs[i]) for i in arrays]) if arrays else None
+        return dict(types), len(nulls), len(empty), objects_column, arrays_column
+
+    def _scalar_counter(self, path: str) -> Counter:
+        counter = self.scalars.get(path)
+        if counter is None:
+            counter = self.scalars[path] = Counter()
+        return counter
+
+    def _children(self, objects: tuple, path: str, depth: int) -> None:
+        """Visit the fields of a column of objects, in field order."""
+        o_ds, o_vs, o_cs, plain = objects
+        if o_cs is None and plain:
+            keys = set().union(*o_vs)
+            if len(keys) * len(o_vs) <= _DENSE_FIELDS * sum(map(len, o_vs)):
+                # most objects hold most fields: a field's column is read from every object at once
+                for key in sorted(keys, key=_field_order):
+                    values = [obj.get(key, _ABSENT) for obj in o_vs]
+                    if _ABSENT in values:
+                        mask = [v is not _ABSENT for v in values]
+                        self._visit(_child(path, key), list(compress(o_ds, mask)), list(compress(values, mask)),
+                                    None, depth + 1)
+                    else:
+                        self._visit(_child(path, key), o_ds, values, None, depth + 1)
+                return
+        grouped: dict[str, tuple] = {}
+        if o_cs is None:
+            for d, obj in zip(o_ds, o_vs):
                 for key, value in obj.items():
-                    key_counts[key] += 1
-                    children.append((d, value, self._concrete(c, f"{base}.{key}")))
-            entry["example_keys"] = _most_frequent(key_counts, EXAMPLE_KEYS)
-            entry["distinct_keys"] = len(key_counts)
-            self.keys[path] = key_counts
-            self._visit(f"{path}.{MAP}" if path else MAP, children, depth + 1)
-        elif objects:
-            self._children(objects, path, depth)
-        if arrays:
-            elements = []
-            for d, arr, c in arrays:
-                elem_concrete = None if c is None else self._concrete(c, c + "[]")
-                elements.extend((d, v, elem_concrete) for v in arr)
-            if elements:
-                self._visit(path + "[]", elements, depth + 1)
-
-    def _children(self, objects: list[tuple], path: str, depth: int) -> None:
-        grouped: dict[str, list] = defaultdict(list)
-        for d, obj, c in objects:
-            for key, value in obj.items():
-                grouped[key].append((d, value, None if c is None else self._concrete(c, f"{c}.{key}")))
+                    group = grouped.get(key)
+                    if group is None:
+                        group = grouped[key] = ([], [], None)
+                    group[0].append(d)
+                    group[1].append(value)
+        else:
+            setdefault = self.concrete_parent.setdefault
+            for d, obj, c in zip(o_ds, o_vs, o_cs):
+                for key, value in obj.items():
+                    group = grouped.get(key)
+                    if group is None:
+                        group = grouped[key] = ([], [], [])
+                    concrete = f"{c}.{key}"
+                    setdefault(concrete, c)
+                    group[0].append(d)
+                    group[1].append(value)
+                    group[2].append(concrete)
         for key in sorted(grouped, key=_field_order):
-            self._visit(_child(path, key), grouped[key], depth + 1)
-
-    def _concrete(self, parent: str | None, path: str) -> str:
-        """Record the parent of a concrete path (None: a key right under a map's own path)."""
-        self.concrete_parent.setdefault(path, parent)
-        return path
+            g_ds, g_vs, g_cs = grouped[key]
+            self._visit(_child(path, key), g_ds, g_vs, g_cs, depth + 1)
 
     def _keep_concrete(self, entry: dict, concrete: Counter) -> None:
         """The entry's `concrete` list: closed under parents, siblings taken in turns, bounded."""
@@ -382,20 +557,16 @@ class _Walker:
         if len(concrete) > len(kept):
             entry["concrete_dropped"] = len(concrete) - len(kept)
 
-    def _is_map(self, objects: list[tuple]) -> bool:
-        key_sets = [obj.keys() for _, obj, _ in objects]
-        distinct: set[str] = set()
-        by_type: Counter = Counter()
-        for _, obj, _ in objects:
-            distinct.update(obj)
-            by_type.update(map(type, obj.values()))
-        by_type.pop(type(None), None)
+    def _is_map(self, objects: list[dict]) -> bool:
+        distinct: set[str] = set().union(*objects)
+        by_type = Counter(map(type, chain.from_iterable([obj.values() for obj in objects])))
+        by_type.pop(NoneType, None)
         shapes: Counter = Counter()
         if all(t in _SHAPE_OF_TYPE for t in by_type):  # a value's shape follows from its type
             for t, n in by_type.items():
                 shapes[_SHAPE_OF_TYPE[t]] += n
         else:
-            for _, obj, _ in objects:
+            for obj in objects:
                 for value in obj.values():
                     if value is not None:
                         shapes[_shape(value)] += 1
@@ -405,7 +576,7 @@ class _Walker:
             return False
         if _data_like_keys(distinct, self.value_terms):
             return True
-        return _proliferating_keys(distinct, key_sets)
+        return _proliferating_keys(distinct, objects)
 
 
 def _most_frequent(counter: Counter, n: int) -> list[str]:
@@ -413,12 +584,17 @@ def _most_frequent(counter: Counter, n: int) -> list[str]:
     return [k for k, _ in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
 
 
-def _data_like_keys(distinct: set[str], value_terms: set[str]) -> bool:
-    pattern_like = sum(1 for k in distinct if _pattern_key(k))
-    as_values = sum(1 for k in distinct if not _pattern_key(k) and normalize(k) in value_terms)
-    if pattern_like >= DATA_LIKE_SHARE * len(distinct):
+def _data_like_keys(distinct: set[str], value_terms: Callable[[], set[str]]) -> bool:
+    """Whether the keys are data (the database's string values, `value_terms()`, are gathered
+    only when the patterns alone do not decide)."""
+    patterned = [k for k in distinct if _pattern_key(k)]
+    if len(patterned) >= DATA_LIKE_SHARE * len(distinct):
         return True
-    return len(distinct) >= MIN_VALUE_KEYS and pattern_like + as_values >= DATA_LIKE_SHARE * len(distinct)
+    if len(distinct) < MIN_VALUE_KEYS:
+        return False
+    terms = value_terms()
+    as_values = sum(1 for k in distinct.difference(patterned) if normalize(k) in terms)
+    return len(patterned) + as_values >= DATA_LIKE_SHARE * len(distinct)
 
 
 def _pattern_key(key: str) -> bool:
@@ -426,16 +602,16 @@ def _pattern_key(key: str) -> bool:
                 or _CODE_KEY.match(key) or " " in key.strip())
 
 
-def _proliferating_keys(distinct: set[str], key_sets: list) -> bool:
-    if len(distinct) < MIN_PROLIFERATION_KEYS or len(key_sets) < 2:
+def _proliferating_keys(distinct: set[str], objects: list[dict]) -> bool:
+    if len(distinct) < MIN_PROLIFERATION_KEYS or len(objects) < 2:
         return False
-    mean_keys = sum(len(ks) for ks in key_sets) / len(key_sets)
+    mean_keys = sum(map(len, objects)) / len(objects)
     if len(distinct) < PROLIFERATION_RATIO * mean_keys:
         return False
-    pairs = min(len(key_sets) - 1, JACCARD_PAIRS)
+    pairs = min(len(objects) - 1, JACCARD_PAIRS)
     total = 0.0
     for i in range(pairs):
-        a, b = key_sets[i], key_sets[i + 1]
+        a, b = objects[i].keys(), objects[i + 1].keys()
         union = len(a | b)
         total += len(a & b) / union if union else 1.0
     return total / pairs <= MAX_MEAN_JACCARD
@@ -444,22 +620,21 @@ def _proliferating_keys(distinct: set[str], key_sets: list) -> bool:
 def _string_value_terms(samples: dict[str, list[dict]]) -> set[str]:
     """Normalized string values of the whole sample (for the keys-as-values signal)."""
     raw: set[str] = set()
+    add = raw.add
 
-    def walk(value):
-        t = type(value)
-        if t is str:
-            if len(value) <= MAX_VALUE_CHARS:
-                raw.add(value)
-        elif t is dict:
-            for v in value.values():
-                walk(v)
-        elif t is list:
-            for v in value:
-                walk(v)
+    def walk(values):
+        for value in values:
+            t = type(value)
+            if t is str:
+                if len(value) <= MAX_VALUE_CHARS:
+                    add(value)
+            elif t is dict:
+                walk(value.values())
+            elif t is list:
+                walk(value)
 
     for docs in samples.values():
-        for doc in docs:
-            walk(doc)
+        walk(docs)
     return {normalize(v) for v in raw} - {""}
 
 
@@ -556,7 +731,19 @@ def _value_index(scalars: dict[tuple[str, str], Counter], keys: dict[tuple[str, 
     for kind, source in (("value", scalars), ("key", keys)):
         for (coll, path), counter in sorted(source.items()):
             years: dict[str, list] = {}
-            for stored, freq in _top(counter, MAX_VALUES_PER_PATH):
+            # every match of a term is sorted below, so only a cut needs the values in order
+            kept = counter.items() if len(counter) <= MAX_VALUES_PER_PATH else _top(counter, MAX_VALUES_PER_PATH)
+            for stored, freq in kept:
+                t = type(stored)
+                if t is str or t is int or t is float:  # the common cases of _terms
+                    term = normalize(stored) if t is str else str(stored) if t is int else \
+                        number_term(stored) if stored == stored else ""
+                    if term:
+                        matches[term].append({"stored": stored, "kind": kind, "collection": coll,
+                                              "path": path, "frequency": freq})
+                    continue
+                if t is ObjectId:
+                    continue
                 for term in _terms(stored):
                     matches[term].append({"stored": _stored(stored), "kind": kind, "collection": coll,
                                           "path": path, "frequency": freq})
@@ -570,14 +757,20 @@ def _value_index(scalars: dict[tuple[str, str], Counter], keys: dict[tuple[str, 
     def order(m):
         return ("part" in m, -m["frequency"], m["kind"], m["collection"], m["path"]) + _order_key(m["stored"])
 
-    ranked = []
+    totals = {}
     for term, found in matches.items():
         if len(found) > 1:
             found.sort(key=order)
-        del found[MAX_MATCHES_PER_TERM:]
-        ranked.append((-(found[0]["frequency"] if len(found) == 1 else sum(m["frequency"] for m in found)), term))
-    ranked.sort()
-    return {term: matches[term] for _, term in sorted(ranked[:MAX_TERMS], key=lambda x: x[1])}
+            del found[MAX_MATCHES_PER_TERM:]
+            totals[term] = sum(m["frequency"] for m in found)
+        else:
+            totals[term] = found[0]["frequency"]
+    kept = list(totals)
+    if len(kept) > MAX_TERMS:  # the most frequent terms, ties in term order
+        least = sorted(totals.values(), reverse=True)[MAX_TERMS - 1]
+        kept = [term for term, total in totals.items() if total > least]
+        kept += sorted(term for term, total in totals.items() if total == least)[:MAX_TERMS - len(kept)]
+    return {term: matches[term] for term in sorted(kept)}
 
 
 def _coverage(info: dict) -> float:
@@ -590,7 +783,7 @@ def _join_edges(scalars: dict[tuple[str, str], Counter], collections: dict) -> l
     unique: dict[tuple[str, str], bool] = {}
     where: dict[object, list[tuple[str, str]]] = defaultdict(list)
     for loc, counter in sorted(scalars.items()):
-        values = {v for v in counter if isinstance(v, (str, ObjectId)) or type(v) in (int, Int64)}
+        values = {v for v in counter if type(v) in (str, int, Int64) or isinstance(v, (str, ObjectId))}
         if len(values) < JOIN_MIN_SHARED:
             continue
         distinct[loc] = values
@@ -598,11 +791,12 @@ def _join_edges(scalars: dict[tuple[str, str], Counter], collections: dict) -> l
         for v in values:
             where[(type(v) is str, v)].append(loc)
     shared: Counter = Counter()
-    for locs in where.values():
+    # the values found at the same locations make the same pairs: each such group counted once
+    for locs, n in Counter(tuple(locs) for locs in where.values() if len(locs) > 1).items():
         for i, a in enumerate(locs):
             for b in locs[i + 1:]:
                 if a[0] != b[0]:
-                    shared[(a, b)] += 1
+                    shared[(a, b)] += n
     edges = []
     for pair, n in shared.items():
         if n < JOIN_MIN_SHARED:
@@ -620,5 +814,5 @@ def _join_edges(scalars: dict[tuple[str, str], Counter], collections: dict) -> l
     return edges
 
 
-__all__ = ["build", "index_documents", "dynamic_maps", "mql_path", "DEFAULT_SAMPLE", "DEFAULT_SEED",
+__all__ = ["build", "index_documents", "dumps", "dynamic_maps", "mql_path", "DEFAULT_SAMPLE", "DEFAULT_SEED",
            "DEFAULT_MAX_DEPTH"]

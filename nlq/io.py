@@ -24,7 +24,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import IO, Callable, Iterable, Iterator
 
 import orjson
 
@@ -143,7 +143,10 @@ def loads(text: str | bytes, *, max_nesting: int = DEFAULT_MAX_NESTING):
     check_nesting(text, max_nesting)
     _check_integers(text)
     # orjson's values are fresh: the wrappers are converted in place, plain JSON is returned as is
-    return decode_parsed(value) if _may_hold_wrappers(text) else value
+    if not _may_hold_wrappers(text):
+        return value
+    escaped = "\\u0024" in text if isinstance(text, str) else b"\\u0024" in text
+    return decode_parsed(value, None if escaped else text.count('"$' if isinstance(text, str) else b'"$'))
 
 
 def dumps(value, *, sort_keys: bool = False, indent: bool = False) -> bytes:
@@ -282,8 +285,11 @@ def _open_stream(where, verb: str, standard, mode: str):
             yield f
 
 
-def write_records(records: Iterable[dict], target: str | IO = "-", *, append: bool = False) -> int:
+def write_records(records: Iterable[dict], target: str | IO = "-", *, append: bool = False,
+                  encode: Callable[[dict], bytes] | None = None) -> int:
     """Write records as JSONL (relaxed Extended JSON), one write per line. Returns the count.
+    `encode` (default `dumps`) gives a record's bytes: a faster twin of `dumps` for records of
+    a known shape (the grounding index's `nlq.index.dumps`), never other bytes.
 
     Each line goes out whole in one system call, under an exclusive lock when the
     output is a file, so processes writing to one file (`append=True`, or a shell's
@@ -294,14 +300,14 @@ def write_records(records: Iterable[dict], target: str | IO = "-", *, append: bo
     with open_output(target, append=append) as out:
         write = _line_writer(out, target)
         for record in records:
-            write(_encode_line(record, n + 1))
+            write(_encode_line(record, n + 1, encode or dumps))
             n += 1
     return n
 
 
-def _encode_line(record: dict, position: int) -> bytes:
+def _encode_line(record: dict, position: int, encode: Callable[[dict], bytes] = dumps) -> bytes:
     try:
-        return dumps(record) + b"\n"
+        return encode(record) + b"\n"
     except (TypeError, ValueError, RecursionError) as exc:  # orjson's JSONEncodeError is a TypeError
         why = "it nests more than 254 levels" if "Recursion" in f"{type(exc).__name__}{exc}" else str(exc)
         out = {"id": record.get("id"), "output": position,

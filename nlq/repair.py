@@ -11,16 +11,26 @@ diagnosed (:mod:`nlq.feedback`). The executed results are clustered by
 order-insensitive result equivalence under the scorer's row identity
 (:func:`nlq.normexec.prepare`: equal multisets of rows); candidates the gate
 admits vote, or, when the gate admits none, every executed candidate. The
-largest cluster wins; ties go to fewer violations, then a non-empty result,
-then the earlier candidate; within the cluster the candidate with the fewest
-violations (then the earliest) is selected.
+heaviest cluster wins. When every voter carries a `confidence` (rules'
+prediction and its `--candidates`, each with its calibrated probability of
+being right), a cluster weighs the probability that at least one of its
+members is right, their confidences combined as independent evidence
+(noisy-OR: 1 - prod(1 - confidence)): a confident reading outweighs two
+doubtful ones that agree with each other, two alternatives that agree can
+together outweigh a weak prediction, and agreement never counts for more
+than certainty. Otherwise (or in the model loop below, which keeps the
+paper's majority) each voter counts one. Ties go to fewer violations, then a non-empty result, then the
+earlier candidate (the prediction first); within the cluster the candidate
+with the fewest violations (then the earliest) is selected.
 
 The record gains
 
     repair = {violations, rounds, attempts, clusters, vote_share, rows, ms, original}
 
 (`violations` of the selected candidate, `clusters` = [{members, size,
-rows, violations}] largest first, `vote_share` = winner size / voters,
+rows, violations}] heaviest first (with `weight`, the noisy-OR of their
+confidences, when weighed), `vote_share` = the winner's share of the votes
+(its size / voters, or its weight / the clusters' summed weights),
 `rows` = its row count, `original` = the input prediction; `usage` when
 the other candidates carry the model usage that produced them, summed, so
 that a report counts every call behind the vote) and `prediction`
@@ -149,8 +159,18 @@ def evaluate(submitted, position: int, record: dict, backend, index: dict, optio
 @dataclass
 class Vote:
     winner: Candidate | None
-    clusters: list            # [[Candidate, ...], ...] largest (best) first
+    clusters: list            # [[Candidate, ...], ...] heaviest (best) first
     voters: int
+    weighted: bool = False    # clusters weighed by their members' confidences (noisy-OR)
+    masses: list = field(default_factory=list)  # each cluster's weight (its size, unweighted)
+    total: float = 0.0        # the clusters' summed weights
+
+    @property
+    def share(self) -> float:
+        """The winner's share of the votes (of the clusters' summed weights, weighted)."""
+        if self.winner is None or self.total <= 0:
+            return 0.0
+        return round(self.masses[0] / self.total, 4)
 
 
 def result_key(rows: list):
@@ -158,18 +178,65 @@ def result_key(rows: list):
     return frozenset(prepare(rows).counts.items())
 
 
-def vote(candidates: list[Candidate]) -> Vote:
-    """The largest result cluster among the voters (see the module docstring)."""
+def confidence_of(candidate: Candidate) -> float | None:
+    """The calibrated confidence a candidate carries, or None: a `confidence` in [0, 1] of a
+    prediction whose `method` declares its confidences calibrated probabilities (`calibrated =
+    True`, as `rules` does). Another method's confidence (SAG's vote share) is no probability of
+    being right and does not weigh."""
+    submitted = candidate.submitted if isinstance(candidate.submitted, dict) else {}
+    value = submitted.get("confidence")
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0):
+        return None
+    return float(value) if _calibrated(submitted.get("method")) else None
+
+
+@functools.lru_cache(maxsize=None)
+def _calibrated(method) -> bool:
+    """Whether the installed method named `method` declares calibrated confidences."""
+    if not isinstance(method, str):
+        return False
+    from nlq import methods
+    try:
+        return getattr(methods.get(method), "calibrated", False) is True
+    except NlqError:
+        return False
+
+
+def weights(voters: list[Candidate], weighted: bool) -> dict[int, float] | None:
+    """Each voter's weight by position: its confidence when `weighted` and every voter carries
+    one, else None (each voter counts one: the plain majority)."""
+    if not weighted or not voters:
+        return None
+    found = {c.position: confidence_of(c) for c in voters}
+    return None if any(w is None for w in found.values()) else found
+
+
+def vote(candidates: list[Candidate], weighted: bool = False) -> Vote:
+    """The heaviest result cluster among the voters (see the module docstring): the largest, or,
+    `weighted` and with every voter carrying a confidence, the one most likely right (the
+    noisy-OR of its members' confidences)."""
     executed = [c for c in candidates if c.executed]
     voters = [c for c in executed if c.admissible] or executed
+    weight = weights(voters, weighted)
     groups: dict = {}
     for c in voters:
         groups.setdefault(result_key(c.rows), []).append(c)
     for members in groups.values():
         members.sort(key=lambda c: (len(c.violations), c.position))
-    clusters = sorted(groups.values(), key=lambda m: (-len(m), min(len(c.violations) for c in m),
+
+    def mass(members: list[Candidate]) -> float:
+        if weight is None:
+            return float(len(members))
+        wrong = 1.0
+        for c in members:
+            wrong *= 1.0 - weight[c.position]
+        return round(1.0 - wrong, 9)  # rounded: float noise never outweighs the tie-breaks that follow
+
+    clusters = sorted(groups.values(), key=lambda m: (-mass(m), min(len(c.violations) for c in m),
                                                       not m[0].rows, min(c.position for c in m)))
-    return Vote(clusters[0][0] if clusters else None, clusters, len(voters))
+    total = sum(mass(m) for m in clusters)
+    return Vote(clusters[0][0] if clusters else None, clusters, len(voters),
+                weighted=weight is not None, masses=[mass(m) for m in clusters], total=total)
 
 
 def _candidates(record: dict) -> list:
@@ -180,15 +247,16 @@ def _candidates(record: dict) -> list:
 
 def _summary(vote_: Vote) -> list[dict]:
     return [{"members": [c.position for c in members], "size": len(members),
-             "rows": len(members[0].rows), "violations": min(len(c.violations) for c in members)}
-            for members in vote_.clusters]
+             "rows": len(members[0].rows), "violations": min(len(c.violations) for c in members),
+             **({"weight": round(mass, 4)} if vote_.weighted else {})}
+            for members, mass in zip(vote_.clusters, vote_.masses)]
 
 
 def repair_record(record: dict, backend, index: dict, options: Options) -> dict:
     """One record with `repair` added and `prediction` replaced (LLM-free)."""
     started = time.perf_counter()
     candidates = [evaluate(s, i, record, backend, index, options) for i, s in enumerate(_candidates(record))]
-    vote_ = vote(candidates)
+    vote_ = vote(candidates, weighted=True)
     out = finish(record, candidates, vote_, started, options, rounds=0, attempts=len(candidates))
     spent = candidates_usage([c for c in candidates if c is not vote_.winner])
     if spent is not None and "repair" in out:
@@ -215,7 +283,7 @@ def finish(record: dict, candidates: list[Candidate], vote_: Vote, started: floa
            rounds: int, attempts: int) -> dict:
     """The output record of a vote: `repair`, the new `prediction`, or a typed failure."""
     winner = vote_.winner
-    share = round(len(vote_.clusters[0]) / vote_.voters, 4) if winner is not None else 0.0
+    share = vote_.share
     report = {"violations": [v.to_json() for v in winner.violations] if winner else [],
               "rounds": rounds, "attempts": attempts, "clusters": _summary(vote_), "vote_share": share,
               "rows": len(winner.rows) if winner else None, "ms": round((time.perf_counter() - started) * 1000, 3),
@@ -228,7 +296,7 @@ def finish(record: dict, candidates: list[Candidate], vote_: Vote, started: floa
         return out
     if options.min_vote is not None and share < options.min_vote:
         out["prediction"] = None
-        out["failure"] = failure(STAGE, ABSTAINED, f"the largest result cluster holds {share:.0%} of the votes, "
+        out["failure"] = failure(STAGE, ABSTAINED, f"the winning result cluster holds {share:.0%} of the votes, "
                                  f"below --min-vote {options.min_vote:g}")
         return out
     chosen = winner.submitted

@@ -107,6 +107,32 @@ def test_counts_and_samples_by_line_equal_those_of_the_whole_file(tmp_path_facto
     assert lazy.documents("db", "c") == whole  # and reading it whole afterwards gives the same
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ids=st.lists(st.integers(0, 5), min_size=1, max_size=30), styles=st.lists(st.integers(0, 3), min_size=1),
+       blank=st.sampled_from([b"\n", b"\n\n", b"\n \t\n", b"\r\n"]), lead=st.sampled_from([b"", b"\n", b"  "]),
+       bom=st.booleans(), final_newline=st.booleans(), upper=st.booleans())
+def test_objectid_ids_read_from_the_whole_text_give_the_order_of_each_line_read_alone(
+        tmp_path_factory, ids, styles, blank, lead, bom, final_newline, upper):
+    from nlq.backends import embedded
+
+    spellings = ['{"_id":{"$oid":"%s"},"a":1}', '{"_id": {"$oid": "%s"}, "a": 1}', ' { "_id" : { "$oid" : "%s" } }',
+                 '{"_id":{"$oid":"%s"}}']
+    lines = []
+    for i, v in enumerate(ids):  # repeated ids: equal ones keep their file order
+        hex_id = f"{v * 0x1234567 + (v % 2) * 0xABCDEF:024x}"
+        lines.append((spellings[styles[i % len(styles)]] % (hex_id.upper() if upper and v % 2 else hex_id)).encode())
+    text = (b"\xef\xbb\xbf" if bom else b"") + lead + blank.join(lines) + (b"\n" if final_newline else b"")
+    path = tmp_path_factory.mktemp("w") / "c.jsonl"
+    path.write_bytes(text)
+    read = embedded._Lines(path)
+    expected = sampling.key_order([embedded._line_id_key(*read.line(i)) for i in range(len(read))])
+    assert read.objectid_order() == expected
+    second_id = text.replace(b'"a"', b'"_id"', 1)  # a line holding _id twice: parsed, never read from the text
+    if second_id != text:
+        path.write_bytes(second_id)
+        assert embedded._Lines(path).objectid_order() is None
+
+
 def test_collections_are_listed_without_reading_them_and_read_once(tmp_path):
     folder = tmp_path / "shop"
     folder.mkdir()

@@ -5,16 +5,53 @@ from __future__ import annotations
 import random
 
 from nlq.methods.rules import calibration
+from nlq.methods.rules.confidence import alternative_confidence, alternative_signals
 from tests.bench import bench_rules, calibrate_rules
 
 
 def test_stored_model_reads_the_signals_rules_emits():
     from nlq.methods import rules
 
+
     stored = calibration.model()
     ir = rules.build_ir("How many captains are in each rank?", [], {"collections": {"captain": {}}, "lattice": []})
-    assert sorted(rules.signals(ir)) == sorted(stored["features"])
-    assert 0.0 < calibration.apply(stored, rules.signals(ir)) < 1.0
+    assert sorted(rules.signals(ir)) == sorted(stored["preferred"]["features"])
+    assert 0.0 < calibration.apply(stored["preferred"], rules.signals(ir)) < 1.0
+    other = alternative_signals(ir, 0.6, "binding")
+    assert sorted(other) == sorted(stored["alternative"]["features"])
+    assert other["preferred"] == 0.6 and other["kind_binding"] == 1.0 and other["kind_collection"] == 0.0
+    assert 0.0 < alternative_confidence(ir, 0.6, "binding") < 1.0
+
+
+def test_an_alternative_of_a_confident_reading_is_less_likely_right():
+    from nlq.methods import rules
+
+    ir = rules.build_ir("How many captains are in each rank?", [], {"collections": {"captain": {}}, "lattice": []})
+    assert alternative_confidence(ir, 0.9, "binding") < alternative_confidence(ir, 0.2, "binding")
+
+
+def test_an_unknown_kind_of_alternative_is_an_error():
+    import pytest
+
+    from nlq.methods import rules
+
+    ir = rules.build_ir("How many captains?", [], {"collections": {"captain": {}}, "lattice": []})
+    with pytest.raises(ValueError, match="unknown kind"):
+        alternative_signals(ir, 0.5, "spelling")
+
+
+def test_the_fit_is_deterministic_and_the_alternative_model_reads_the_preferred_confidence():
+    rng = random.Random(3)
+    records = []
+    for _ in range(600):
+        x = rng.random()
+        records.append({**_scored(x, int(rng.random() < x)),
+                        "candidates": [{"signals": {"heuristic": x, "noise": 0.5}, "exc": int(rng.random() < 1 - x)}]})
+    first = calibrate_rules.fit(records)
+    assert first == calibrate_rules.fit(records)
+    alternative = calibrate_rules.fit_alternative(records, first)
+    assert alternative["features"] == ["heuristic", "noise", "preferred"]
+    assert alternative == calibrate_rules.fit_alternative(records, first)
 
 
 def _scored(signal: float, correct: int) -> dict:

@@ -34,6 +34,7 @@ from nlq.mql.stages.ordering import Descending, parse_sort_spec, sort_value_key
 from nlq.mql.values import MISSING, bson_type, group_key, is_number, sort_key
 
 Factory = Callable[[], Any]
+_NUMERIC = {int, float, Int64, Decimal128}
 
 
 def compile_accumulator(name: str, arg) -> Factory:
@@ -60,6 +61,10 @@ class _Sum:
         if t is int or t is float or t is Int64 or t is Decimal128:
             self.total.add(v)
 
+    def add_values(self, values: list):
+        """Fold in already evaluated arguments, in order (the fused `$unwind` + `$group`)."""
+        self.total.add_many([v for v in values if type(v) in _NUMERIC])
+
     def result(self):
         return self.total.result()
 
@@ -79,6 +84,9 @@ class _Count:
 
     def add(self, vars):
         self.n += 1
+
+    def add_values(self, values: list):
+        self.n += len(values)
 
     def result(self):
         return self.n if self.n < 2**31 else Int64(self.n)
@@ -109,6 +117,10 @@ class _ConstDoubleSum:
 
     def add(self, vars):
         self.total += self.constant
+
+    def add_values(self, values: list):
+        for _ in values:
+            self.total += self.constant
 
     def result(self):
         return self.total
@@ -155,6 +167,17 @@ class _Min:
         if self.key is None or k < self.key:
             self.best, self.key = v, k
 
+    def add_values(self, values: list):
+        for v in values:
+            self.add_value(v)
+
+    def add_value(self, v):
+        if v is None or v is MISSING:
+            return
+        k = sort_key(v)
+        if self.key is None or k < self.key:
+            self.best, self.key = v, k
+
     def result(self):
         return self.best
 
@@ -164,6 +187,13 @@ class _Max(_Min):
 
     def add(self, vars):
         v = self.fn(vars)
+        if v is None or v is MISSING:
+            return
+        k = sort_key(v)
+        if self.key is None or k > self.key:
+            self.best, self.key = v, k
+
+    def add_value(self, v):
         if v is None or v is MISSING:
             return
         k = sort_key(v)
@@ -199,6 +229,12 @@ class _First:
             v = self.fn(vars)
             self.value = None if v is MISSING else v
 
+    def add_values(self, values: list):
+        if not self.seen and values:
+            self.seen = True
+            v = values[0]
+            self.value = None if v is MISSING else v
+
     def result(self):
         return self.value
 
@@ -213,6 +249,11 @@ class _Last:
     def add(self, vars):
         v = self.fn(vars)
         self.value = None if v is MISSING else v
+
+    def add_values(self, values: list):
+        if values:
+            v = values[-1]
+            self.value = None if v is MISSING else v
 
     def result(self):
         return self.value
@@ -229,6 +270,9 @@ class _Push:
         v = self.fn(vars)
         if v is not MISSING:
             self.items.append(v)
+
+    def add_values(self, values: list):
+        self.items.extend([v for v in values if v is not MISSING])
 
     def result(self):
         return self.items
@@ -250,6 +294,14 @@ class _AddToSet:
         if k not in self.seen:
             self.seen.add(k)
             self.items.append(v)
+
+    def add_values(self, values: list):
+        for v in values:
+            if v is not MISSING:
+                k = group_key(v)
+                if k not in self.seen:
+                    self.seen.add(k)
+                    self.items.append(v)
 
     def result(self):
         return self.items
@@ -477,6 +529,36 @@ for _name, _bottom, _single in (("$top", False, True), ("$bottom", True, True),
     registry.implements(ACCUMULATOR, _name)(_top_bottom(_name, _bottom, _single))
 
 
+# --- accumulators over a value computed elsewhere (the fused `$unwind` + `$group`) ---
+
+# The states that never raise and fold already evaluated arguments with `add_values(values)`
+# (the same state, bit for bit, as `add` over each in turn).
+_VALUE_STATES = {"$sum": _Sum, "$avg": _Avg, "$min": _Min, "$max": _Max, "$first": _First, "$last": _Last,
+                 "$push": _Push, "$addToSet": _AddToSet}
+
+
+def is_field_path(arg) -> bool:
+    """Whether an argument is a plain field path (`$a.b`, not a `$$variable`)."""
+    return type(arg) is str and len(arg) > 1 and arg[0] == "$" and arg[1] != "$"
+
+
+def compile_values(name: str, arg) -> Factory | None:
+    """A factory of states of `{name: arg}` folding already evaluated arguments with
+    `add_values(values)` (the arguments of consecutive documents, in order), or None when the
+    accumulator is not one of those or its argument is not one field path (or, for `$sum`, a
+    numeric constant; for `$count`, nothing). Only accumulators that never raise qualify, so
+    folding later than the documents arrive changes no error. The caller has compiled
+    `{name: arg}` the ordinary way first (its errors are raised already)."""
+    if name == "$count":
+        return _Count
+    if name == "$sum" and type(arg) in (int, Int64, float):
+        return _sum(arg)
+    cls = _VALUE_STATES.get(name)
+    if cls is None or not is_field_path(arg):
+        return None
+    return lambda: cls(None)
+
+
 # --- $median / $percentile -------------------------------------------------
 
 class _Percentile:
@@ -512,4 +594,4 @@ def _percentile(args) -> Factory:
     return lambda: _Percentile(fn, ps, False)
 
 
-__all__ = ["compile_accumulator"]
+__all__ = ["compile_accumulator", "compile_values", "is_field_path"]

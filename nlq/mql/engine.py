@@ -28,6 +28,7 @@ from typing import Callable, Iterable, Iterator
 from nlq.errors import ExecutionError, QueryTimeout, ResultTooLarge
 from nlq.mql import analyze, registry
 from nlq.mql.registry import STAGE
+from nlq.mql.stages import fusion
 from nlq.mql.expressions import bindings, deadline
 from nlq.mql.limits import (DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, MAX_NESTING, MAX_VALUE_BYTES,
                              check_stage_count, value_size)
@@ -232,6 +233,8 @@ def compile_pipeline(pipeline, ctx: StageContext | None = None) -> CompiledPipel
             stages.append(compiler(spec, ctx, share=True))
         else:
             stages.append(compiler(spec, ctx))
+    # every stage compiled (so every specification error raised) before adjacent ones are fused
+    stages = fusion.fuse(pipeline, stages, ctx)
 
     def run(docs: Stream) -> Iterator[dict]:
         stream = iter(docs)

@@ -133,24 +133,31 @@ def _wrapped(value: dict):
         raise InputError(f"invalid Extended JSON {first}: {exc}") from None
 
 
-def decode_parsed(value):
+def decode_parsed(value, dollar_strings: int | None = None):
     """`from_extjson` for a value fresh from a JSON parser, which nothing else holds: the
     wrappers are replaced in place, so the dicts and lists that need no conversion are kept
     as they are instead of being rebuilt. Returns the converted value (a wrapper at the top
-    is replaced by its BSON value)."""
+    is replaced by its BSON value).
+
+    `dollar_strings`: how many strings of the parsed text (keys and values) start with `$`, none
+    of them written with an escape (`text.count(b'"$')` of a text without `\\u0024` counts at
+    least those): every wrapper key is one of them, so the walk stops once the wrappers it
+    has converted hold them all."""
     t = type(value)
     if t is dict:
         if value:
             converted = _wrapped(value)
             if converted is not value:
                 return converted
-            _decode_dict(value)
+            _decode_dict(value, math.inf if dollar_strings is None else dollar_strings)
     elif t is list:
-        _decode_list(value)
+        _decode_list(value, math.inf if dollar_strings is None else dollar_strings)
     return value
 
 
-def _decode_dict(doc: dict) -> None:
+def _decode_dict(doc: dict, left) -> int | float:
+    """Convert the wrappers below `doc`; returns how many `$` strings are `left` unaccounted
+    (0: no wrapper can be left after them)."""
     for key, v in doc.items():
         t = type(v)
         if t is dict:
@@ -158,13 +165,19 @@ def _decode_dict(doc: dict) -> None:
                 converted = _wrapped(v)
                 if converted is not v:
                     doc[key] = converted  # the same key: the iteration goes on unharmed
+                    left -= _dollar_strings(v)
                 else:
-                    _decode_dict(v)
+                    left = _decode_dict(v, left)
+                if left <= 0:
+                    return 0
         elif t is list:
-            _decode_list(v)
+            left = _decode_list(v, left)
+            if left <= 0:
+                return 0
+    return left
 
 
-def _decode_list(items: list) -> None:
+def _decode_list(items: list, left) -> int | float:
     for i, v in enumerate(items):
         t = type(v)
         if t is dict:
@@ -172,10 +185,28 @@ def _decode_list(items: list) -> None:
                 converted = _wrapped(v)
                 if converted is not v:
                     items[i] = converted
+                    left -= _dollar_strings(v)
                 else:
-                    _decode_dict(v)
+                    left = _decode_dict(v, left)
+                if left <= 0:
+                    return 0
         elif t is list:
-            _decode_list(v)
+            left = _decode_list(v, left)
+            if left <= 0:
+                return 0
+    return left
+
+
+def _dollar_strings(value) -> int:
+    """How many strings (keys and values) of a parsed value start with `$`."""
+    t = type(value)
+    if t is str:
+        return value[:1] == "$"
+    if t is dict:
+        return sum((k[:1] == "$") + _dollar_strings(v) for k, v in value.items())
+    if t is list:
+        return sum(map(_dollar_strings, value))
+    return 0
 
 
 # ---------------------------------------------------------------------------

@@ -30,6 +30,7 @@ INT, LONG, DOUBLE, DECIMAL = range(4)
 INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 _EXACT = 2**52  # integers this small, summed while their total stays so, are exact doubles
+_INT_ONLY = {int}
 
 # Arithmetic context: 34 digits, wide exponents; results are then fitted into
 # Decimal128's exponent range by `make_decimal`.
@@ -193,6 +194,22 @@ class Summation:
             self.width = DECIMAL
             d = value.to_decimal()
             self.decimal = d if self.decimal is None else DECIMAL_CONTEXT.add(self.decimal, d)
+
+    def add_many(self, values: list) -> None:
+        """Fold in numeric values in order (callers filter out non-numerics): while the sum is
+        still the exact integer total and every value is an int small enough that no partial
+        sum can pass 2**52, the step-by-step `add`s would only add to that total, count and
+        widen: done at once (sum, min and max run in C), bit for bit the same state."""
+        if not self.started and values and set(map(type, values)) == _INT_ONLY:
+            low, high = min(values), max(values)
+            if abs(self.ints) + len(values) * max(-low, high) <= _EXACT:
+                self.count += len(values)
+                if self.width == INT and not (INT32_MIN <= low and high <= INT32_MAX):
+                    self.width = LONG
+                self.ints += sum(values)
+                return
+        for value in values:
+            self.add(value)
 
     def _start(self) -> None:
         """Track the double-double from here on, from the exact integer total so far."""

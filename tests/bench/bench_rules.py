@@ -9,8 +9,10 @@ calibration error (ECE), and the precision and coverage at the recommended
 threshold (RECOMMENDED). For TEND v1 also a by-database split: the
 calibration is refitted on half of the databases (`calibrate_rules.fit`) and
 its ECE measured on the other half — what to expect on unseen databases.
-Last, EXC of `rules | repair` and `rules --candidates 3 | repair` (LLM-free
-gate, execution and result voting) beside rules alone.
+Last, the candidates (`--candidates 3`): how often they are right, the ECE
+of their own calibrated confidence, how many records they could rescue; and
+EXC of `rules | repair` and `rules --candidates 3 | repair` (LLM-free gate,
+execution and a confidence-weighted result vote) beside rules alone.
 """
 
 from __future__ import annotations
@@ -139,7 +141,8 @@ def by_database_split(scored: list[dict]) -> None:
         kept = [y for c, y in pairs if c >= RECOMMENDED]
         print(f"  split by db: fit on {len(fit_on)} dbs ({sum(s['db'] in fit_on for s in scored)} tasks), "
               f"held-out {len(held_out)} dbs ({len(test)} tasks): ECE {ece(pairs):.3f}, "
-              f"precision at {RECOMMENDED} {sum(kept) / len(kept) if kept else 0.0:.1%} (n={len(kept)})")
+              f"precision at {RECOMMENDED} {sum(kept) / len(kept) if kept else 0.0:.1%}, "
+              f"coverage {len(kept) / len(pairs):.1%} (n={len(kept)})")
 
 
 def repair_gain(backend, tasks: list[dict], k: int = 3) -> None:
@@ -147,6 +150,12 @@ def repair_gain(backend, tasks: list[dict], k: int = 3) -> None:
     from nlq import repair
 
     scored, _, _ = predict(backend, tasks, candidates=k)
+    others = [(c["confidence"], c["exc"]) for r in scored for c in r.get("candidates", []) if "exc" in c]
+    if others:
+        print(f"  candidates (K={k}): {len(others)} other readings, right {sum(y for _, y in others) / len(others):.1%}; "
+              f"ECE of their confidence {ece(others):.3f}; right where the prediction is wrong: "
+              f"{sum(not r['score']['exc'] and any(c.get('exc') for c in r.get('candidates', [])) for r in scored)}"
+              f" of {len(scored)} records")
     indexes = {doc["db"]: doc for doc in grounding.build(backend, sorted({t["db"] for t in tasks}))}
     plain = [{key: v for key, v in r.items() if key not in ("score", "exc0")} for r in scored]
     for r in plain:

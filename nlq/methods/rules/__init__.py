@@ -33,6 +33,7 @@ from nlq.methods.rules.schema import join_edge, prepare, schema_of, split_name
 class RulesMethod:
     name = "rules"
     channels = ("question", "witnesses", "grounding_index")
+    calibrated = True  # `confidence` is a calibrated probability of being right (`make calibrate`)
 
     def generate(self, task: dict, context) -> dict:
         question = task.get("question")

@@ -1,12 +1,13 @@
-"""The calibration model of `rules`' confidence: a logistic (Platt-style) map of a few signals.
+"""The calibration models of `rules`' confidence: logistic (Platt-style) maps of a few signals.
 
     p = 1 / (1 + exp(-(bias + sum(weight[f] * (x[f] - mean[f]) / scale[f]))))
 
-The weights live in `calibration.json` beside this module, fitted by
-`make calibrate` (tests/bench/calibrate_rules.py) on scored predictions:
-which readings were right (EXC at beta 2), over every phrasing of each
-question. The file records what it was fitted on and its fit-set ECE.
-A missing or malformed file is an error, not a silent default.
+`calibration.json` beside this module holds two such models, `preferred`
+(the reading rules answers with) and `alternative` (its other readings,
+`--candidates`), fitted by `make calibrate` (tests/bench/calibrate_rules.py)
+on scored readings: which were right (EXC at beta 2), over every phrasing
+of each question. The file records what it was fitted on and each model's
+fit-set ECE. A missing or malformed file is an error, not a silent default.
 """
 
 from __future__ import annotations
@@ -23,17 +24,20 @@ PATH = Path(__file__).with_name("calibration.json")
 # The confidence at or above which README recommends trusting a rules answer
 # without a fallback (its precision is reported by `make bench`).
 RECOMMENDED_THRESHOLD = 0.8
+MODELS = ("preferred", "alternative")
 
 
 @functools.lru_cache(maxsize=1)
 def model() -> dict:
-    """The stored calibration model (read once)."""
+    """The stored calibration models, `{"preferred": model, "alternative": model, ...}` (read once)."""
     try:
         stored = orjson.loads(PATH.read_bytes())
-        names = stored["features"]
-        if not (len(names) == len(stored["weights"]) == len(stored["mean"]) == len(stored["scale"])):
-            raise ValueError("features, weights, mean and scale differ in length")
-        float(stored["bias"])
+        for part in MODELS:
+            names = stored[part]["features"]
+            if not (len(names) == len(stored[part]["weights"]) == len(stored[part]["mean"])
+                    == len(stored[part]["scale"])):
+                raise ValueError(f"{part}: features, weights, mean and scale differ in length")
+            float(stored[part]["bias"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise NlqError(f"the rules calibration model {PATH.name} cannot be read: {exc}",
                        hint="reinstall nlq, or refit it with `make calibrate`") from None
@@ -41,7 +45,7 @@ def model() -> dict:
 
 
 def apply(stored: dict, signals: dict[str, float]) -> float:
-    """The calibrated probability for one reading's signals."""
+    """The calibrated probability for one reading's signals, by one model (`model()["preferred"]`, say)."""
     z = float(stored["bias"])
     for name, weight, mean, scale in zip(stored["features"], stored["weights"], stored["mean"], stored["scale"]):
         z += weight * (float(signals[name]) - mean) / scale

@@ -1,8 +1,16 @@
 """Confidence of a reading: grounding signals, mapped to a calibrated probability.
 
-    signals(ir)     a few numbers read off the IR (the heuristic score among them)
-    confidence(ir)  P(correct) from the signals, by the stored calibration model
-                    (`calibration.json`, refitted by `make calibrate`)
+    signals(ir)                     a few numbers read off the IR (the heuristic score among them)
+    confidence(ir)                  P(correct) of the preferred reading, by the stored calibration
+                                    model (`calibration.json`, refitted by `make calibrate`)
+    alternative_signals(ir, p, k)   an alternative's signals, beside the preferred reading's
+                                    confidence `p` and the kind `k` of decision it changes
+    alternative_confidence(...)     P(correct) of an alternative reading, by its own model
+
+The preferred reading and its alternatives are calibrated apart: an
+alternative competes with a reading the method already preferred, so how
+confident that reading is, and which decision the alternative changes
+(another collection, another field binding...), are part of its evidence.
 """
 
 from __future__ import annotations
@@ -10,10 +18,20 @@ from __future__ import annotations
 from nlq.methods.rules import calibration
 from nlq.methods.rules.ir import AMBIGUOUS, IR
 
+KINDS = ("collection", "binding", "grouping", "entity")  # the decisions an alternative reading changes
+MAX_RIVALS = 3  # rival collections counted (more make little difference)
+
 
 def confidence(ir: IR) -> float:
-    """The calibrated probability that the reading is what the question asks."""
-    return round(calibration.apply(calibration.model(), signals(ir)), 3)
+    """The calibrated probability that the preferred reading is what the question asks."""
+    return round(calibration.apply(calibration.model()["preferred"], signals(ir)), 3)
+
+
+def alternative_confidence(ir: IR, preferred: float, kind: str) -> float:
+    """The calibrated probability that an alternative reading (of `kind`, beside a preferred
+    reading of confidence `preferred`) is what the question asks."""
+    return round(calibration.apply(calibration.model()["alternative"],
+                                   alternative_signals(ir, preferred, kind)), 3)
 
 
 def signals(ir: IR) -> dict[str, float]:
@@ -26,11 +44,23 @@ def signals(ir: IR) -> dict[str, float]:
         "missed": float(misses),
         "unplaced": float(len(ir.unresolved) - misses),
         "issues": float(len(ir.issues)),
+        # no clear winner among the collections: its own signal, beside the count of issues
+        "ambiguous": float(AMBIGUOUS in ir.issues),
+        # the collections the reading could have chosen instead: more rivals, more ways to be wrong
+        "rivals": float(min(MAX_RIVALS, ir.collections - 1)),
+        "count": float(ir.count),
         "arrays": float(len(ir.unwinds) + len(ir.inferred)),
         "witnesses": float(min(3, ir.witnesses_bound)),
         "alternative": float(ir.alternative),
         "clauses": float(len(ir.filters) + len(ir.group_by) + len(ir.aggregates) + len(ir.sort) + bool(ir.count)),
     }
+
+
+def alternative_signals(ir: IR, preferred: float, kind: str) -> dict[str, float]:
+    """An alternative reading's signals, its preferred rival's confidence and its kind."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind of alternative reading {kind!r} (one of {', '.join(KINDS)})")
+    return {**signals(ir), "preferred": float(preferred), **{f"kind_{k}": float(k == kind) for k in KINDS}}
 
 
 def heuristic(ir: IR) -> float:

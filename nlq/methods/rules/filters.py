@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 from nlq.methods.rules.vocabulary import BETWEEN, COMPARATORS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
-from nlq.methods.rules.question import Question, denied, plain_word, to_number, word_match
-from nlq.methods.rules.grounding import array_named, measure_field, object_named
+from nlq.methods.rules.question import Question, denied, is_year, plain_word, to_number, word_match
+from nlq.methods.rules.grounding import TEMPORAL_COMPARATORS, array_named, measure_field, number_fits, object_named
 
 
 def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int]) -> list[tuple[str, str, str]]:
@@ -143,7 +143,12 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         if re.search(r"\byear\b", lower[q.spans[at][0]:char_end]):  # 'before the year of 2010' names its field
             target = measure_field(fields, "year")
         if target is None:
-            mention, target = _comparison_field(q, at, value, numeric, fields)
+            # a percentage: '90%', '10 percent', 'the black population percentage exceeds 10'
+            percent = re.match(r"\s*(?:%|percent\b|per cent\b)", q.text[char_end:]) is not None or bool(
+                {"percentage", "percent", "proportion"} & set(q.raw[max(0, at - 2):at]))
+            mention, target = _comparison_field(q, at, value, numeric, fields, percent)
+            if mention is not None:  # the fields named between it and the comparator qualify it
+                used.update(m.start for m in numeric if mention.end <= m.start and m.end <= at)
         if target is None and after < len(q.raw) and q.raw[after] in UNIT_MEASURES:
             # 'mountains that rise above 5000 meters', 'cinemas that hold more than 300 people': the unit
             # names the measure
@@ -268,24 +273,32 @@ def _year_bound(op: str, year: int) -> tuple[str, datetime]:
     return ("$gte" if op in ("$gt", "$gte") else "$lt"), first
 
 
-def _comparison_field(q: Question, at: int, value, numeric: list[Mention], fields: list[Field]):
-    """(mention, field) a comparison at word `at` constrains, or (None, None)."""
+# Comparators that name their own measure, whatever field a unit after the number names.
+OWN_MEASURES = {"older": "age", "younger": "age", "taller": "height", "cheaper": "price", "heavier": "weight",
+                "lighter": "weight"}
+
+
+def _comparison_field(q: Question, at: int, value, numeric: list[Mention], fields: list[Field],
+                      percent: bool = False):
+    """(mention, field) a comparison at word `at` constrains, or (None, None):
+    the nearest field mentioned before it, else after it, that the number fits
+    (`grounding.number_fits`: 'a White population over 90%' is `White`)."""
     word = q.raw[at] if at < len(q.raw) else ""
-    if word in TEMPORAL and isinstance(value, int) and 1000 <= value <= 2100:
-        # 'the prices of wines made before 2010': a year placed in time is compared with a year
-        # (a field named like one, or holding calendar years), not with the price named before
-        near = [m for m in numeric if (m.field.years or "year" in m.field.words) and abs(m.start - at) <= 6]
-        year = near[0].field if near else measure_field(fields, "year")
-        if year is not None:
-            return (near[0] if near else None), year
+    fits = lambda m: number_fits(m.field, value, word in TEMPORAL_COMPARATORS, percent)
     # the comparator word names no field; an identifier is compared only when right before it
-    before = [m for m in numeric if m.end <= at and at - m.end <= (1 if "id" in m.field.words else 6)]
-    if before:
-        m = max(before, key=lambda m: m.end)
-        return m, m.field
-    after = [m for m in numeric if m.start > at and m.start - at <= 4]
-    if after:
-        m = min(after, key=lambda m: m.start)
+    before = sorted((m for m in numeric if m.end <= at and at - m.end <= (1 if "id" in m.field.words else 6)),
+                    key=lambda m: -m.end)
+    after = sorted((m for m in numeric if m.start > at and m.start - at <= 4), key=lambda m: m.start)
+    own = measure_field(fields, OWN_MEASURES[word]) if word in OWN_MEASURES and not before else None
+    if own is not None:  # 'drivers older than 40 years': an age, and 'years' (its mention used up) the unit
+        return (after[0] if after else None), own
+    fitting = next((m for m in before + after if fits(m)), None)
+    if fitting is None and (before or after) and word in TEMPORAL_COMPARATORS and is_year(str(value)):
+        year = measure_field(fields, "year")
+        if year is not None and year.years:
+            return None, year  # 'the prices of wines made before 2010': the year of the wine
+    if fitting is not None or before or after:
+        m = fitting or (before + after)[0]
         return m, m.field
     measure = {"older": "age", "younger": "age", "before": "year", "after": "year", "since": "year",
                "earlier": "year", "later": "year", "longer": "length", "shorter": "length",

@@ -252,6 +252,21 @@ def measure_field(fields: list[Field], measure: str, numeric: bool = True) -> Fi
     return min(named, key=lambda f: (len(f.arrays), -f.present, f.mql)) if named else None
 
 
+# Comparator words that place a year in time ('built before 2010'): a year, not a quantity.
+TEMPORAL_COMPARATORS = frozenset({"before", "after", "since", "earlier", "later", "until", "prior"})
+
+
+def number_fits(f: Field, value, temporal: bool = False, percent: bool = False) -> bool:
+    """Whether a compared number can be a value of the field: a year placed in
+    time ('before 2010') is one of a field of years, a percentage ('90%') one of
+    a field whose witnessed numbers lie within 0..100; any other number fits."""
+    if temporal and is_year(str(value)):
+        return f.years
+    if percent:
+        return f.span is not None and f.span[0] >= 0 and f.span[1] <= 100
+    return True
+
+
 def object_named(q: Question, at: int, fields: list[Field]) -> Mention | None:
     """The embedded-document field named in full from word `at`, as a mention."""
     for f in fields:

@@ -23,6 +23,7 @@ class Field:
     missing: int = 0            # documents where the field is absent
     types: frozenset = frozenset()  # every BSON type the field holds
     years: bool = False             # its stored numbers are calendar years (a `Founded` field)
+    span: tuple | None = None       # (least, greatest) of its witnessed numbers, when it holds any
 
     @property
     def mixed_numeric(self) -> bool:
@@ -42,6 +43,8 @@ class Mention:
     end: int       # token span [start, end)
     score: float   # share of the field's words matched, plus a context bonus
     share: float = 1.0
+    echo: float = 0.0  # the words it leaves out are said close by (ranks it among overlapping mentions)
+    entity: bool = False  # the entity word itself, listed with its attributes: its name is shown
 
 
 @dataclass
@@ -62,6 +65,7 @@ class IR:
 
     collection: str
     collection_margin: float = 0.0
+    collections: int = 1  # collections the database offers (the preferred one and its rivals)
     mentions: list[Mention] = field(default_factory=list)
     filters: list[Filter] = field(default_factory=list)
     group_by: list[Field] = field(default_factory=list)

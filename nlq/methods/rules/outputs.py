@@ -8,7 +8,7 @@ from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.methods.rules.vocabulary import COUNT_PATTERNS
 from nlq.methods.rules.ir import AMBIGUOUS, Field, IR, Mention
 from nlq.methods.rules.schema import identifier, split_name
-from nlq.methods.rules.question import Question, maybe_number, word_match
+from nlq.methods.rules.question import Question, entity_name, maybe_number, word_match
 from nlq.methods.rules.grounding import array_named
 
 
@@ -25,7 +25,8 @@ def entity_outputs(index: dict, collection: str, fields: list[Field], q: Questio
         ids = sorted((f for f in inner if f.words[-1] == "id"), key=lambda f: (not own & set(f.words), f.mql))
         names = [f for f in inner if "name" in f.words or "title" in f.words]
         return ids[:1] + names[:2] if identified else names[:2] or ids[:1]
-    name = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1]
+    name = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1] or [
+        f for f in (entity_name(collection, fields),) if f is not None]
     key = identifier(index, collection, fields)
     if identified:
         return ([key] if key is not None and key not in name else []) + name

@@ -89,12 +89,12 @@ class State:
         collection = collection or ranked[0][0]
         margin = dict(ranked).get(collection, -1.0)
         fields = schema.get(collection, [])
-        ir = IR(collection=collection, collection_margin=margin,
+        ir = IR(collection=collection, collection_margin=margin, collections=len(ranked),
                 array_paths=frozenset(a for f in fields for a in f.arrays))
         entities = entity_positions.get(collection, set())
         plural = {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
         meaningful = [m for m in meaningful_mentions(q, all_mentions) if m.field.mql not in avoid]
-        mentions = select_mentions(meaningful, collection, entities, plural, name_span(q, collection) | order_words(q))
+        mentions = select_mentions(meaningful, collection, entities, plural, name_span(q, collection, fields) | order_words(q))
         ir.mentions = mentions
         ir.alternative = bool(avoid or variant or collection != ranked[0][0])
         return cls(q, witnesses, index, grounding, ir, fields, entities, plural, mentions, ranked=ranked,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.text import normalize, word_spans
 from nlq.methods.rules.paraphrase import canonical
-from nlq.methods.rules.vocabulary import RELATED_ROOTS, SUPERLATIVES, SYNONYMS, WORD_NUMBERS
+from nlq.methods.rules.vocabulary import COMPOUND_WORDS, RELATED_ROOTS, SUPERLATIVES, SYNONYMS, WORD_NUMBERS
 from nlq.methods.rules.ir import Field, Mention
 from nlq.methods.rules.schema import split_name
 
@@ -90,7 +90,7 @@ def word_match(q: str, f: str) -> float:
 
 
 # Derivational endings a word and a field name may differ by ('founding' / 'founded').
-ENDINGS = ("ations", "ation", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ions", "ion", "ed", "s")
+ENDINGS = ("ations", "ation", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ions", "ion", "ous", "ed", "s")
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -121,8 +121,16 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
     """
     present = set(words)
     mentions = []
+    coordinated, shared = _coordinated_modifiers(words), []
     for collection, fields in schema.items():
         coll_words = set(split_name(collection))
+        vocabulary = {w for f in fields for w in f.words}
+        eponym = entity_name(collection, fields)
+        if eponym is not None:  # 'the names of the companies': `Company` holds them
+            mentions.extend(Mention(eponym, i, i + 1, 1.25, 1.0) for i in _names_of(words, collection))
+        name = next((f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words), eponym)
+        if name is not None:  # 'the companies and their headquarters': each company, by its name
+            mentions.extend(Mention(name, i, i + 1, 1.0, 1.0, entity=True) for i in _listed_with_attributes(words, collection))
         for f in fields:
             if not f.words:
                 continue
@@ -133,30 +141,185 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
                 if best is not None:
                     end, matched = best
                     share = matched / len(f.words)
-                    if share >= 0.5 or _only_implicit_words_unmatched(f.words, words[start:end], coll_words):
+                    if share >= 0.5 or _only_implicit_words_unmatched(f, words[start:end], coll_words):
                         if f.years and words[end:end + 1] == ["year"]:
                             end += 1  # 'founded year' names a field of years
                         near = 0.1 if context & set(words[max(0, start - 3):end + 3]) else 0.0
-                        mentions.append(Mention(f, start, end, share + bonus + near, share))
+                        echo = _said_nearby(f.words, words, start, end, vocabulary) if share < 1.0 else 0.0
+                        mentions.append(Mention(f, start, end, share + bonus + near, share, echo))
                 inverted = _inverted_match(words, start, f.words)
                 if inverted is not None:
                     mentions.append(Mention(f, start, inverted, 1.0 + bonus, 1.0))
-    return mentions
+            for at, elided, trails in coordinated:
+                best = _span_match(elided, 0, f.words)
+                if best is not None and best[0] >= 2 and best[1] / len(f.words) >= 0.8:
+                    shared.append((trails, Mention(f, at, at + 1, best[1] / len(f.words) + bonus, best[1] / len(f.words))))
+    # only where the second conjunct names a field in full with that head ('last names' is `LName`),
+    # or, the head said first ('names, both first and last'), where both modifiers do
+    full = {m.start for m in mentions if m.end - m.start >= 2 and m.share >= 0.8}
+    both = {(m.field.collection, m.start) for trails, m in shared if trails}
+    mentions += [m for trails, m in shared if not trails and m.start + 2 in full
+                 or trails and {(m.field.collection, m.start - 2), (m.field.collection, m.start + 2)} & both]
+    return mentions + _anaphoric(words, mentions)
+
+
+# Words that point back to something already named ('where the name includes ...').
+DEFINITE = frozenset({"the", "their", "its", "his", "her", "whose"})
+
+
+def _anaphoric(words: list[str], mentions: list[Mention]) -> list[Mention]:
+    """'the first names of students where the name includes "a"': a definite
+    head word said again after a field named in full with that head refers
+    back to that field (unless a possessor follows: 'the names of their departments')."""
+    found = []
+    for m in mentions:
+        if m.end - m.start < 2 or m.share < 0.8:
+            continue
+        head = words[m.end - 1]
+        found += [Mention(m.field, i, i + 1, m.score, m.share) for i in range(m.end + 1, len(words))
+                  if words[i] == head and words[i - 1] in DEFINITE and words[i + 1:i + 2] != ["of"]]
+    return found
+
+
+def entity_name(collection: str, fields: list[Field]) -> Field | None:
+    """The field holding a document's name when none is called a name or title:
+    the top-level string field named like the entity itself (`Company` in
+    company, `Grape` in grapes) or by a synonym of it (`School` in university)."""
+    top = [f for f in fields if f.kind == "scalar" and not f.arrays and not f.maps and f.type == "string" and f.words]
+    if not top or any({"name", "title"} & set(f.words) for f in top):
+        return None
+    head = split_name(collection)[-1:]
+    named = [f for f in top if len(f.words) == 1 and head and word_match(head[0], f.words[0]) >= 0.7]
+    return min(named, key=lambda f: (word_match(head[0], f.words[0]) < 0.85, f.mql)) if named else None
+
+
+def _names_of(words: list[str], collection: str) -> list[int]:
+    """Positions of 'name' words that name the collection's entity: 'company
+    names', 'the names of all companies', 'the names and ranks of the companies'."""
+    head = split_name(collection)[-1:]
+    if not head:
+        return []
+    names = lambda w: word_match(w, head[0]) >= 0.7
+    found = []
+    for i, w in enumerate(words):
+        if w != "name":
+            continue
+        if i and names(words[i - 1]):
+            found.append(i)
+            continue
+        of = next((j for j in range(i + 1, min(i + 6, len(words))) if words[j] == "of"), None)
+        if of is not None and any(names(x) for x in words[of + 1:of + 6]):
+            found.append(i)
+    return found
+
+
+def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int, vocabulary: set[str]) -> float:
+    """How strongly the field words a partial mention leaves out are said close
+    by (0 when not): before it, as a modifier of another attribute of the same
+    list or the entity it belongs to ('the statement IDs along with their
+    details' names Statement_Details, 'courses with the name X' a course_name),
+    or after it in the possessor the list belongs to, whose words naming fields
+    (`vocabulary`) the field's words cover ('the codes, names and descriptions
+    of document types' names Document_Type_Name, not a Document_Name). The more
+    words it supplies and the nearer, the stronger."""
+    span = words[start:end]
+    missing = [fw for fw in fwords if fw not in WEAK_FIELD_WORDS and not any(word_match(w, fw) >= 0.7 for w in span)]
+    # not the first of two coordinated modifiers ('login and last names': the names are last names)
+    coordinated = start >= 3 and words[start - 2] in CONJUNCTIONS and words[start - 1] not in TEXT_STOPWORDS
+    before = range(max(0, start - 8), start - 3 if coordinated else start)
+    after = range(end, min(len(words), end + 8))
+    names = lambda w, fw: word_match(w, fw) >= 0.8
+    covered = lambda w: any(names(w, fw) for fw in fwords) or w not in vocabulary
+
+    def distance(fw: str) -> int | None:
+        near = [start - j for j in before if names(words[j], fw)]
+        for j in after:
+            if names(words[j], fw):
+                run = words[j:next((k for k in range(j, len(words)) if words[k] in TEXT_STOPWORDS), len(words))]
+                if all(covered(w) for w in run):
+                    near.append(j - end + 1)
+                break
+        return min(near) if near else None
+
+    far = [distance(fw) for fw in missing]
+    if not missing or None in far:
+        return 0.0
+    return 0.5 * len(missing) / len(fwords) + 0.1 - 0.01 * max(far)
+
+
+# 'the shops along with their locations': what joins an entity to its attributes
+ATTRIBUTE_LINKS = (("and", "their"), ("and", "its"), ("with", "their"), ("with", "its"), ("along", "with", "their"),
+                   ("along", "with", "its"), ("together", "with", "their"), ("as", "well", "as", "their"))
+
+
+def _listed_with_attributes(words: list[str], collection: str) -> list[int]:
+    """Positions of words naming the collection's entity that are listed with
+    their attributes ('the companies and their main industries'), not counted
+    ('the number of companies and their ...') nor possessing another attribute
+    ('the nicknames of schools and their locations'; 'a list of schools' lists them)."""
+    head = split_name(collection)[-1:]
+    found = []
+    for i, w in enumerate(words):
+        if not head or word_match(w, head[0]) < 0.8 or words[i - 1:i] == ["many"]:
+            continue
+        of = next((j for j in (i - 1, i - 2) if j >= 1 and words[j] == "of"), None)
+        if of is not None and words[of - 1] not in ("list", "set", "all", "each", "every"):
+            continue
+        if any(tuple(words[i + 1:i + 1 + len(link)]) == link for link in ATTRIBUTE_LINKS):
+            found.append(i)
+    return found
+
+
+# Words joining two modifiers of one head noun ('first and last names').
+CONJUNCTIONS = frozenset({"and", "or"})
+
+
+def _coordinated_modifiers(words: list[str]) -> list[tuple[int, list[str], bool]]:
+    """'first and last names': the first modifier shares the head of the second
+    conjunct, so it is read with it ('first names'): (position, the modifier
+    followed by the words after the second modifier); 'names, both first and
+    last': each modifier is read with the head before them (position, [modifier,
+    head], True)."""
+    before = [(i, [words[i]] + words[i + 3:i + 6], False) for i in range(len(words) - 3)
+              if words[i + 1] in CONJUNCTIONS and words[i] not in TEXT_STOPWORDS and words[i + 2] not in TEXT_STOPWORDS]
+    # the head said first: 'names (both first and last)', 'names, first and last'
+    after = []
+    for i in range(len(words) - 3):
+        j = i + 2 if words[i + 1] in ("both", "either") else i + 1
+        if j + 2 < len(words) and words[j + 1] in CONJUNCTIONS and words[i] not in TEXT_STOPWORDS \
+                and words[j] not in TEXT_STOPWORDS and words[j + 2] not in TEXT_STOPWORDS:
+            after += [(j, [words[j], words[i]], True), (j + 2, [words[j + 2], words[i]], True)]
+    return before + after
 
 
 # Field-name words that add nothing a question would say ('address_line_1' is an address).
 WEAK_FIELD_WORDS = frozenset({"line", "code", "no", "num", "0", "1", "2", "3"})
 
 
-def _only_implicit_words_unmatched(fwords: tuple[str, ...], span: list[str], collection: set[str]) -> bool:
-    """The words a question leaves out of a field's name are weak ones or its
-    collection's own ('category' names product_category_code in products)."""
-    return any(w in span for w in fwords) and all(
-        w in span or w in WEAK_FIELD_WORDS or w in collection for w in fwords)
+# Verbs that introduce a name as a value ('not named "Jo"'), not the field holding it.
+NAMING_VERBS = frozenset({"named", "called", "titled", "labeled", "labelled"})
+
+
+def _only_implicit_words_unmatched(f: Field, span: list[str], collection: set[str]) -> bool:
+    """The words a question leaves out of a field's name are weak ones, its
+    collection's own or its initial ('category' names product_category_code in
+    products, 'phone' DPhone in departments), or
+    what its stored values already are ('opened' names Open_Year when the field
+    holds calendar years, 'hired' names hire_date of a date field)."""
+    implied = WEAK_FIELD_WORDS | collection | {w[0] for w in collection} | ({"year"} if f.years else set()) | (
+        {"date"} if f.type == "date" else set())
+    named = {fw for fw in f.words if fw != "id" and any(word_match(w, fw) >= 0.7 and w not in NAMING_VERBS
+                                                        for w in span)}
+    return bool(named) and all(fw in named or fw in implied for fw in f.words)
 
 
 def _inverted_match(words: list[str], start: int, fwords: tuple[str, ...]) -> int | None:
-    """'name of the course' names `course_name`: returns the span end, or None."""
+    """'name of the course' names `course_name`, 'completion date' names
+    `date_of_completion`: returns the span end, or None."""
+    if len(fwords) == 3 and fwords[1] == "of" and start + 1 < len(words):
+        if word_match(words[start], fwords[2]) >= 0.8 and word_match(words[start + 1], fwords[0]) >= 0.8:
+            return start + 2
+        return None
     if len(fwords) != 2 or start + 2 >= len(words) or words[start + 1] != "of":
         return None
     j = start + 3 if words[start + 2] in ("the", "a", "an", "each", "every", "all") else start + 2
@@ -182,15 +345,35 @@ def _abbreviates(fw: str, words: list[str], i: int) -> bool:
     return False
 
 
+def _initial(fw: str, fwords: tuple[str, ...], k: int, words: list[str], i: int) -> bool:
+    """A one-letter field word is the initial of the question word at `i` when
+    the field's next word follows it ('last name' names `LName`)."""
+    return (fw.isalpha() and k + 1 < len(fwords) and i + 1 < len(words) and len(words[i]) >= 3
+            and words[i][0] == fw and word_match(words[i + 1], fwords[k + 1]) >= 0.7)
+
+
 def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
     """Match field words against question words from `start` (in order, allowing
     the field's leading context words to be absent): returns (end, matched)."""
-    matched, i, total = 0.0, start, 0
-    for fw in fwords:
+    matched, i, total, k = 0.0, start, 0, 0
+    while k < len(fwords):
+        fw = fwords[k]
+        k += 1
         if i < len(words):
+            if k < len(fwords) and _compound(words[i], fw, fwords[k]):
+                matched += 2.0
+                i += 1
+                total += 2
+                k += 1
+                continue
             m = word_match(words[i], fw)
             if m:
                 matched += m
+                i += 1
+                total += 1
+                continue
+            if len(fw) == 1 and _initial(fw, fwords, k - 1, words, i):
+                matched += 1.0
                 i += 1
                 total += 1
                 continue
@@ -207,19 +390,37 @@ def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
     return i, matched
 
 
+def _compound(word: str, first: str, second: str) -> bool:
+    """One question word names two field words: a closed compound of them
+    ('hometown' is home_town, and home_city as a town is a city) or a word for
+    the phrase ('username' is a login name)."""
+    phrase = COMPOUND_WORDS.get(word)
+    if phrase is not None and word_match(phrase[0], first) >= 0.8 and word_match(phrase[1], second) >= 0.8:
+        return True
+    return (len(first) >= 3 and word.startswith(first) and len(word) - len(first) >= 3
+            and word_match(word[len(first):], second) >= 0.7)
+
+
 def denied(q: Question, i: int) -> bool:
     """The word at `i` follows a negation closely ('no books', 'do not have reviews')."""
     return any(q.raw[k] in ("no", "not", "without", "never") for k in range(max(0, i - 3), i))
 
 
-def name_span(q: Question, collection: str) -> set[int]:
+def name_span(q: Question, collection: str, fields: list[Field] = ()) -> set[int]:
     """Word positions where the question spells a multi-word collection name out
-    ('lab histories' for lab_histories): the entity itself, never a field."""
+    ('lab histories' for lab_histories): the entity itself, never a field --
+    unless a field of the collection has that very name and the question says
+    it in the singular ('the allergy type of cat' in Allergy_Type is its
+    `AllergyType`; 'all allergy types' are the documents)."""
     words = split_name(collection)
     if len(words) < 2:
         return set()
+    eponymous = any(not f.arrays and list(f.words) == words for f in fields)
     for i in range(len(q.stems) - len(words) + 1):
         if all(word_match(q.stems[i + j], w) >= 0.8 for j, w in enumerate(words)):
+            last = i + len(words) - 1
+            if eponymous and q.raw[last] == q.stems[last]:
+                continue
             return set(range(i, i + len(words)))
     return set()
 
@@ -248,7 +449,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     ('the device name' is a field; 'for devices' is the collection).
     """
     pool = [m for m in mentions if m.field.collection == collection and m.field.kind not in ("object", "dynamic_map")]
-    pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score, 1.35), -(m.end - m.start),
+    pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score + m.echo, 1.35), -(m.end - m.start),
                              len(m.field.arrays),
                              -m.field.present, m.field.mql))
     taken: list[Mention] = []
@@ -259,7 +460,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
             continue
         if m.field.kind == "array":
             continue
-        if span & entity_positions and (m.share < 1.0 or span & entity_positions & plural):
+        if span & entity_positions and not m.entity and (m.share < 1.0 or span & entity_positions & plural):
             continue
         taken.append(m)
         used |= span

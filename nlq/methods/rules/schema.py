@@ -65,7 +65,8 @@ def schema_of(index: dict) -> dict[str, list[Field]]:
 def prepare(index: dict) -> Grounding:
     """The Grounding of an index (the method keeps one per database for a run)."""
     schema: dict[str, list[Field]] = {c: [] for c in index.get("collections", {})}
-    year_paths = _year_paths(index.get("values", {}))
+    spans = _number_spans(index.get("values", {}))
+    year_paths = {p for p, (_, _, all_years) in spans.items() if all_years}
     for entry in index.get("lattice", []):
         path = entry["path"]
         mql, arrays = lattice_to_mql(path)
@@ -84,7 +85,7 @@ def prepare(index: dict) -> Grounding:
             words=_field_words(names[-1], entry["collection"]), context=context, present=entry.get("present", 0),
             maps=maps,
             nulls=entry.get("null", 0), missing=entry.get("missing", 0), types=frozenset(entry.get("types", {})),
-            years=path in year_paths))
+            years=path in year_paths, span=spans[path][:2] if path in spans else None))
         if entry.get("kind") == "dynamic_map":
             # the map's keys are data ('seasons' -> a season, 'results_by_driver' -> a driver);
             # a map directly inside another map has no name for its keys
@@ -108,16 +109,18 @@ def _field_words(name: str, collection: str) -> tuple[str, ...]:
     return tuple(words)
 
 
-def _year_paths(values: dict) -> set[str]:
-    """Lattice paths whose witnessed numbers are all calendar years."""
-    years: dict[str, bool] = {}
+def _number_spans(values: dict) -> dict[str, tuple]:
+    """Per lattice path, (least, greatest, all calendar years) of its witnessed numbers."""
+    spans: dict[str, tuple] = {}
     for locations in values.values():
         for loc in locations:
             stored = loc.get("stored")
             if loc.get("kind") == "value" and isinstance(stored, (int, float)) and not isinstance(stored, bool):
                 path = loc.get("path")
-                years[path] = years.get(path, True) and float(stored).is_integer() and 1000 <= stored <= 2100
-    return {p for p, all_years in years.items() if all_years}
+                year = float(stored).is_integer() and 1000 <= stored <= 2100
+                low, high, years = spans.get(path, (stored, stored, True))
+                spans[path] = (min(low, stored), max(high, stored), years and year)
+    return spans
 
 
 def join_edge(index: dict, collection: str, other: str) -> tuple[str, str] | None:

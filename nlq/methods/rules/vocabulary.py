@@ -148,7 +148,21 @@ SYNONYMS = {
     "compensation": ("salary", "pay", "wage"), "income": ("salary", "income"),
     "fare": ("price", "fare", "cost"), "costing": ("price", "cost"), "priced": ("price",), "pricing": ("price",),
     "eldest": ("age",), "aged": ("age",),
+    "store": ("shop", "store"), "shop": ("shop", "store"), "role": ("position", "role"),
+    "position": ("position", "role"), "rating": ("score", "rating"), "rated": ("score", "rating"),
+    "score": ("score", "point"), "point": ("point", "score"),
+    "telephone": ("phone",), "identifier": ("id",), "length": ("length", "duration"),
+    "duration": ("duration", "length"), "departure": ("origin", "departure"), "arrival": ("destination", "arrival"),
+    "category": ("type", "category"), "classification": ("type", "class", "category"), "kind": ("type",),
+    "information": ("detail", "info", "information"), "info": ("detail", "info", "information"),
+    "movie": ("film", "movie"), "film": ("film", "movie"), "vessel": ("ship", "vessel"),
+    "university": ("university", "school", "college"), "college": ("college", "school", "university"),
 }
+
+
+# One word for a two-word name ('forename' is a first name); closed compounds of
+# the name's own words ('hometown' of home_town) need no entry.
+COMPOUND_WORDS = {"forename": ("first", "name"), "username": ("login", "name")}
 
 
 # Roots of words that name the same event ('established' a school is when it was 'founded' or 'opened').

@@ -11,6 +11,7 @@
     buckets     $bucket, $bucketAuto
     windows     $setWindowFields and the window functions
     gaps        $densify, $fill
+    fusion      adjacent stages as one loop ($unwind + $group), where provably equal
 
 Semantics follow the manual's stage pages
 (https://www.mongodb.com/docs/manual/reference/operator/aggregation-pipeline/).

@@ -63,14 +63,20 @@ def compile_group(spec, ctx):
                 entry = groups[key] = (key_value, [factory() for factory in factories])
             for acc in entry[1]:
                 acc.add(vars)
-        for key_value, accs in groups.values():
-            check()
-            out = {"_id": None if key_value is MISSING else key_value}
-            for name, acc in zip(names, accs):
-                result = acc.result()
-                out[name] = None if result is MISSING else result
-            yield out
+        yield from group_rows(groups, names, check)
     return group
+
+
+def group_rows(groups: dict, names: list[str], check):
+    """The output documents of `$group`'s groups (`key -> (_id value, accumulator states)`,
+    in first-seen order): `_id`, then each field's result (missing ones as null)."""
+    for key_value, accs in groups.values():
+        check()
+        out = {"_id": None if key_value is MISSING else key_value}
+        for name, acc in zip(names, accs):
+            result = acc.result()
+            out[name] = None if result is MISSING else result
+        yield out
 
 
 @implements(STAGE, "$count")

@@ -55,28 +55,72 @@ def _local_values(doc, parts: tuple[str, ...]) -> list:
 
 
 class _ForeignIndex:
-    """Foreign documents keyed by every value an equality on foreignField matches."""
+    """Foreign documents keyed by every value an equality on foreignField matches.
+
+    The documents a single string or int (not bool) local value matches are remembered by that
+    value itself: among those two types, Python's equality and hashing are BSON's equality
+    (1 == 1.0 is only a question for doubles, which take the general key), so the look-up of a
+    repeated value skips building its `group_key`."""
 
     def __init__(self, docs: list, parts: tuple[str, ...], check):
         self.docs = docs
         self.index: dict = {}
+        self.memo: dict = {}  # str or int local value -> the documents it matches (never mutated)
+        index = self.index
+        name = parts[0] if len(parts) == 1 else None
         for i, doc in enumerate(docs):
             check()
+            if name is not None and type(doc) is dict:
+                value = doc.get(name, MISSING)
+                if type(value) is str or type(value) is int:  # equality_keys: this one key
+                    key = group_key(value)
+                    found = index.get(key)
+                    if found is None:
+                        index[key] = [i]
+                    else:
+                        found.append(i)
+                    continue
             for key in equality_keys(doc, parts):
-                found = self.index.setdefault(key, [])
+                found = index.setdefault(key, [])
                 if not found or found[-1] != i:  # each key's documents ascending, each once
                     found.append(i)
 
+    def joined(self, doc, local_parts: tuple[str, ...]) -> list:
+        """The documents `doc` joins by its localField (a list the caller must not change)."""
+        if len(local_parts) == 1 and type(doc) is dict:
+            value = doc.get(local_parts[0], MISSING)
+            if type(value) is str or type(value) is int:
+                found = self.memo.get(value)
+                if found is not None:
+                    return found
+            if type(value) is not list and value is not MISSING:  # one top-level local value
+                return self.matching_one(value)
+        return self.matching(_local_values(doc, local_parts))
+
     def matching(self, values: list) -> list:
+        """The documents any of `values` matches, in collection order, each once (a list the
+        caller must not change)."""
         if len(values) == 1:
-            found = self.index.get(group_key(values[0]))
-            return [self.docs[i] for i in found] if found else []
+            return self.matching_one(values[0])
         hits: set = set()
         for value in values:
             found = self.index.get(group_key(value))
             if found:
                 hits.update(found)
         return [self.docs[i] for i in sorted(hits)]
+
+    def matching_one(self, value) -> list:
+        t = type(value)
+        if t is str or t is int:
+            found = self.memo.get(value)
+            if found is None:
+                found = self.memo[value] = self._matching_one(value)
+            return found
+        return self._matching_one(value)
+
+    def _matching_one(self, value) -> list:
+        found = self.index.get(group_key(value))
+        return [self.docs[i] for i in found] if found else []
 
 
 _LOOKUP_KEYS = ("from", "localField", "foreignField", "as", "let", "pipeline")
@@ -155,15 +199,29 @@ def compile_lookup(spec, ctx):
             if local_parts is not None:
                 if index is None:
                     index = _ForeignIndex(foreign, foreign_parts, check)
-                matched = index.matching(_local_values(doc, local_parts))
+                matched = index.joined(doc, local_parts)
             else:
                 matched = foreign
             if sub is not None:
                 joined = materialize(sub(checked(matched, check)), check)
             else:
-                joined = list(matched)
+                joined = list(matched)  # (each document its own array)
             yield set_nested(doc, as_parts, joined)
     return lookup
+
+
+def lookup_index(spec, ctx):
+    """For a `$lookup` of the localField/foreignField form alone (no `let`, no `pipeline`; its
+    compiler has checked the spec): `(index_of, local_parts)`, `index_of()` reading and indexing
+    the `from` collection (call it on a run's first document, as the stage does) and
+    `index_of().joined(doc, local_parts)` the foreign documents `doc` joins, in collection order
+    (a list the caller must not change). None for any other `$lookup`."""
+    if type(spec) is not dict or set(spec) != {"from", "localField", "foreignField", "as"}:
+        return None
+    source = spec["from"]
+    foreign_parts = split_path(spec["foreignField"], "$lookup 'foreignField'")
+    return (lambda: _ForeignIndex(ctx.catalog(source), foreign_parts, ctx.check),
+            split_path(spec["localField"], "$lookup 'localField'"))
 
 
 # ---------------------------------------------------------------- $graphLookup
