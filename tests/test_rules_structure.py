@@ -470,3 +470,9 @@ def test_how_many_elements_each_document_has_is_its_array_size():
 
 def test_the_head_of_a_compound_after_order_of_is_the_key():
     assert order_of("Regions of peaks sorted in ascending order of peak visitors.") == ([("Visitors", 1)], None)
+
+
+def test_the_entity_right_after_most_is_counted_not_a_measure_named_later():
+    ir = ir_of("Which region has the most peaks that were first climbed after 1900?")
+    assert [f.mql for f in ir.group_by] == ["Region"] and ir.sort == [("count", -1)]
+    assert [(f.field.mql, f.op) for f in ir.filters] == [("First_Climbed", "$gt")]
