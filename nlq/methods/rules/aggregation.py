@@ -55,13 +55,15 @@ def shown_before_aggregates(ir: IR, mentions: list[Mention]) -> list[Field]:
 
 
 def per_document(q: Question, lower: str, collection: str) -> bool:
-    """'of each film', 'for every school': a grouping phrase names the collection's own documents."""
+    """'of each film', 'for every school', "each film's title and its maximum price", 'the
+    titles of the films and the highest price for each': a grouping phrase names the
+    collection's own documents, or ends the question (each of the things just named)."""
     head = split_name(collection)[-1:]
-    for m in GROUP_PATTERNS.finditer(lower):
+    for m in list(GROUP_PATTERNS.finditer(lower)) + list(re.finditer(r"\b(?:each|every)\s+", lower)):
         at = q.word_at(m.end())
         if at < len(q.stems) and any(word_match(q.stems[at], w) >= 0.85 for w in head):
             return True
-    return False
+    return bool(re.search(r"\b(?:for|of) (?:each|every)(?: one)?\s*[?.!]?\s*$", lower))
 
 
 def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list[Field], entities: set[int],
@@ -92,20 +94,33 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
                 and q.text[q.spans[i][1]:q.spans[i + 1][0]].strip() == "":
             rank_aggregate = -1 if op == "$max" else 1  # 'the highest total sales' ranks the total
             continue
-        key = _most_of_entity(q, i, mentions, entities, fields, used) if op in ("$max", "$min") and target is None \
-            and array is None else None
+        # ('the most gas stations that opened after 2000': the entity right after 'most' is counted,
+        # the numeric field named later in its clause is no measure of the superlative)
+        counted_entity = i + 1 in entities or q.raw[i + 1:i + 2] == ["number"]
+        key = _most_of_entity(q, i, mentions, entities, fields, used, consumed) if op in ("$max", "$min") \
+            and (target is None or counted_entity and target.start > i + 1) and array is None else None
+        if key is None and op in ("$max", "$min") and array is not None:
+            key = _value_of_elements(q, i, mentions, array, used)
         if key is not None:
             # 'which genre has the most books': the value of a field shared by the most documents
             ir.group_by.append(key.field)
             used.add(key.start)
             ir.count = True
             ir.sort = ir.sort or [("count", -1 if op == "$max" else 1)]
-            ir.limit = ir.limit or 1
+            ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1  # 'the three regions with the most'
             continue
         if op in ("$max", "$min") and array is not None:
             ir.sort = ir.sort or [(("size", array), -1 if op == "$max" else 1)]  # 'the most players'
             ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1
             consumed.add(i + 1)
+            continue
+        back = _measured_before(q, i, mentions, used) if target is None and op in ("$max", "$min") else None
+        if back is not None and not ir.group_by:
+            # 'the product priced the highest', 'the employees paid the least': the measure came first
+            ir.sort = ir.sort or [(back.field, -1 if op == "$max" else 1)]
+            ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1
+            used.add(back.start)
+            consumed.add(i)
             continue
         if target is None:
             continue
@@ -207,20 +222,46 @@ def top_group(q: Question, ir: IR, mentions: list[Mention], used: set[int]) -> N
         ir.sort = [(ir.aggregates[0][1], -1)]
 
 
+def _value_of_elements(q: Question, i: int, mentions: list[Mention], array: Field, used: set[int]) -> Mention | None:
+    """'which origin do the most flights leave from', where origin is a field of each flight:
+    the value shared by the most elements of the array — a count per value, not a
+    ranking of documents by their array's size."""
+    if q.raw[i] not in ("most", "least", "fewest") and q.raw[i + 1:i + 2] != ["number"]:
+        return None
+    before = [m for m in mentions if m.end <= i and m.start not in used and m.field.kind == "scalar"
+              and array.mql in m.field.arrays]
+    return before[-1] if before else None
+
+
 def _most_of_entity(q: Question, i: int, mentions: list[Mention], entities: set[int], fields: list[Field],
-                    used: set[int]) -> Mention | None:
+                    used: set[int], consumed: set[int] = frozenset()) -> Mention | None:
     """The field before 'most <documents>' ('which genre has the most books',
     'in which year were most of the books printed'), when the superlative counts the
     collection's own documents rather than an array's elements."""
     if q.raw[i] not in ("most", "least", "fewest") and q.raw[i + 1:i + 2] != ["number"]:
         return None  # 'the highest tower' measures; 'the highest number of towers' counts
     j = i + 1
-    while j < len(q.raw) and q.raw[j] in ("number", "of", "the"):
-        j += 1
+    while j < len(q.raw) and (q.raw[j] in ("number", "of", "the") or j in consumed and j not in entities):
+        j += 1  # ('the most female students': a literal read before the entity)
     if j not in entities or array_named(q, j, fields, top_level=False) is not None:
         return None
     before = [m for m in mentions if m.end <= i and m.start not in used and m.field.kind != "array"]
     return before[-1] if before else None
+
+
+# Words that may close a clause after a trailing superlative ('priced the highest of all').
+CLAUSE_CLOSERS = frozenset({"and", "or", "of", "among", "in", "on", "overall", "ever", "but", "while"})
+
+
+def _measured_before(q: Question, i: int, mentions: list[Mention], used: set[int]) -> Mention | None:
+    """The measure a trailing superlative ranks by: 'priced the highest', 'whose height is
+    the greatest', 'paid the least' — a numeric field named just before the superlative
+    (at most 'is the' between), with no noun after it."""
+    if i + 1 < len(q.raw) and q.raw[i + 1] not in CLAUSE_CLOSERS:
+        return None
+    j = i - 1 if i and q.raw[i - 1] == "the" else i
+    j -= 1 if j and q.raw[j - 1] in ("is", "are", "was", "were") else 0
+    return next((m for m in mentions if m.end == j and m.field.numeric and m.start not in used), None)
 
 
 def _coordinated(q: Question, first: Mention, mentions: list[Mention], used: set[int]) -> list[Mention]:
@@ -263,6 +304,18 @@ def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set
             summed += 1
     if summed and summed == len(counts) and not COUNT_PATTERNS.search(re.sub(r"\bhow many\b", "", q.text.lower())):
         ir.count = False
+
+
+def averaged_count(q: Question, count: re.Match, mentions: list[Mention], fields: list[Field]) -> bool:
+    """'the average number of enrollees', 'the mean number of chapters': a statistic of
+    a stored quantity or of an array's size, not a count of documents."""
+    at = q.word_at(count.start())
+    if not count.group().endswith("of") or at == 0 or AGG_WORDS.get(q.raw[at - 1]) not in ("$avg", "$sum"):
+        return False
+    after = q.word_at(count.end())
+    after += q.raw[after:after + 1] in (["the"], ["a"])
+    return array_named(q, after, fields) is not None or any(
+        m.start == after and m.field.numeric and "id" not in m.field.words for m in mentions)
 
 
 def count_per_value(lower: str, ir: IR) -> None:

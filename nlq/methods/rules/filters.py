@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from nlq.methods.rules.vocabulary import BETWEEN, COMPARATORS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE
+from nlq.methods.rules.vocabulary import BETWEEN, COMPARATORS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE
 from nlq.methods.rules.ir import Field, Filter, Mention
-from nlq.methods.rules.schema import join_edge, split_name
+from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denied, is_year, plain_word, to_number, word_match
 from nlq.methods.rules.grounding import TEMPORAL_COMPARATORS, array_named, measure_field, number_fits, object_named
 
@@ -33,6 +33,29 @@ def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[in
     return joins
 
 
+def detect_numbered(q: Question, index: dict, collection: str, fields: list[Field], entities: set[int],
+                    plural: set[int], consumed: set[int]) -> list[Filter]:
+    """'student 1004', 'the student numbered 1004', 'employee no. 7': a singular noun
+    naming the collection's documents, then a whole number, names one document by
+    its identifier."""
+    key = identifier(index, collection, fields)
+    head = split_name(collection)[-1:]
+    if key is None or not key.numeric or not head:
+        return []
+    filters = []
+    for i in sorted(entities):
+        if i in plural or i in consumed or word_match(q.stems[i], head[0]) < 0.85:
+            continue
+        j = i + 1
+        while j < len(q.raw) and q.raw[j] in ("numbered", "number", "no", "num", "#", "id", "with", "the"):
+            j += 1
+        if j < len(q.raw) and j not in consumed and re.fullmatch(r"\d+", q.raw[j]) and (
+                j == i + 1 or q.raw[j - 1] in ("numbered", "number", "no", "num", "#", "id")):
+            filters.append(Filter(key, "$eq", int(q.raw[j]), i))
+            consumed.update(range(i + 1, j + 1))
+    return filters
+
+
 def denied_elements(filters: list[Filter]) -> list[Filter]:
     """'not steered by any captain with Midshipman rank': an array denied
     (detect_absence's empty array) and then a literal on its elements mean that
@@ -48,8 +71,38 @@ def denied_elements(filters: list[Filter]) -> list[Filter]:
     return out
 
 
+# Words naming sorts of a thing ('three or fewer types of wines' counts the wines).
+KINDS = frozenset({"types", "kinds", "sorts", "varieties", "different", "distinct", "separate", "individual"})
+
+
+# Comparators that place a thing in time, never compare a count.
+TEMPORAL = frozenset({"before", "after", "since", "from", "until", "earlier", "later"})
+
+
+def q_plural(q: Question) -> set[int]:
+    """Word positions holding a plural (the normalizer changed the word)."""
+    return {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
+
+
+def counted_before(q: Question, at: int) -> tuple[int, int] | None:
+    """'the number of players is more than one', 'where the count of students is below 3':
+    the comparison at word `at` follows a count phrase. Returns (the phrase's first word,
+    the counted noun's word), or None."""
+    if at >= len(q.raw) or q.raw[at] in TEMPORAL:  # 'the most number of wines before 2010' dates the wines
+        return None
+    k = at - 1 if at and q.raw[at - 1] in ("is", "are", "was", "were", "be") else at
+    noun = k - 1
+    if noun < 2:
+        return None
+    of = noun - 1 - (q.raw[noun - 1] in ("the", "their", "its", "his", "her"))
+    if q.raw[of] != "of" or q.raw[of - 1] not in ("number", "numbers", "count", "total") or of - 1 < 0:
+        return None
+    return of - 1, noun
+
+
 def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention],
-                       consumed: set[int], used: set[int], years: dict | None = None) -> list[Filter]:
+                       consumed: set[int], used: set[int], years: dict | None = None,
+                       counted: set[int] | None = None) -> list[Filter]:
     """Numeric comparisons ('more than 50', 'before 1850', 'between 2 and 5',
     'at least two flights') bound to the nearest numeric field mentioned, to the
     field the comparator names ('older' -> age), to the size of an array
@@ -63,10 +116,28 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         if at in taken:
             continue
         after = q.word_at(char_end)
+        after += 2 if q.raw[after:after + 1] and q.raw[after] in KINDS and q.raw[after + 1:after + 2] == ["of"] else 0
         array = array_named(q, after, fields)
         if array is not None:
             filters.append(Filter(array, op, value, at, size=True))
             consumed.update(range(at, after + 1))
+            continue
+        element = next((m for m in mentions if m.start == after and len(m.field.arrays) == 1
+                        and "id" in m.field.words and after in q_plural(q)), None)
+        array = next((f for f in fields if element and f.mql == element.field.arrays[0] and f.kind == "array"), None)
+        if array is not None and isinstance(value, int):
+            # 'enrolled in at least two courses', each enrolment holding a course id: how many elements
+            filters.append(Filter(array, op, value, at, size=True))
+            consumed.update(range(at, after + 1))
+            used.add(element.start)
+            continue
+        count = counted_before(q, at)
+        array = array_named(q, count[1], fields) if count else None
+        if array is not None:  # 'where the number of players is more than one': the array's size
+            filters.append(Filter(array, op, value, at, size=True))
+            consumed.update(range(count[0], after))
+            if counted is not None:
+                counted.add(count[0])
             continue
         mention, target = None, None
         if re.search(r"\byear\b", lower[q.spans[at][0]:char_end]):  # 'before the year of 2010' names its field
@@ -78,6 +149,14 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             mention, target = _comparison_field(q, at, value, numeric, fields, percent)
             if mention is not None:  # the fields named between it and the comparator qualify it
                 used.update(m.start for m in numeric if mention.end <= m.start and m.end <= at)
+        if target is None and after < len(q.raw) and q.raw[after] in UNIT_MEASURES:
+            # 'mountains that rise above 5000 meters', 'cinemas that hold more than 300 people': the unit
+            # names the measure
+            target = next((f for f in map(lambda w: measure_field(fields, w), UNIT_MEASURES[q.raw[after]])
+                           if f is not None), None)
+        if target is None and at > 0 and q.raw[at - 1] == "for" and (
+                after >= len(q.raw) or q.raw[after] in PRICE_CLAUSE_ENDS):
+            target = measure_field(fields, "price")  # 'available for under 50': what it costs
         if target is None and str(value) in (years or {}):
             target = years[str(value)]
             if target.type == "date":
@@ -91,6 +170,23 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         filters.append(Filter(target, op, value, at))
         consumed.update(range(at, after))
     return filters
+
+
+# Units after a number, and the measures they are of (a field named by one of them).
+UNIT_MEASURES = {
+    **dict.fromkeys(("meters", "metres", "meter", "metre", "feet", "foot", "ft", "m"),
+                    ("height", "elevation", "altitude", "length", "distance")),
+    **dict.fromkeys(("kilometers", "kilometres", "km", "miles", "mi"), ("distance", "length")),
+    **dict.fromkeys(("dollars", "euros", "usd", "eur"), ("price", "cost", "salary", "amount")),
+    **dict.fromkeys(("kilograms", "kg", "kilos", "tons", "tonnes", "pounds", "lbs"), ("weight", "tonnage")),
+    **dict.fromkeys(("people", "persons", "seats", "guests", "spectators"), ("capacity", "seats")),
+    **dict.fromkeys(("minutes", "hours", "seconds", "mins"), ("duration", "time", "length")),
+    **dict.fromkeys(("points",), ("points", "score")),
+}
+
+
+# Words that may follow a bare amount ('sold for under 50 that ...'): no unit, so a price.
+PRICE_CLAUSE_ENDS = frozenset({"and", "or", "that", "which", "who", "with", "in", "at", "from", "each", "apiece"})
 
 
 def comparison_phrases(q: Question) -> list[tuple[int, str, object, int]]:
@@ -140,19 +236,33 @@ def detect_average_comparisons(q: Question, mentions: list[Mention], consumed: s
 
 
 def detect_having(q: Question, mentions: list[Mention], fields: list[Field], entities: set[int],
-                  consumed: set[int], used: set[int]) -> tuple[Field, str, object] | None:
-    """'authors who have more than 2 books': the number compares how many of
-    the collection's own documents share a value of the field named before it
-    — a count per value, then a condition on that count (SQL's HAVING)."""
+                  consumed: set[int], used: set[int], counted: set[int] | None = None
+                  ) -> tuple[Field, str, object] | None:
+    """'authors who have more than 2 books', 'majors where the number of students is
+    below 3': the number compares how many of the collection's own documents share a
+    value of the field named before it — a count per value, then a condition on that
+    count (SQL's HAVING)."""
     for at, op, value, char_end in comparison_phrases(q):
         after = q.word_at(char_end)
-        if after not in entities or array_named(q, after, fields, top_level=False) is not None:
+        if after not in entities and after + 1 in entities and after < len(q.raw) and (
+                q.raw[after].endswith("ed") or q.raw[after] in KINDS or q.raw[after] in ("active", "current")):
+            after += 1  # 'fewer than three enrolled students': a modifier before the counted entity
+        count = counted_before(q, at)
+        if after in entities:
+            start, end = at, after + 1
+        elif count is not None and count[1] in entities:
+            start, end, after = count[0], after, count[1]
+        else:
             continue
-        before = [m for m in mentions if m.end <= at and m.start not in used and m.field.kind != "array"
+        if array_named(q, after, fields, top_level=False) is not None:
+            continue
+        before = [m for m in mentions if m.end <= start and m.start not in used and m.field.kind != "array"
                   and not m.field.arrays]
         if before:
-            consumed.update(range(at, after + 1))
+            consumed.update(range(start, end))
             used.add(before[-1].start)
+            if counted is not None and start != at:
+                counted.add(start)
             return before[-1].field, op, value
     return None
 
@@ -192,26 +302,62 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
         return m, m.field
     measure = {"older": "age", "younger": "age", "before": "year", "after": "year", "since": "year",
                "earlier": "year", "later": "year", "longer": "length", "shorter": "length",
-               "taller": "height", "cheaper": "price"}.get(word)
+               "taller": "height", "higher": "height", "cheaper": "price",
+               "heavier": "weight", "lighter": "weight"}.get(word)
     if measure is None and isinstance(value, int) and 1000 <= value <= 2100:
         measure = "year"
+    if measure is None and at > 0 and q.raw[at - 1] in ("is", "are", "was", "were", "aged") \
+            and word in ("over", "under", "above", "below"):
+        measure = "age"  # 'drivers that are under 40', with no measure named: how old they are
     return None, measure_field(fields, measure) if measure else None
 
 
 def detect_absence(q: Question, fields: list[Field], consumed: set[int]) -> list[Filter]:
-    """'without any allergies', 'never received a complaint', 'has no players':
-    the named array entity is empty (missing counts as empty)."""
+    """'without any allergies', 'never received a complaint', 'has no players', 'an
+    empty stock', 'whose record list is empty': the named array entity is empty
+    (missing counts as empty)."""
     filters = []
     for at, word in enumerate(q.raw):
-        if word not in NEGATIONS or word in ("except", "excluding", "other") or at in consumed:
+        if word not in NEGATIONS and word != "empty" or word in SETTING_ASIDE or at in consumed:
             continue
-        for j in range(at + 1, min(at + 6, len(q.raw))):
+        for j in range(at + 1, min(at + (3 if word == "empty" else 6), len(q.raw))):
             array = array_named(q, j, fields)
             if array is not None and j not in consumed:
                 filters.append(Filter(array, "$eq", 0, at, size=True))
                 consumed.update(range(at, j + 1))
                 break
+        else:
+            # 'whose record list is empty': the array named just before
+            for j in range(at - 1, max(-1, at - 4), -1) if word == "empty" else ():
+                array = array_named(q, j, fields)
+                if array is not None and j not in consumed and all(
+                        w in ("is", "are", "was", "were", "list", "lists", "set") for w in q.raw[j + 1:at]):
+                    filters.append(Filter(array, "$eq", 0, j, size=True))
+                    consumed.update(range(j, at + 1))
+                    break
     return filters
+
+
+HAVING_SOME = re.compile(r"\b(?:that|who|which)\s+(?:currently\s+|still\s+|actually\s+|already\s+|do\s+|does\s+)?"
+                         r"(?:has|have|had|own|owns|contain|contains|include|includes)\s+"
+                         r"(?:any\s+|some\s+|at least one\s+|one or more\s+)?")
+
+
+def detect_presence(q: Question, fields: list[Field], consumed: set[int], filters: list[Filter]) -> list[Filter]:
+    """'departments that have employees', 'shops that currently have some devices': the
+    named array entity has elements — unless another condition already reads it
+    ('that have more than 2 employees', 'that have employees earning ...')."""
+    found = []
+    for m in HAVING_SOME.finditer(q.text.lower()):
+        j = q.word_at(m.end())
+        array = array_named(q, j, fields)
+        if array is None or j in consumed or any(array.mql in (f.field.mql, *f.field.arrays) for f in filters):
+            continue
+        if j + 1 < len(q.raw) and q.raw[j + 1] in ("with", "whose", "that", "who", "which", "of", "in", "at"):
+            continue  # 'have employees with salary above 10': the elements' own condition follows
+        found.append(Filter(array, "$gte", 1, j, size=True))
+        consumed.add(j)
+    return found
 
 
 # Words between a negation and the field it denies ('no end date yet', 'never gave an email').
@@ -249,12 +395,44 @@ def detect_missing(q: Question, mentions: list[Mention], fields: list[Field], co
             continue
         if array_named(q, j, fields, top_level=False) or array_named(q, target.end, fields, top_level=False):
             continue  # 'no captain', 'without a school bus': an empty array (detect_absence)
+        if _names_a_value_after(q, target.end):
+            used.add(target.start)  # (a condition's field, not an output)
+            continue  # 'not headquartered in the United States': a value is denied, the field is there
         f = target.field
         absent = f.nulls == 0 or (f.missing > 0 and NEVER_PRESENT.search(q.text.lower()[q.spans[at][0]:]))
         filters.append(Filter(f, "$exists", False, at) if absent else Filter(f, "$type", "null", at))
         used.add(target.start)
         consumed.update(range(at, target.end))
     return filters
+
+
+def denied_values(filters: list[Filter]) -> list[Filter]:
+    """'counties not located in the East', 'actors not aged 20': a negation before a
+    field and then a literal on it denies the literal (`$ne`), not the field's presence —
+    detect_missing's null-or-absent test on that field is dropped."""
+    out = list(filters)
+    for missing in [f for f in filters if f.op in ("$exists", "$type") and f.value in (False, "null")]:
+        literal = next((f for f in out if f.field.mql == missing.field.mql and f.op in ("$eq", "$ne", "$in")
+                        and 0 < f.start - missing.start <= 7), None)
+        if literal is not None:
+            out.remove(missing)
+            if literal.op == "$eq":
+                literal.op = "$ne"
+            elif literal.op == "$in":
+                literal.op = "$nin"
+    return out
+
+
+def _names_a_value_after(q: Question, at: int) -> bool:
+    """A preposition and then a capitalized or quoted word follow word `at` ('in the East')."""
+    if at >= len(q.raw) or q.raw[at] not in ("in", "from", "at", "on", "by", "as", "to"):
+        return False
+    k = at + 1 + (q.raw[at + 1:at + 2] == ["the"])
+    if k >= len(q.raw):
+        return False
+    start, end = q.spans[k]
+    word = q.text[start:end]
+    return word[:1].isupper() or word[:1].isdigit() or q.text[start - 1:start] in "\"'“‘" and start > 0
 
 
 def detect_flags(q: Question, mentions: list[Mention], consumed: set[int], used: set[int]) -> list[Filter]:
@@ -277,13 +455,15 @@ HOLDS = (r"contains?|containing|includes?|including|featur(?:e|es|ing)|with|has|
 PIECE = r"letters?|words?|substrings?|strings?|characters?|text|terms?|sequences?|phrases?|segments?|parts?"
 TEXT_PATTERNS = [
     # (pattern, how the literal is anchored); the literal is group "s"
+    (r"\b(?:starts?|starting|begins?|beginning|commenc(?:e|es|ing))\s+with\s+(?:an?\s+|the\s+)?"
+     r"(?:letters?|words?)?\s*"
+     r"[\"'“‘]?(?P<s>[\w]+)[\"'”’]?", "prefix"),
+    (r"\b(?:ends?|ending|finish(?:es|ing)?|conclud(?:e|es|ing))\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*"
+     r"[\"'“‘]?(?P<s>[\w]+)[\"'”’]?", "suffix"),
+    # (anchored ones first: 'ends with the letter m' is no 'with the letter m')
     (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")?\s*[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]",
      "contains"),
     (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")\s+(?P<s>\w+)", "contains"),
-    (r"\b(?:starts?|starting|begins?|beginning)\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*"
-     r"[\"'“‘]?(?P<s>[\w]+)[\"'”’]?", "prefix"),
-    (r"\b(?:ends?|ending)\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*[\"'“‘]?(?P<s>[\w]+)[\"'”’]?",
-     "suffix"),
 ]
 
 
@@ -297,9 +477,13 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
             at = q.word_at(m.start())
             if at in consumed:
                 continue
+            end = q.word_at(m.end())
             before = [mm for mm in strings if mm.end <= at and at - mm.end <= 8]
-            after = [mm for mm in strings if mm.start > at and mm.start - at <= 6]  # "have 'x' in their titles"
-            mention = max(before, key=lambda mm: mm.end) if before else (
+            # "have 'x' in their titles", "the word 'x' featured in their titles"
+            after = [mm for mm in strings if mm.start >= end and mm.start - end <= 4]
+            inside = [mm for mm in after if q.raw[end:end + 1] == ["in"] and mm.start - end <= 2]
+            # 'without the letter M in their first names': the field the piece is in, named after it
+            mention = inside[0] if inside else max(before, key=lambda mm: mm.end) if before else (
                 min(after, key=lambda mm: mm.start) if after else None)
             if mention is None:
                 continue

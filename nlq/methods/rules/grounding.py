@@ -203,8 +203,9 @@ def denied_before(q: Question, at: int, reach: int = 5) -> bool:
     for i in range(at - 1, max(-1, at - reach - 1), -1):
         if q.raw[i] in NEGATIONS:
             return True
-        if q.raw[i] in CLAUSE_ENDS or set(q.text[q.spans[i][1]:q.spans[i + 1][0]]) & set(",;:()"):
-            return False
+        if q.raw[i] in CLAUSE_ENDS and not (q.raw[i] == "with" and i >= 2 and q.raw[i - 2] in NEGATIONS) \
+                or set(q.text[q.spans[i][1]:q.spans[i + 1][0]]) & set(",;:()"):
+            return False  # ('not affiliated with the X': the negated verb's own 'with')
     return False
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from nlq.methods.rules.vocabulary import ASC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE, WORD_NUMBERS
+from nlq.methods.rules.vocabulary import (ASC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE,
+                                          SUPERLATIVES, WORD_NUMBERS)
 from nlq.methods.rules.ir import Field, IR, Mention
 from nlq.methods.rules.question import Question, maybe_number, names_quantity, to_number
 from nlq.methods.rules.grounding import measure_field
@@ -16,7 +17,13 @@ def detect_limit(q: Question, consumed: set[int]) -> tuple[int | None, int]:
     m = LIMIT_PATTERNS.search(lower) or re.search(
         r"\b(?P<w>top|first)\s+(?P<n>" + "|".join(WORD_NUMBERS) + r")\b", lower)
     if not m:
-        return None, 0
+        # 'which 10 drives gained the most places': N of what a later superlative ranks
+        m = re.search(r"\b(?:which|what)\s+(?P<n>\d{1,2}|" + "|".join(WORD_NUMBERS) + r")\s+[a-z]", lower)
+        if m is None or not SUPERLATIVES & set(q.raw[q.word_at(m.end()):]):
+            return None, 0
+        n = to_number(m.group("n"))
+        consumed.add(q.word_at(m.start("n")))
+        return (n, 0) if n > 0 else (None, 0)
     n = to_number(m.group("n") or m.group("m"))
     consumed.update(range(q.word_at(m.start()), q.word_at(m.end())))
     words = m.group().split()
@@ -35,8 +42,10 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                   r"(?:\s+\w+){0,6}", lower)
     if m:
         window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
-        direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most)\b"
-                                    r"|\bfrom (?:the )?(?:old|high|large|big|most|new|late)\w* to\b", window) else 1
+        direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most|top)\b"
+                                    r"|\bfrom (?:the )?(?:old|high|large|big|most|new|late)\w* to\b"
+                                    r"|\b(?:" + "|".join(sorted(SUPERLATIVES - ASC_WORDS)) + r") first\b"
+                                    r"|\b(?:" + "|".join(sorted(ASC_WORDS)) + r") last\b", window) else 1
         at = q.word_at(m.start())
         by = re.search(r"\bby\b", lower[m.start():m.start() + 60])
         if by:  # "sort the names by their age": the key follows 'by'
@@ -50,6 +59,9 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
         if by_count and not names_quantity(q, by_count, mentions):  # not 'order of number of officers'
             return [("count", direction)]
         target = next((mm for mm in mentions if mm.start > at), None)
+        head = next((mm for mm in mentions if target and mm.start == target.end), None)
+        if head is not None and (head.field.numeric or head.field.type == "date") and not target.field.numeric:
+            target = head  # 'in ascending order of school enrollment': the compound's head orders
         shown = [mm for mm in mentions if mm.start not in used and mm.field.type == "string"]
         if target is None and re.search(r"\balphabetic", window) and shown:
             return [(shown[0].field, 1)]  # 'names ... in alphabetic order': the names shown, not a filter's field
@@ -66,22 +78,50 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
         f = measure_field(fields, "price")
         if f is not None:
             return [(f, -1 if price.group(1) == "most" else 1)]
+    ranked = ranked_by(q, mentions, used)
+    if ranked:
+        return ranked
     for i, word in enumerate(q.raw):
         measure = MEASURE_SUPERLATIVES.get(word)
         if measure:
             # 'the latest open year', 'the longest working history': the field named right after
             adjacent = next((m for m in mentions if m.start == i + 1 and (m.field.numeric or m.field.type == "date")
                              and m.start not in used), None)
+            if adjacent is None and (i + 1 == len(q.raw) or q.raw[i + 1] in ("and", "or", "of", "among", "in")):
+                # 'the university that was founded the earliest': the date or year named just before
+                j = i - 1 if i and q.raw[i - 1] == "the" else i
+                adjacent = next((m for m in mentions if m.end == j and (m.field.numeric or m.field.type == "date")
+                                 and m.start not in used), None)
             if adjacent is not None:
                 used.add(adjacent.start)
                 return [(adjacent.field, measure[1])]
             f = measure_field(fields, measure[0], False)
+            if f is None and measure[0] == "length" and word == "shortest":
+                f = measure_field(fields, "height")  # 'the shortest peak', where no length is stored
             if f is not None:
                 return [(f, measure[1])]
             if measure[0] == "age":  # no age stored: the oldest was founded or born first
                 f = measure_field(fields, "year") or measure_field(fields, "date", False)
                 if f is not None:
                     return [(f, -measure[1])]
+    return []
+
+
+def ranked_by(q: Question, mentions: list[Mention], used: set[int]) -> list[tuple[object, int]]:
+    """'the three tallest mountains by prominence', 'the 5 best players in terms of
+    points': a superlative whose measure is named after 'by' — that measure, in the
+    superlative's direction (not the one the adjective names on its own)."""
+    for i, word in enumerate(q.raw):
+        if word not in SUPERLATIVES or word in ("most", "least"):
+            continue
+        for j in range(i + 1, min(i + 5, len(q.raw))):
+            if q.raw[j] != "by":
+                continue
+            at = j + 1 + (q.raw[j + 1:j + 2] in (["the"], ["their"], ["its"]))
+            target = next((m for m in mentions if m.start == at and m.field.numeric and m.start not in used), None)
+            if target is not None:
+                used.add(target.start)
+                return [(target.field, 1 if word in ASC_WORDS else -1)]
     return []
 
 
@@ -104,8 +144,8 @@ def superlative_limit(q: Question) -> int | None:
            for w in q.raw):
         # "most common first", "highest first", explicit orderings and "list every X" rank; they do not pick one
         if not re.search(r"\border\b|\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
-                         r"|\b(?:most|least|highest|lowest|largest|smallest|biggest)"
-                         r"(?:\s+\w+)?\s+(?:first|last)\b", q.text.lower()):
+                         r"|\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(?:first|last)\b",
+                         q.text.lower()):
             return 1
     return None
 

@@ -24,10 +24,31 @@ _YEARS_OLD = r"years?[ -](?:old|of age)"
 _MORE = r"(?:above|over|older|more|higher|greater|up)"
 _LESS = r"(?:below|under|younger|less|lower|fewer)"
 _COMPARATOR = (r"more than|greater than|higher than|larger than|less than|fewer than|lower than|smaller than|"
-               r"at least|at most|over|above|under|below|exceeding|exceeds?|surpass(?:es|ing)?")
+               r"older than|younger than|at least|at most|over|above|under|below|exceeding|exceeds?|"
+               r"surpass(?:es|ing)?")
+_MAGNITUDES = {"hundred": 100, "thousand": 1000, "million": 1000000}
+
+
+def _magnitude(m: re.Match) -> str:
+    """'four thousand' -> '4000', '2.5 million' -> '2500000'."""
+    head = m.group(1).lower()
+    value = float(head) if head[0].isdigit() else WORD_NUMBERS[head]
+    value *= _MAGNITUDES[m.group(2).lower()]
+    return str(int(value)) if value == int(value) else str(value)
+
+
+# superlatives that name their own measure (an age, a date, a length, a price)
+_OWN_MEASURE = "oldest|youngest|newest|latest|earliest|longest|shortest|tallest|cheapest|priciest|heaviest|lightest"
+# a bound another comparison follows ('before 2000 or later than 2010'): not 'N or later'
+_ANOTHER_BOUND = r"(?!\s+(?:than\b|(?:the\s+)?(?:year\s+(?:of\s+)?)?\d))"
 
 # (pattern, replacement: a template or a function of the match), applied in order, case-insensitively, to unquoted text
 REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
+    # numbers in words: 'four thousand', '2.5 million'
+    # (not part of a longer number: 'one hundred and twenty', 'four thousand two hundred')
+    (r"\b(\d+(?:\.\d+)?|" + "|".join(WORD_NUMBERS) + r")[ -](hundred|thousand|million)\b"
+     r"(?![ -](?:\d+|" + "|".join(WORD_NUMBERS) + r"|hundred|thousand)\b)"
+     r"(?! and (?:\d+|" + "|".join(WORD_NUMBERS) + r")\b(?![ -](?:hundred|thousand|million)))", _magnitude),
     # contractions: "isn't" is 'is not', "won't" 'will not', "can't" 'can not'
     (r"\b(is|are|was|were|do|does|did|has|have|had|could|would|should|must|need)n['’]t\b", r"\1 not"),
     (r"\bwon['’]t\b", r"will not"),
@@ -40,6 +61,7 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (rf"\b(?:under|below|younger than) the age of\s+{_N}", r"younger than \1"),
     (rf"\b(?:either\s+)?{_N}\s+or\s+{_N}\s+{_YEARS_OLD}", r"age either \1 or \2"),
     (rf"\b({_COMPARATOR})\s+{_N}\s+{_YEARS_OLD}", r"\1 \2 age"),
+    (rf"\b(older|younger) than\s+{_N}\s+years?\b(?!\s+(?:of|in|at|on|working|worked|served))", r"\1 than \2"),
     (rf"\b{_N}\s+{_YEARS_OLD}", r"age \1"),
     (rf"\baged\s+(?=either\b|{_N})", r"age "),
     # bounds: '100,000 and above', 'equal to or exceed 300', 'prior to 1850', 'exceed a height of 5000'
@@ -49,10 +71,17 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"greater than or equal to|no (?:less|fewer) than|not (?:less|fewer) than|a minimum of|minimum of)(?=\s)",
      r"at least"),
     (r"\b(?:equal to or (?:less|fewer|lower|smaller) than|less than or equal to|no more than|not more than|"
-     r"a maximum of|maximum of)(?=\s)", r"at most"),
+     r"a maximum of|maximum of|(?:does |do |did )?not (?:exceed(?:s|ing)?|go(?:ing)? (?:over|above)|over|above)|"
+     r"up to|no greater than|no higher than|not greater than|not higher than)(?=\s+(?:the\s+)?(?:year\s+)?" + _N + ")",
+     r"at most"),
     (r"\b(?:exceed(?:s|ed|ing)?|surpass(?:es|ed|ing)?|in excess of|rise above|rising above|rises above|"
      r"more than)(?=\s)", r"more than"),
+    (rf"\bno (?:later|after) than(?=\s+(?:the\s+)?(?:year\s+(?:of\s+)?)?{_N})", r"at most"),
+    (rf"\bno (?:earlier|sooner|before) than(?=\s+(?:the\s+)?(?:year\s+(?:of\s+)?)?{_N})", r"at least"),
     (r"\b(?:prior to|earlier than)(?=\s)", r"before"),
+    (rf"\b(?:subsequent to|following|later than)(?=\s+(?:the\s+)?(?:years?\s+(?:of\s+)?)?{_N})", r"after"),
+    # money: '$50', '€1,000' are the number
+    (r"(?<![\w$€£])[$€£]\s?(?=\d)", r""),
     (rf"\b(more than|less than|at least|at most|over|above|under|below|before|after)\s+(?:an?|the)\s+(?!year\b)"
      rf"([a-z]+)\s+of\s+{_N}", r"\2 \1 \3"),
     # ranges: 'in the salary range of 100 to 200', 'within the 8000 to 12000 range'
@@ -63,7 +92,7 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (rf"\b(?:with)?in the range {_N} (?:to|and) {_N}", r"between \1 and \2"),
     (rf"\b(?:in|on) or (?:after|later than) {_N}", r"since \1"),
     (rf"\b(?:(?:in|of) )?(?:the )?(year )?{_N},? (?:and|or) (?:later|after|afterwards?|onwards?|beyond|since)\b"
-     r"(?!\s+(?:the\s+)?(?:year\s+(?:of\s+)?)?\d)", r"since the \1\2"),
+     + _ANOTHER_BOUND, r"since the \1\2"),
     (rf"\bpost[- ]{_N}", r"after \1"),
     (rf"\bpre[- ]{_N}", r"before \1"),
     (rf"\b(?:from )?{_N} onwards?\b", r"since \1"),
@@ -82,11 +111,14 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (r"\b(?:a pair of|a couple of|a couple)\s+(?=[a-z])", r"two "),
     (r"\b(?:at least|a minimum of) a single\b", r"at least one"),
     (rf"\b{_N}\s+or\s+more\s+(?=[a-z])", r"at least \1 "),
+    # setting a value aside: 'located elsewhere than the East', 'anywhere but Paris'
+    (r"\b(?:elsewhere|anywhere other|somewhere other) than\b|\banywhere but\b", r"not in"),
     # absence: 'lack any entries', 'free from allergies', 'have yet to enroll'
     (r"\b(?:lacks?|lacking|lacked)\s+(?:any\s+|an?\s+)?", r"without any "),
     (r"\b(?:free (?:from|of)|unaffected by|devoid of|with zero)\s+(?:any\s+)?", r"without any "),
     (r"\b(?:has|have|had) yet to\b", r"did not"),
     # frequency: 'the most prevalent', 'appears most frequently', 'the highest occurrence'
+    (r"\b(?:the )?(?:majority|bulk|greater part) of\b", r"most"),
     (r"\bmost (?:prevalent|frequent(?:ly)?(?: (?:occurring|used|appearing|seen))?|often occurring|widespread)\b",
      r"most common"),
     (r"\bleast (?:prevalent|frequent(?:ly)?(?: (?:occurring|used|appearing|seen))?)\b", r"least common"),
@@ -94,15 +126,22 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"most common"),
     (r"\b(?:lowest|smallest|minimum) (?:frequency|occurrence|number of occurrences)\b", r"least common"),
     # counted superlatives: 'the greatest number of peaks', 'the highest student count', 'least amount of'
-    (r"\b(?:highest|greatest|largest|biggest|maximum|most) (?:number|count|amount|quantity|total number) of\b",
-     r"most number of"),
-    (r"\b(?:lowest|smallest|fewest|minimum|least) (?:number|count|amount|quantity|total number) of\b",
-     r"least number of"),
-    (r"\b(?:highest|greatest|largest|biggest|maximum) ([a-z]+) counts?\b", r"most number of \1"),
-    (r"\b(?:lowest|smallest|fewest|minimum) ([a-z]+) counts?\b", r"least number of \1"),
+    # ('the largest population of female students', 'the largest student headcount': a count of people)
+    (r"\b(?:highest|greatest|largest|biggest|maximum|most) (?:number|count|amount|quantity|total number|"
+     r"population|headcount) of\b", r"most number of"),
+    (r"\b(?:lowest|smallest|fewest|minimum|least) (?:number|count|amount|quantity|total number|population|"
+     r"headcount) of\b", r"least number of"),
+    (r"\b(?:highest|greatest|largest|biggest|maximum) ([a-z]+) (?:counts?|population|headcount)\b",
+     lambda m: m.group() if m.group(1).lower() in _FUNCTION_WORDS else "most number of " + m.group(1)),
+    (r"\b(?:lowest|smallest|fewest|minimum) ([a-z]+) (?:counts?|population|headcount)\b",
+     lambda m: m.group() if m.group(1).lower() in _FUNCTION_WORDS else "least number of " + m.group(1)),
+    # a count compared: 'majors with a student count of less than three'
+    (r"\b(?:an? |the )?([a-z]+) counts? (?:of |that is |which is |is |are )?(?=(?:less|more|fewer|greater|higher|"
+     r"lower|at least|at most|over|under|above|below|exceed|no more|no less|no fewer)\b)",
+     lambda m: m.group() if m.group(1).lower() in _FUNCTION_WORDS else f"the number of {m.group(1)} is "),
     # counts: 'the student counts', 'the quantity of buses', 'along with their frequency'
     (r"\b(?:respective|corresponding|associated|total)\s+(?=counts?\b)", r""),
-    (r"\b(?:the )?(?:quantity|quantities|tally|tallies|counts?) of\b", r"the number of"),
+    (r"\b(?:the )?(?:quantity|quantities|tally|tallies|counts?|headcount) of\b", r"the number of"),
     (r"\bthe total number of\b", r"the number of"),
     (r"\b(?:listed |sorted |ordered |arranged |ranked )?from (?:the )?most (?:frequent|common|often)? ?to (?:the )?"
      r"least (?:frequent|common|often)\b", r"in descending order of count"),
@@ -122,9 +161,19 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"(?: \w+)? (?:to|down to) (?:the )?(?:lowest|least|smallest|fewest|minimum|bottom)\b", r"in descending order"),
     (r"\b(?:going |listed |ranked |ordered )?from (?:the )?(?:lowest|least|smallest|fewest|minimum|bottom)"
      r"(?: \w+)? (?:to|up to) (?:the )?(?:highest|greatest|largest|biggest|most|maximum|top)\b", r"in ascending order"),
+    # a superlative naming its own measure: 'sorted from oldest to youngest' is the oldest first
+    (r"\b(?:(?:going|listed|ranked|ordered|sorted|arranged|organi[sz]ed|shown|displayed) )?(?:in order )?"
+     rf"from (?:the )?({_OWN_MEASURE})(?: ones?)? (?:to|down to|up to|through) "
+     rf"(?:the )?(?:{_OWN_MEASURE})(?: ones?)?\b",
+     r"\1 first"),
     (r"\b(?:with )?the (oldest|youngest|newest|latest|earliest|highest|lowest|largest|smallest) "
      r"(?:listed|shown|displayed|appearing|coming) first\b", r"\1 first"),
     (r"\b(ordered|sorted|arranged|ranked|listed|organi[sz]ed) (?:in )?(?:terms of|according to|based on)\b", r"\1 by"),
+    # 'sorted by the year they were opened': the opening year
+    (r"\b(?:the )?(year|date|day|time) (?:that |when |in which )?(?:they|it) "
+     r"(?:were |was |are |is |had been |have been )?([a-z]+ed)\b", r"\2 \1"),
+    # grouping: 'the average price according to their category' (an order phrase was rewritten above)
+    (r"\b(?:according to|based on) (?:their |its |the )?(?=[a-z])", r"by "),
     # ordering: 'starting with the eldest', 'from most to least'
     (r"\bstarting (?:with|from) the (?:eldest|oldest|highest|largest|biggest|most|greatest|latest|newest)\b",
      r"in descending order"),
@@ -135,9 +184,20 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (r"\b(?:the )?ages? of (?:the )?(?:youngest|oldest),? (?:and|or) (?:the )?(?:youngest|oldest)\b",
      r"the minimum and maximum age of the"),
     (r"\b(?:the )?(?:youngest|oldest),? (?:and|or) (?:the )?(?:youngest|oldest) ages?\b", r"the minimum and maximum age"),
+    # 'the youngest, average, and oldest ages', 'the oldest age among': statistics of the age
+    (r"\b(?:(?:youngest|oldest|average|mean|minimum|maximum|lowest|highest|total)(?:,? and |, ?| or ))+"
+     r"(?:youngest|oldest|average|mean|minimum|maximum|lowest|highest|total) ages?\b",
+     lambda m: re.sub(r"\byoungest\b", "minimum", re.sub(r"\boldest\b", "maximum", m.group()))),
+    (r"\b(youngest|oldest) ages?\b", lambda m: ("minimum" if m.group(1).lower() == "youngest" else "maximum") + " age"),
     # everything: 'the complete information about', 'everything about'
     (r"\b(?:the )?(?:complete|full|entire|whole) (information|info|details|data|records?)\b", r"all the \1"),
     (r"\beverything (?=about|on|regarding|concerning|for)\b", r"all the information "),
+    (r"(?<!all )\b(?:the )?(information|info) (?=about|on|regarding|concerning|of)\b", r"all the \1 "),
+    # name parts sharing one head: 'first and last names', 'names (both first and last)'
+    (r"\b(first|last|middle|given|family) (?:and|&) (first|last|middle|given|family) names\b",
+     r"\1 names and \2 names"),
+    (r"\b(first|last|middle|given|family) (?:and|&) (first|last|middle|given|family) name\b", r"\1 name and \2 name"),
+    (r"\bnames \((?:both )?(first|last) and (first|last)\)", r"\1 names and \2 names"),
     # words: 'eldest' is 'oldest', a 'surname' a 'last name', an 'identifier' an 'id'
     (r"\beldest\b", r"oldest"),
     (r"\bsurnames\b", r"last names"),

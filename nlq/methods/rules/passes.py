@@ -19,14 +19,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from nlq.methods.rules.aggregation import (aggregate_conditions, coordinated_aggregates, count_per_value,
-                                           count_quantities, detect_aggregates, detect_rounding, per_document,
-                                           shown_before_aggregates, top_group)
-from nlq.methods.rules.filters import (denied_elements, detect_absence, detect_anti_join, detect_average_comparisons,
-                                       detect_comparisons, detect_disjunction, detect_flags, detect_having,
-                                       detect_missing, detect_text_filters)
-from nlq.methods.rules.grounding import (bind_bag_attributes, bind_witnesses, coded_witnesses, eponymous_field,
-                                         number_alternatives, resolve_collection, witnessed_years)
+from nlq.methods.rules.aggregation import (aggregate_conditions, averaged_count, coordinated_aggregates,
+                                           count_per_value, count_quantities, detect_aggregates, detect_rounding,
+                                           per_document, shown_before_aggregates, top_group)
+from nlq.methods.rules.filters import (denied_elements, denied_values, detect_absence, detect_anti_join,
+                                       detect_average_comparisons, detect_comparisons, detect_disjunction, detect_flags,
+                                       detect_having, detect_missing, detect_numbered, detect_presence,
+                                       detect_text_filters)
+from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_witnesses, coded_witnesses,
+                                         eponymous_field, number_alternatives, resolve_collection, witnessed_years)
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
@@ -38,7 +39,8 @@ from nlq.methods.rules.question import (Question, meaningful_mentions, mention_f
                                         order_words, select_mentions, word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
 from nlq.methods.rules.vocabulary import (AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
-                                          DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS)
+                                          DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS,
+                                          SUPERLATIVES)
 
 
 @dataclass
@@ -57,6 +59,7 @@ class State:
     mentions: list[Mention]       # the collection's non-overlapping field mentions
     consumed: set[int] = field(default_factory=set)  # question words a pass already explains
     used: set[int] = field(default_factory=set)      # mentions (by start) that filter, group, sort or aggregate
+    counted: set[int] = field(default_factory=set)   # count phrases (by first word) a condition already reads
     limit_direction: int = 0      # the order 'top 3' / 'the 5 lowest' implies
     bound: list[Filter] = field(default_factory=list)  # witnessed literals bound to stored forms
     common: bool = False          # 'the most common X' ranked the counts
@@ -107,7 +110,7 @@ def read_limits(s: State) -> None:
 
 def read_having(s: State) -> None:
     """'authors with more than 2 books': a count per value, then a condition (before comparisons)."""
-    having = detect_having(s.q, s.mentions, s.fields, s.entities, s.consumed, s.used)
+    having = detect_having(s.q, s.mentions, s.fields, s.entities, s.consumed, s.used, s.counted)
     if having is not None:
         s.ir.group_by, s.ir.having = [having[0]], having[1:]
 
@@ -115,12 +118,14 @@ def read_having(s: State) -> None:
 def read_filters(s: State) -> None:
     """Comparisons, text patterns, averages, null vs missing, empty arrays, anti-joins."""
     q, ir = s.q, s.ir
-    ir.filters = detect_comparisons(q, s.fields, s.mentions, s.consumed, s.used,
-                                    witnessed_years(s.witnesses, s.collection, s.fields))
+    ir.filters = detect_numbered(q, s.index, s.collection, s.fields, s.entities, s.plural, s.consumed)
+    ir.filters += detect_comparisons(q, s.fields, s.mentions, s.consumed, s.used,
+                                     witnessed_years(s.witnesses, s.collection, s.fields), s.counted)
     ir.filters += detect_text_filters(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_average_comparisons(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used)
     ir.filters += detect_absence(q, s.fields, s.consumed)
+    ir.filters += detect_presence(q, s.fields, s.consumed, ir.filters)
     ir.anti_joins = detect_anti_join(q, s.index, s.collection, s.consumed)  # embedded arrays came first
 
 
@@ -138,7 +143,7 @@ def read_literals(s: State) -> None:
         used.update(m.start for m in mentions if m.field.mql == f.field.mql and abs(m.start - f.start) <= 4)
     used.update(m.start for m in mentions if m.start in consumed)  # a word read as a literal names no field
     ir.filters += number_alternatives(q, s.bound, consumed)
-    ir.filters = denied_elements(ir.filters)
+    ir.filters = denied_values(denied_elements(ir.filters))
     detect_disjunction(q, ir.filters, consumed)
     ir.witnesses_bound = len(s.bound)
     bind_bag_attributes(q, ir, s.fields, s.limit_direction)
@@ -149,14 +154,44 @@ def read_literals(s: State) -> None:
 def read_counts(s: State) -> None:
     """'how many', 'number of' (unless it names a stored quantity), 'distinct'."""
     q, ir, mentions = s.q, s.ir, s.mentions
-    ir.distinct = any(w in DISTINCT_WORDS for w in q.raw)
+    ir.distinct = any(w in DISTINCT_WORDS for w in q.raw) or bool(DISTINCT_PHRASES.search(s.lower))
     named = {i for m in mentions for i in range(m.start, m.end)}
-    ir.count_asked = any(q.word_at(c.start()) not in named and not names_quantity(q, c, mentions)
-                         for c in COUNT_PATTERNS.finditer(s.lower))
-    ir.count = bool(ir.having) or ir.count_asked
+    counts = [c for c in COUNT_PATTERNS.finditer(s.lower) if q.word_at(c.start()) not in named | s.counted
+              and not names_quantity(q, c, mentions) and not averaged_count(q, c, mentions, s.fields)
+              and not compound_number(q, c)]
+    # 'the range with the most number of peaks' ranks by the count; it does not ask for it
+    ranking = [c for c in counts if q.raw[q.word_at(c.start()) - 1:q.word_at(c.start())] in (
+        ["most"], ["least"], ["fewest"])]
+    ir.count_asked = len(counts) > len(ranking)
+    ir.count = bool(ir.having or counts)
     if ir.count:
         count_quantities(q, ir, mentions, s.entities, s.used)
         count_per_value(s.lower, ir)
+
+
+# Words that may stand before a count's 'number of' ('the total number of', 'an equal number of').
+COUNT_MODIFIERS = frozenset({"total", "overall", "combined", "whole", "entire", "exact", "approximate", "same",
+                             "equal", "different", "large", "small", "big", "great", "high", "low", "greater",
+                             "larger", "smaller", "higher", "lower", "such", "what", "which", "their", "its"})
+
+
+def compound_number(q: Question, count: re.Match) -> bool:
+    """'the telephone numbers of the departments', 'contact numbers of employees': a noun
+    before 'number(s) of' makes one compound noun (a stored attribute), not a count; so
+    do 'numbers' joined to other attributes ('the names and numbers of contestants')."""
+    at = q.word_at(count.start())
+    if not count.group().startswith("number") or at == 0:
+        return False
+    word = q.raw[at - 1]
+    if count.group().startswith("numbers") and word == "and" and at >= 2 and q.raw[at - 2] in (
+            "names", "ids", "titles", "codes"):
+        return True  # 'the names and numbers of contestants': a second attribute, not a count
+    return word.isalpha() and word not in STOPWORDS and word not in AGG_WORDS and word not in COUNT_MODIFIERS \
+        and word not in SUPERLATIVES and not word.endswith(ADJECTIVE_ENDINGS)
+
+
+# Endings of adjectives ('the corresponding number of', 'the respective number of', 'a sizeable number of').
+ADJECTIVE_ENDINGS = ("ly", "ing", "ive", "ed", "al", "ous", "ful", "ic", "ent", "ant", "ary", "ble", "est", "er")
 
 
 def read_grouping(s: State) -> None:
@@ -170,13 +205,33 @@ def read_grouping(s: State) -> None:
             ir.group_by.append(eponym)  # 'for different grapes' in `grapes`: its `Grape`
         elif target is None and not is_order_phrase(lower, m.start()):
             group_by_date_part(q, at, s.fields, mentions, ir, s.consumed)
-        if target and set(range(target.start, target.end)) & s.entities and not target.field.arrays \
-                and not ir.count and not STATISTICS & set(q.raw):
+        named = target and set(range(target.start, target.end)) & s.entities
+        if named and not ir.count and not STATISTICS & set(q.raw):
+            if target.field.arrays:
+                used.add(target.start)  # 'the team of each player': each element, named, not shown
             continue  # 'the names of every company' in `company`: each document, no group
+        if named and target.field == eponym and not ir.count and not any(
+                array_named(q, j, s.fields, top_level=False) for j in range(len(q.raw)) if j != target.start):
+            # 'the average market value for every company': `Company` names each document itself, and
+            # nothing inside the documents is aggregated per document
+            continue
         if target and target.start not in used and not is_order_phrase(lower, m.start()):
             if target.field not in ir.group_by:
                 ir.group_by.append(target.field)
             used.add(target.start)
+    for m in re.finditer(r"\bfor all (?:the |of the )?", lower):
+        # 'the average salary for all job titles': a statistic over each value of a compound
+        # attribute named in the plural — not the documents themselves ('for all companies',
+        # 'for all schools' are the domain: one word may name the entity, so it never groups)
+        at = q.word_at(m.end())
+        target = next((mm for mm in mentions if mm.start == at), None)
+        span = set(range(target.start, target.end)) if target else set()
+        if target is None or target.start in used or len(span) < 2 or span <= s.entities or not span & s.plural \
+                or not (ir.count or STATISTICS & set(q.raw)):
+            continue
+        if target.field not in ir.group_by:
+            ir.group_by.append(target.field)
+        used.add(target.start)
     for m in re.finditer(r"\b(?:each|every)\s+", lower):  # 'spent each year'
         at = q.word_at(m.end())
         if not any(mm.start == at for mm in mentions):
@@ -247,10 +302,13 @@ def read_outputs(s: State) -> None:
                                                               or ir.distinct or ir.filters):
         # "all products and the number of complaints each has received": the entity,
         # named before the count of its array, is shown (then its array's size, below)
+        # ('how many guides does each peak have': the same, the entity ranged over by 'each')
         at = q.word_at(COUNT_PATTERNS.search(lower).start())
         head = split_name(s.collection)[-1:]
         if any(word_match(q.stems[i], w) >= 0.85 for i in range(at) for w in head):
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities, "identified" in s.variant)
+        elif per_document(q, lower, s.collection):
+            ir.outputs = own_label(s.index, s.collection, fields)
     if ir.count and ir.outputs and not (ir.group_by or ir.aggregates):
         inside = [k for k, _ in ir.sort if isinstance(k, Field)] + list(ir.outputs)
         # the values named before the count ("nominees and the number of musicals");
@@ -269,8 +327,9 @@ def read_outputs(s: State) -> None:
             ir.group_by = [f for f in ir.outputs if f.mql in before]
             ir.outputs = []
     elif (len(ir.outputs) == 1 and not (ir.count or ir.aggregates or ir.group_by or ir.sort or ir.filters)
-          and re.search(r"\ball\b", lower) and plural_attribute(q, mentions, ir.outputs[0], s.plural)):
-        ir.distinct = True  # "show all majors": the set of majors
+          and plural_attribute(q, mentions, ir.outputs[0], s.plural)
+          and (re.search(r"\ball\b", lower) or asks_for_values(q, mentions, ir.outputs[0]))):
+        ir.distinct = True  # "show all majors", "what cities do students live in": the set of values
 
 
 def read_per_group(s: State) -> None:
@@ -282,12 +341,51 @@ def read_per_group(s: State) -> None:
         # values named before an aggregate are what it is computed per
         ir.group_by = shown_before_aggregates(ir, s.mentions)
         ir.outputs = [f for f in ir.outputs if f not in ir.group_by]
+        if not ir.group_by and all(f is not None and f.arrays for _, f in ir.aggregates) \
+                and per_document(q, s.lower, s.collection):
+            # 'the average age of guides for each peak': a statistic of each document's elements
+            ir.group_by = own_label(s.index, s.collection, s.fields)
     if ir.group_by and ir.aggregates:
         ir.conditions = aggregate_conditions(q, ir, s.mentions)
-    if which_entity(q, s.collection) and ir.group_by and len(ir.aggregates) == 1 \
+    if ir.group_by and not (ir.aggregates or ir.count) and ir.limit == 1 and len(ir.sort) == 1 \
+            and isinstance(ir.sort[0][0], Field):
+        # 'for each region, what is the highest peak': not one document overall but the top one per group
+        measure, direction = ir.sort[0]
+        ir.aggregates, ir.sort, ir.limit = [("$max" if direction == -1 else "$min", measure)], [], None
+        top_per_group(ir, s.index, s.fields, q, s.entities, "identified" in s.variant)
+    elif which_entity(q, s.collection) and ir.group_by and len(ir.aggregates) == 1 \
             and ir.aggregates[0][0] in ("$max", "$min"):
         top_per_group(ir, s.index, s.fields, q, s.entities, "identified" in s.variant)
+    ranked = MOST_COUNTED.search(s.lower)
+    if ranked and ir.group_by and ir.count and not ir.sort:
+        # 'the range with the most number of peaks' (peaks no field names): the groups, ranked by their counts
+        ir.sort = [("count", -1 if ranked.group(1) == "most" else 1)]
+        ir.limit = ir.limit or entity_limit(q, s.entities, s.mentions) or 1
+    if ir.distinct and ir.limit is None and not (ir.group_by or ir.count) and any(
+            isinstance(k, Field) and k not in ir.outputs for k, _ in ir.sort):
+        # 'the different schools and their nicknames, ordered by their founding years': a set of
+        # rows has no order by a column it does not show, so the rows are listed as asked
+        ir.distinct = False
     ir.sort = ir.sort or default_order(ir, identifier(s.index, s.collection, s.fields))
+
+
+def own_label(index: dict, collection: str, fields: list[Field]) -> list[Field]:
+    """The collection's own documents' name (top level), else their identifier."""
+    name = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1]
+    key = identifier(index, collection, fields)
+    return name or ([key] if key is not None else [])
+
+
+def asks_for_values(q: Question, mentions: list[Mention], f: Field) -> bool:
+    """'what cities do students live in', 'the cities where students live': the question
+    asks which values an attribute takes (right after 'what'/'which', or before a
+    relative clause about the documents)."""
+    m = next((m for m in mentions if m.field is f), None)
+    return m is not None and (q.raw[m.start - 1:m.start] in (["what"], ["which"])
+                              or q.raw[m.end:m.end + 1] in (["where"], ["that"], ["which"]))
+
+
+MOST_COUNTED = re.compile(r"\b(most|least|fewest) number of\b")
 
 
 def read_coverage(s: State) -> None:

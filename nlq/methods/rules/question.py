@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.text import normalize, word_spans
 from nlq.methods.rules.paraphrase import canonical
-from nlq.methods.rules.vocabulary import COMPOUND_WORDS, RELATED_ROOTS, SYNONYMS, WORD_NUMBERS
+from nlq.methods.rules.vocabulary import COMPOUND_WORDS, RELATED_ROOTS, SUPERLATIVES, SYNONYMS, WORD_NUMBERS
 from nlq.methods.rules.ir import Field, Mention
 from nlq.methods.rules.schema import split_name
 
@@ -66,7 +66,7 @@ def names_quantity(q: Question, count: re.Match, mentions: list[Mention]) -> boo
     if not count.group().endswith("of"):
         return False
     at = q.word_at(count.end())
-    return any(m.start == at and m.share == 1.0 and m.field.numeric and "id" not in m.field.words
+    return any(m.start == at and m.share >= 0.8 and m.field.numeric and "id" not in m.field.words
                for m in mentions)
 
 
@@ -492,8 +492,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     return taken
 
 
-ORDER_SUFFIX = re.compile(r"\b(?:most|least|highest|lowest|largest|smallest|biggest|newest|oldest|latest|earliest)"
-                          r"(?:\s+\w+)?\s+(first|last)\b")
+ORDER_SUFFIX = re.compile(r"\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(first|last)\b")
 
 
 def order_words(q: Question) -> set[int]:

@@ -27,11 +27,18 @@ AGG_WORDS = {
 DISTINCT_WORDS = {"distinct", "different", "unique", "various", "individual"}
 
 
+# 'without duplicates', 'with no repeats', 'each listed once': a set of values
+DISTINCT_PHRASES = re.compile(r"\b(?:without|with no|no|removing|excluding|eliminating) (?:any )?"
+                              r"(?:duplicates?|duplicated (?:values|entries|rows)|repeats?|repetitions?)\b"
+                              r"|\b(?:de-?duplicated|listed only once|each listed once|only once each)\b")
+
+
 GROUP_PATTERNS = re.compile(r"\b(?:(?:for|in|of|by|on|at|to|with|from|under|within|among|across|does|do|did|"
                             r"has|have|had) (?:each|every)|per|grouped by|group by|"
-                            r"broken down by|count by|counts by|for (?:the )?different|across (?:the )?different|"
-                            r"(?:classified|categori[sz]ed|separated|split|grouped|broken down) "
-                            r"(?:by|according to|into)(?: (?:their|its|the))?)\s+")
+                            r"broken down by|count by|counts by|"
+                            r"(?:for|across|from|among|under|in) (?:the )?(?:different|various)|"
+                            r"(?:classified|categori[sz]ed|separated|split|grouped|broken down|sorted into) "
+                            r"(?:by|according to|into|under)(?: (?:their|its|the))?)\s+")
 
 
 DESC_WORDS = {"descending", "decreasing", "highest", "largest", "most", "biggest", "greatest",
@@ -39,7 +46,8 @@ DESC_WORDS = {"descending", "decreasing", "highest", "largest", "most", "biggest
 
 
 ASC_WORDS = {"ascending", "increasing", "lowest", "smallest", "least", "fewest", "youngest",
-             "earliest", "shortest", "alphabetical", "alphabetically", "minimum", "cheapest"}
+             "earliest", "shortest", "alphabetical", "alphabetically", "minimum", "cheapest", "lightest",
+             "narrowest", "nearest", "slowest", "poorest", "worst"}
 
 
 # Superlatives that name their own measure (an age, a date, a length).
@@ -62,6 +70,7 @@ COMPARATORS = [
     (r"(?:less|fewer|lower|smaller|younger|shorter|lighter|earlier|cheaper) than", "$lt"),
     (r"at least|no less than|not less than|minimum of|(?:greater|more|higher) than or equal to", "$gte"),
     (r"at most|no more than|not more than|maximum of|(?:less|fewer|lower) than or equal to", "$lte"),
+    (r"exactly|precisely", "$eq"),  # 'exactly two guides'
     (r"since|from", "$gte"),  # 'since 1990' includes 1990
     (r"over|above|exceeding|exceeds|after", "$gt"),
     (r"under|below|before", "$lt"),
@@ -93,16 +102,29 @@ OR_LESS = frozenset({"less", "fewer", "lower", "below", "earlier", "before", "un
 
 # ... unless another number follows ('before 1900 or after the year of 2000' is two bounds)
 OR_BOUND = re.compile(NUMBER + r"\s+or\s+(" + "|".join(sorted(OR_MORE | OR_LESS)) + r")\b"
-                      r"(?!\s+(?:the\s+)?(?:year\s+(?:of\s+)?)?\d)")
+                      r"(?!\s+(?:than\b|(?:the\s+)?(?:year\s+(?:of\s+)?)?\d))")
 
 
-NEGATIONS = {"not", "no", "except", "excluding", "other", "without", "never", "don't", "doesn't", "didn't",
-             "haven't", "hasn't", "none", "nobody", "non"}
+NEGATIONS = {"not", "no", "except", "excluding", "exclude", "excludes", "outside", "other", "without", "never",
+             "don't", "doesn't", "didn't", "haven't", "hasn't", "none", "nobody", "non"}
+
+
+# Negations that set values aside rather than deny that something exists ('except X', 'outside Y').
+SETTING_ASIDE = frozenset({"except", "excluding", "exclude", "excludes", "outside", "other"})
+
+
+# Superlatives that rank ('the 3 tallest', 'the five most expensive'): the ranking words,
+# those naming their own measure, and other common '-est' adjectives of size, age, cost and weight.
+SUPERLATIVES = frozenset(DESC_WORDS | ASC_WORDS | set(MEASURE_SUPERLATIVES) | {
+    "best", "worst", "heaviest", "lightest", "richest", "poorest", "busiest", "fastest", "slowest",
+    "widest", "narrowest", "deepest", "nearest", "farthest", "furthest", "fewest", "greatest", "tallest",
+    "highest", "lowest", "biggest", "smallest"}) - {"descending", "decreasing", "ascending", "increasing",
+                                                    "alphabetical", "alphabetically", "maximum", "minimum", "top"}
 
 
 LIMIT_PATTERNS = re.compile(r"\b(?:top|first|last|highest|lowest|largest|smallest|best|worst)\s+(?P<n>\d+)\b"
                             r"|\b(?:top\s+)?(?P<m>\d+|" + "|".join(WORD_NUMBERS) + r")\s+"
-                            r"(?:highest|lowest|largest|smallest|most|least|best|worst|top)\b")
+                            r"(?:(?:" + "|".join(sorted(SUPERLATIVES)) + r")|top)\b")
 
 
 ALL_FIELDS_PATTERNS = re.compile(r"\ball (?:the )?(?:information|info|details|data|attributes|fields|columns)\b")
