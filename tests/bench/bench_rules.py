@@ -159,7 +159,7 @@ def repair_gain(backend, tasks: list[dict], k: int = 3) -> None:
     indexes = {doc["db"]: doc for doc in grounding.build(backend, sorted({t["db"] for t in tasks}))}
     plain = [{key: v for key, v in r.items() if key not in ("score", "exc0")} for r in scored]
     for r in plain:
-        r["candidates"] = [{key: c[key] for key in ("collection", "pipeline", "confidence", "reading")}
+        r["candidates"] = [{key: c[key] for key in ("collection", "pipeline", "confidence", "reading", "method")}
                            for c in r.get("candidates", [])]
     alone = [{key: v for key, v in r.items() if key != "candidates"} for r in plain]
     with_alone = list(score.run(repair.run(alone, backend, indexes), backend))

@@ -175,16 +175,25 @@ class _NotFusable(Exception):
     pass
 
 
-def _unwind_group(unwind, group, ctx):
+def _unwind_group_plan(unwind, group, field: str | None = None):
+    """(plan, layout, unwound path parts, preserve) of an `$unwind` then a `$group` that can be fused, or None: the
+    unwound path must be the single field `field` when one is given."""
     spec = _unwind_spec(unwind)
     plan = _GroupPlan(_stage(group, "$group"))
-    if spec is None or not plan.ok:
+    if spec is None or not plan.ok or (field is not None and spec[0] != (field,)):
         return None
     parts, preserve = spec
     try:
-        layout = _Layout(plan, parts)
+        return plan, _Layout(plan, parts), parts, preserve
     except _NotFusable:
         return None
+
+
+def _unwind_group(unwind, group, ctx):
+    planned = _unwind_group_plan(unwind, group)
+    if planned is None:
+        return None
+    plan, layout, parts, preserve = planned
     folder = _Folder(plan, layout)
     check = ctx.check
     parent_of = layout.parent_of()
@@ -248,15 +257,10 @@ def _object_to_array_unwind_group(shape, unwind, group, shape_fn, ctx):
     (field, expr), = fields.items()
     if field == "_id" or "." in field or type(expr) is not dict or list(expr) != ["$objectToArray"]:
         return None
-    unwound = _unwind_spec(unwind)
-    plan = _GroupPlan(_stage(group, "$group"))
-    if unwound is None or unwound[0] != (field,) or not plan.ok:
+    planned = _unwind_group_plan(unwind, group, field)
+    if planned is None:
         return None
-    preserve = unwound[1]
-    try:
-        layout = _Layout(plan, (field,))
-    except _NotFusable:
-        return None
+    plan, layout, _, preserve = planned
     if name == "$project":  # off `f` a projection keeps `_id` (unless excluded), nothing else
         keep_id = "_id" not in spec
         for path, source in layout.sources.items():
@@ -312,15 +316,10 @@ def _lookup_unwind_group(lookup, unwind, group, ctx):
         return None
     index_of, local_parts = foreign
     field = spec["as"]
-    unwound = _unwind_spec(unwind)
-    plan = _GroupPlan(_stage(group, "$group"))
-    if unwound is None or unwound[0] != (field,) or not plan.ok:
+    planned = _unwind_group_plan(unwind, group, field)
+    if planned is None:
         return None
-    preserve = unwound[1]
-    try:
-        layout = _Layout(plan, (field,))
-    except _NotFusable:
-        return None
+    plan, layout, _, preserve = planned
     folder = _Folder(plan, layout)
     check = ctx.check
     parent_of = layout.parent_of()
