@@ -408,19 +408,10 @@ class _Folder:
                 entry[1].extend(elements)
                 if with_parent:
                     entry[2].extend([parent] * len(elements))
-            elif keys is None and kind == "name":
-                for element in elements:
-                    key_value = element.get(name, MISSING) if type(element) is dict else traverse(element, rest)
-                    t = type(key_value)
-                    key = key_value if t is str else int_keys[key_value] if t is int else group_key(key_value)
-                    entry = kept.get(key)
-                    if entry is None:
-                        entry = self._entry(key_value, groups, kept)
-                    entry[1].append(element)
-                    if with_parent:
-                        entry[2].append(parent)
             else:
-                if keys is None:
+                if keys is None and kind == "name":
+                    keys = [e.get(name, MISSING) if type(e) is dict else traverse(e, rest) for e in elements]
+                elif keys is None:
                     keys = [traverse(e, rest) if rest else e for e in elements]
                 for key_value, element in zip(keys, elements):
                     t = type(key_value)
