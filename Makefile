@@ -83,6 +83,7 @@ MODEL    ?=
 BASE_URL ?=
 JOBS     ?= 4
 CACHE    ?= $(OUT)/llm.sqlite
+MEMORY   ?=
 NLQ      := $(abspath $(BIN))/nlq
 # One backend for every command, through the environment (URI wins when both are given).
 ifneq ($(URI),)
@@ -91,6 +92,8 @@ else
 PAPER_ENV := NLQ_DATA='$(DATA)' NLQ_URI=
 endif
 PAPER_ENV += NLQ_CACHE='$(CACHE)'
+# No memory of verified answers unless asked (MEMORY=FILE): the paper's methods keep nothing between questions.
+PAPER_ENV += NLQ_MEMORY='$(MEMORY)'
 ifneq ($(MODEL),)
 PAPER_ENV += NLQ_MODEL='$(MODEL)'
 endif

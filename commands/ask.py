@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from nlq import methods
-from nlq.commands.options import (backend_options, errors_as_click, model_client, model_config_from, model_options,
-                                  open_backend_from, warn)
+from nlq.commands.options import (backend_options, errors_as_click, memory_option, model_client, model_config_from,
+                                  model_options, open_backend_from, open_memory, warn)
 
 
 @click.command(name="ask", epilog="""\b
@@ -31,9 +31,13 @@ Examples:
                    "timings before the rows.")
 @click.option("--json", "as_json", is_flag=True,
               help="Write the whole answer record (witnesses, prediction, execution with rows, explain) as JSON.")
+@memory_option()
+@click.option("--confirm", is_flag=True,
+              help="You checked this answer: remember it in --memory as a verified entry (rerun the question "
+                   "with --confirm once its rows are right).")
 @model_options
 def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_confidence, max_steps, explain, as_json,
-        model_options):
+        memory_path, confirm, model_options):
     """Answer QUESTION on a database: print the result rows as JSONL.
 
     Builds the grounding index of --db (cached for --data folders, keyed by a
@@ -47,15 +51,19 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_conf
     """
     from nlq import ask, io
 
+    if confirm and not memory_path:
+        raise click.UsageError("--confirm needs --memory FILE (or NLQ_MEMORY): where the answer is remembered")
     with errors_as_click():
         impl = methods.get(method)
     # a model is needed by an LLM method, and used by --repair when one is named (as `nlq repair` does)
     config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", {}) or (
         use_repair and bool(model_options["model"])), what=f"--method {method}")
+    memory = open_memory(memory_path)
     with open_backend_from(data, uri, timeout) as backend, errors_as_click(), model_client(config) as model:
         record = ask.run(question, backend, db, method=method, repair=use_repair,
                          cache=not model_options["no_cache"], timeout=timeout, max_rows=max_rows, model=model,
-                         options={"min_confidence": min_confidence, "max_steps": max_steps}, warn=warn)
+                         options={"min_confidence": min_confidence, "max_steps": max_steps, "memory": memory},
+                         warn=warn)
         if as_json:
             io.write_records([record])
         elif explain:
@@ -63,3 +71,6 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_conf
         else:
             io.write_records(record["execution"]["rows"] or [])
         ask.check_answered(record)
+        if confirm:
+            entry_id = ask.remember(record, memory)
+            click.echo(f"nlq: remembered as verified entry {entry_id} of {memory.path}", err=True)

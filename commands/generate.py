@@ -6,8 +6,9 @@ import contextlib
 
 import click
 
-from nlq.commands.options import (backend_options, errors_as_click, io_options, model_client, model_config_from,
-                                  model_options, open_backend_from, question_limit, with_progress)
+from nlq.commands.options import (backend_options, errors_as_click, io_options, memory_option, model_client,
+                                  model_config_from, model_options, open_backend_from, open_memory, question_limit,
+                                  with_progress)
 from nlq import generate, io, methods
 from nlq import index as grounding
 
@@ -48,11 +49,14 @@ Example:
               help="sag: repair rounds per attempt (default: the rung's, 6; card: 1).")
 @click.option("--attempts", type=click.IntRange(min=1), default=None,
               help="sag: attempts voted in result space (default: the rung's, 3 for sag, else 1).")
+@memory_option()
+@click.option("--shots", type=click.IntRange(min=0), default=3, show_default=True,
+              help="With --memory, model methods: the memory entries shown as examples in the prompt.")
 @backend_options
 @model_options
 def cli(input, output, append, strict, progress, limits, max_question_chars, method, index_path, min_confidence,
         candidates, fallback, threshold, max_steps, ladder, card_kind, no_gate, no_witnesses, no_bisection, contract,
-        fail_closed, rounds, attempts, data, uri, timeout, max_rows, model_options):
+        fail_closed, rounds, attempts, memory_path, shots, data, uri, timeout, max_rows, model_options):
     """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
@@ -94,11 +98,14 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
     config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", options),
                                what=f"--method {method}")
     backend = open_backend_from(data, uri, timeout) if methods.needs(impl, "needs_backend", options) else None
-    with errors_as_click(), model_client(config) as model, (backend or contextlib.nullcontext()):
+    memory = open_memory(memory_path)
+    with errors_as_click(), model_client(config) as model, (backend or contextlib.nullcontext()), \
+            (memory or contextlib.nullcontext()):
         indexes = grounding.load(index_path)
         context = generate.Context(indexes, backend=backend, model=model, min_confidence=min_confidence,
                                    max_steps=max_steps, timeout=timeout, max_rows=max_rows,
-                                   candidates=candidates, fallback=fallback, threshold=threshold, sag=settings)
+                                   candidates=candidates, fallback=fallback, threshold=threshold, sag=settings,
+                                   memory=memory, shots=shots)
         records = with_progress(io.read_records(input, strict=strict, stage="generate", **limits), progress, "generate")
         io.write_records(generate.run(records, method, context, max_question_chars=max_question_chars), output,
                          append=append)

@@ -310,3 +310,21 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):  # io.UnsupportedOperation is both
         pass
+
+
+def memory_option(required: bool = False):
+    """`--memory FILE` (env NLQ_MEMORY): the memory of verified answers (`nlq memory`)."""
+    return click.option("--memory", "memory_path", envvar="NLQ_MEMORY", required=required,
+                        type=click.Path(dir_okay=False),
+                        help="Memory of verified answers (SQLite, from `nlq memory add`; env NLQ_MEMORY)."
+                             + ("" if required else " Its entries most like each question help answer it."))
+
+
+def open_memory(path):
+    """The Memory at `path` (None for None); a file that cannot be opened exits 1."""
+    if path is None:
+        return None
+    from nlq.memory import Memory
+
+    with errors_as_click():
+        return Memory(path)

@@ -159,6 +159,16 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
     return record
 
 
+def remember(record: dict, memory) -> int:
+    """Store an answered record in `memory` as a user-confirmed entry (`nlq ask --confirm`); its id."""
+    from nlq.memory.stage import add_records
+
+    added, = add_records([{**record, "confirmed": True}], memory)
+    if added.get("failure"):
+        raise NlqError(f"the answer cannot be remembered: {added['failure']['message']}")
+    return added["memory"]["added"]
+
+
 def check_answered(record: dict) -> None:
     """Raise NoAnswerError with the reason when the record carries a failure instead of rows."""
     problem = record.get("failure")

@@ -415,7 +415,35 @@ class Loop:
         voted `prediction`, or a typed failure."""
         started = time.perf_counter()
         best, every, rounds = self.solve(record, backend, index, options)
-        return finish(record, every, vote(best), started, options, rounds=rounds, attempts=self.attempts)
+        out = finish(record, every, vote(best), started, options, rounds=rounds, attempts=self.attempts)
+        found = lessons(every)
+        if found:
+            out["repair"]["lessons"] = found
+        return out
+
+
+MAX_LESSONS = 3
+# what a repair turn can teach about a database (a parse error or a forbidden operator teaches nothing of it)
+LESSON_CHECKS = frozenset({"path", "value", "limit", "join", "empty", "leaked_id", "exec"})
+
+
+def lessons(every: list[Candidate]) -> list[dict]:
+    """What the loop learned of the database: each candidate whose violations a later round of the
+    same attempt fixed, as `{violations: [messages], query: {collection, pipeline}}` (the fix)."""
+    found = []
+    for i, bad in enumerate(every):
+        taught = [v.message for v in bad.violations if v.check in LESSON_CHECKS]
+        if not taught:
+            continue
+        fixed = next((c for c in every[i + 1:] if c.attempt == bad.attempt and c.query is not None
+                      and not c.violations and c.rows), None)
+        if fixed is None:
+            continue
+        lesson = {"violations": taught, "query": {"collection": fixed.query.collection,
+                                                  "pipeline": fixed.query.pipeline}}
+        if lesson not in found:
+            found.append(lesson)
+    return found[:MAX_LESSONS]
 
 
 def index_for(indexes: dict[str, dict], db) -> dict:

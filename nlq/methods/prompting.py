@@ -150,6 +150,57 @@ def witness_text(witnesses) -> str:
     return "\n".join(lines) if lines else "(no literals in the question matched the data)"
 
 
+def shot_turns(task: dict, context, index: dict, answer=None) -> tuple[list[dict], dict | None]:
+    """`verified_examples`: the `--shots K` memory entries most like the question, as example turns
+    (a user turn with the entry's question, an assistant turn with its verified query, shaped by
+    `answer(collection, pipeline)` as the method's replies are), and what the prediction records of
+    them (`{file, entries, shots}`); `([], None)` without a memory."""
+    memory, k = context.options.get("memory"), context.options.get("shots") or 0
+    if memory is None:
+        return [], None
+    if k <= 0:
+        return [], {"file": memory.name, "entries": [], "shots": 0}
+    from nlq.memory import nearest
+
+    shape = answer or (lambda collection, pipeline: {"collection": collection, "pipeline": pipeline})
+    cache = context.memo(("memory", memory.name), dict)
+    found = nearest(memory, task, index, k, cache=cache)
+    turns = []
+    taught = lessons(memory, task, context, index, k, cache)
+    if taught:
+        turns += [{"role": "user", "content": "Lessons from earlier repairs on this database (checked on the "
+                                              "current data):\n" + "\n".join(f"- {note}" for note in taught)},
+                  {"role": "assistant", "content": "Noted."}]
+    for recalled, _ in found:
+        entry = recalled.entry
+        turns += [{"role": "user", "content": f"Question: {entry.question}"},
+                  {"role": "assistant", "content": io.dumps(shape(entry.collection, entry.pipeline)).decode()}]
+    return turns, {"file": memory.name, "entries": [r.entry.id for r, _ in found], "shots": k,
+                   **({"lessons": len(taught)} if taught else {})}
+
+
+def lessons(memory, task: dict, context, index: dict, k: int, cache: dict) -> list[str]:
+    """What earlier repairs on this database learned (the notes of the `lesson` entries most like the
+    question), each re-run on the current data first: one that no longer answers is not shown."""
+    if context.backend is None:
+        return []
+    from nlq.memory import nearest
+    from nlq.memory.stage import usable
+
+    timeout, max_rows = context.options.get("timeout") or 20.0, context.options.get("max_rows") or 100_000
+    return [r.entry.note for r, _ in nearest(memory, task, index, k, kinds=("lesson",), cache=cache)
+            if usable(r.entry, context.backend, timeout=timeout, max_rows=max_rows)]
+
+
+def with_shots(messages: list[dict], task: dict, context, index: dict, answer=None) -> tuple[list[dict], dict]:
+    """`messages` with the example turns of `shot_turns` after the system message, and the fields
+    the prediction gains (`memory`, and `disclosure: [verified_examples]` when examples were shown)."""
+    turns, used = shot_turns(task, context, index, answer)
+    if used is None:
+        return messages, {}
+    return messages[:1] + turns + messages[1:], {"memory": used, "disclosure": ["verified_examples"] if turns else []}
+
+
 # ---------------------------------------------------------------------------
 # decoding
 
@@ -197,9 +248,10 @@ class PromptedMethod:
         index = context.index_for(database_of(task))
         prompt = load(self.prompt_name)
         messages = prompt.messages(question=question_of(task), **self.slots(task, context, index))
+        messages, shown = with_shots(messages, task, context, index)
         decoded = decode_answer(context.model, messages, collection_names(index),
                                 disclose_collections=self.disclose_collections)
-        return prediction(decoded, prompt)
+        return prediction(decoded, prompt, **shown)
 
 
 def database(task: dict, index: dict) -> str:

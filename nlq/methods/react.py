@@ -18,7 +18,7 @@ from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.errors import BackendError, BudgetExhaustedError, ModelBadOutputError, NlqError
 from nlq.llm import chat_decoded, decode_json
 from nlq.llm.decode import REPAIR_TURNS
-from nlq.methods.prompting import collection_names, collections_text, database, load
+from nlq.methods.prompting import collection_names, collections_text, database, load, with_shots
 from nlq.witness import question_of
 
 DEFAULT_MAX_STEPS = 50
@@ -72,6 +72,9 @@ class ReactMethod:
         prompt = load(self.prompt_name)
         messages = prompt.messages(question=question_of(task), collections=collections_text(index),
                                    max_steps=budget)
+        messages, shown = with_shots(messages, task, context, index, answer=lambda collection, pipeline: {
+            "thought": "A verified answer to this question.", "action": "submit", "collection": collection,
+            "pipeline": pipeline})
         schema = action_schema(names)
         trace, turns = [], 0
         while turns < budget:
@@ -85,7 +88,7 @@ class ReactMethod:
             elif action["action"] == "submit":
                 trace.append({**action, "observation": None})
                 return {"collection": action["collection"], "pipeline": action["pipeline"], "prompt": prompt.ref,
-                        "steps": turns, "trace": trace}
+                        "steps": turns, "trace": trace, **shown}
             else:
                 observation = self._execute(context, db, action)
             trace.append({**action, "observation": observation})

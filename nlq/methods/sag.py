@@ -38,7 +38,7 @@ from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq import card as path_card
 from nlq.errors import InputError, ModelBadOutputError
 from nlq.llm import decode_json, decode_pipeline, pipeline_schema
-from nlq.methods.prompting import database, load, witness_text
+from nlq.methods.prompting import database, load, shot_turns, witness_text
 from nlq.witness import database_of, question_of
 from nlq.witness import find as find_witnesses
 
@@ -176,9 +176,10 @@ def feedback_turn(candidate: repair.Candidate) -> str:
 
 
 def repair_loop(model, settings: Settings | None = None, *, start_from_prediction: bool = False,
-                memo=None) -> repair.Loop:
+                memo=None, examples: list[dict] = ()) -> repair.Loop:
     """The model loop of `settings` over `model` (a ChatClient). `memo(key, build)` caches the
-    rendered card per database (a dict-backed one is made when none is given)."""
+    rendered card per database (a dict-backed one is made when none is given); `examples` are
+    example turns (`prompting.shot_turns`) shown after the system message."""
     settings = settings or Settings()
     if memo is None:
         cards: dict = {}
@@ -191,7 +192,8 @@ def repair_loop(model, settings: Settings | None = None, *, start_from_predictio
     def prompt(record: dict, index: dict) -> list[dict]:
         card = memo(("sag-card", index.get("db"), settings.card, settings.max_entries),
                     lambda: render_card(index, settings))
-        return messages(record, index, settings, card)
+        shown = messages(record, index, settings, card)
+        return shown[:1] + list(examples) + shown[1:]
 
     return repair.Loop(model, prompt, decode_with_contract if settings.contract else decode_pipeline,
                        feedback_turn, rounds=settings.round_budget, attempts=settings.attempt_budget,
@@ -212,7 +214,8 @@ class SagMethod:
         settings = context.options.get("sag") or Settings()
         index = context.index_for(database_of(task))
         record = {**task, "db": database(task, index)}
-        loop = repair_loop(context.model, settings, memo=context.memo)
+        examples, used = shot_turns(task, context, index)
+        loop = repair_loop(context.model, settings, memo=context.memo, examples=examples)
         options = settings.options(timeout=context.options.get("timeout") or DEFAULT_TIMEOUT,
                                    max_rows=context.options.get("max_rows") or DEFAULT_MAX_ROWS)
         out = loop(record, context.backend, index, options)
@@ -223,6 +226,12 @@ class SagMethod:
                       "sag": settings.describe(), "repair": report}
         if settings.uses_witnesses:
             prediction["disclosure"] = ["value_witnesses"]
+        if used is not None:
+            from nlq.memory.stage import learn
+
+            learned = learn(context.options["memory"], record, report.get("lessons") or [])
+            prediction["memory"] = {**used, **({"learned": learned} if learned else {})}
+            prediction["disclosure"] = [*prediction.get("disclosure", []), *(["verified_examples"] if examples else [])]
         return prediction
 
 

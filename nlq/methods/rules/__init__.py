@@ -52,10 +52,34 @@ class RulesMethod:
         prediction = {"collection": ir.collection, "pipeline": pipeline, "method": self.name,
                       "confidence": conf, "ir": {**ir.to_json(), "signals": signals(ir)}}
         k = context.options.get("candidates") or 0
+        others = [{**c, "method": self.name} for c in alternatives(question, witnesses, index, grounding, k, state)] \
+            if k else []
+        memory = context.options.get("memory")
+        if memory is not None:
+            prediction, others = remembered(memory, task, index, prediction, others, context)
         if k:
-            prediction["candidates"] = [{**c, "method": self.name}
-                                        for c in alternatives(question, witnesses, index, grounding, k, state)]
+            prediction["candidates"] = others[:k] if memory is None else others[:k + 1]
         return prediction
+
+
+def remembered(memory, task: dict, index: dict, prediction: dict, others: list, context) -> tuple[dict, list]:
+    """Rules' reading beside the memory's candidate (the nearest verified entry adapted to the
+    question): the more probable answers, the other becomes a candidate; the prediction records
+    the memory consulted (`memory = {file, entries, chosen}`)."""
+    from nlq.memory import candidate
+
+    found = candidate(memory, task, index, reading=prediction, own_confidence=prediction["confidence"],
+                      cache=context.memo(("memory", memory.name), dict))
+    record = {"file": memory.name, "entries": [found["memory"]["entry"]] if found else [], "chosen": False}
+    if found is None:
+        return {**prediction, "memory": record}, others
+    found = {**found, "method": prediction["method"]}
+    if found["confidence"] > prediction["confidence"]:
+        own = {k: prediction[k] for k in ("collection", "pipeline", "confidence", "method")}
+        chosen = {k: v for k, v in found.items() if k not in ("reading", "signals")}
+        return {**chosen, "ir": prediction["ir"], "memory": {**record, "chosen": True, **found["memory"]},
+                "signals": found["signals"]}, [{**own, "reading": "rules"}, *others]
+    return {**prediction, "memory": record}, [found, *others]
 
 
 METHOD = RulesMethod()
