@@ -9,7 +9,7 @@ WORLDS  := fixtures/worlds
 WIRE    := .venv-wire
 SECANTUS ?= secantusdb==0.7.0b3
 
-.PHONY: install test fuzz demo bench calibrate fixtures docs check clean browser wire
+.PHONY: install test fuzz demo bench calibrate calibrate-memory fixtures docs check clean browser wire
 
 $(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -32,6 +32,10 @@ bench: $(STAMP)
 
 calibrate: $(STAMP)
 	$(BIN)/python -m tests.bench.calibrate_rules
+
+# The memory candidate's calibration (nlq/memory/calibration.json), fitted on both TEND v1 splits.
+calibrate-memory: $(STAMP)
+	$(BIN)/python -m tests.bench.bench_memory --fit --no-repair
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/generate.py

@@ -2,6 +2,7 @@
 
     python -m tests.bench memory                   # both splits, when present
     python -m tests.bench.bench_memory --fit       # also refit nlq/memory/calibration.json (make calibrate-memory)
+    python -m tests.bench.bench_memory --no-repair # without the `rules --candidates 3 | repair` figures
 
 For each split (the shared one, train-a) and each database, the first half of
 its records (by record id) is added to a fresh memory as verified answers
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import orjson
 
-from nlq import generate, importers, mql, score, witness
+from nlq import generate, importers, mql, repair, score, witness
 from nlq import index as grounding
 from nlq.backends import EmbeddedBackend
 from nlq.memory import Entry, Memory
@@ -88,10 +89,11 @@ def run_split(name: str) -> list[dict] | None:
         remember(memory, remembered)
         context = generate.Context(indexes)
         cache: dict = {}
-        predicted, candidates = [], []
+        predicted, candidates, witnessed = [], [], []
         for task in answered:
             w = next(witness.run([dict(task)], indexes))
-            p = next(generate.run([w], "rules", context))
+            witnessed.append(w)
+            p = next(generate.run([dict(w)], "rules", context))
             predicted.append(p)
             cand = None
             if p.get("prediction"):
@@ -99,6 +101,8 @@ def run_split(name: str) -> list[dict] | None:
                                                reading=p["prediction"], own_confidence=p["prediction"]["confidence"],
                                                cache=cache, k=1)
             candidates.append(cand)
+        if "--no-repair" not in sys.argv:
+            through_repair(name, witnessed, indexes, backend, memory)
     scored = list(score.run(predicted, backend))
     with_mem = [{**r, "prediction": c} for r, c in zip(scored, candidates) if c]
     judged = iter(score.run(with_mem, backend))
@@ -112,6 +116,17 @@ def run_split(name: str) -> list[dict] | None:
     print(f"{name}: {len(remembered)} entries remembered, {len(answered)} phrasings answered "
           f"({sum('memory' in r for r in rows)} with a memory candidate)")
     return rows
+
+
+def through_repair(name: str, witnessed: list[dict], indexes: dict, backend, memory: Memory) -> None:
+    """EXC of `rules --candidates 3 | repair` (no model: gate, execution, confidence-weighted vote)
+    without and with the memory (its candidate among the others, by the shipped calibration)."""
+    for label, options in (("without memory", {}), ("with memory", {"memory": memory})):
+        context = generate.Context(indexes, candidates=3, **options)
+        generated = [next(generate.run([dict(w)], "rules", context)) for w in witnessed]
+        repaired = list(repair.run(generated, backend, indexes))
+        exc = sum(r["score"]["exc"] for r in score.run(repaired, backend))
+        print(f"{name}: rules --candidates 3 | repair, {label}: {100 * exc / len(witnessed):.1f}% EXC")
 
 
 def folds(rows: list[dict]) -> dict[str, int]:
