@@ -200,12 +200,11 @@ def calibration() -> dict:
 
 
 def probability(signals: dict[str, float], model: dict | None = None) -> float:
-    """P(the adapted entry is right) for these features, by the stored logistic model."""
-    model = model or calibration()
-    z = float(model["bias"])
-    for name, weight, mean, scale in zip(model["features"], model["weights"], model["mean"], model["scale"]):
-        z += weight * (float(signals[name]) - mean) / scale
-    return round(1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z)))), 3)
+    """P(the adapted entry is right) for these features, by the stored logistic model (the form of
+    rules' own calibration models)."""
+    from nlq.methods.rules.calibration import apply
+
+    return round(apply(model or calibration(), signals), 3)
 
 
 def candidate(memory: Memory, task: dict, index: dict, *, reading: dict | None = None,
