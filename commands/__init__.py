@@ -26,6 +26,7 @@ COMMANDS = {
     "score": "score",
     "report": "report",
     "ask": "ask",
+    "shard": "shard",
 }
 
 
