@@ -139,18 +139,40 @@ GEN_contract        := --method sag --contract
 CONTROL       ?= data-rich
 CONTROL_SEEDS ?= 1 2
 
-PAPER_RUNS     := $(OUT)/runs
+# Across machines: `make paper SHARD=i/N` on each (a stable split of the tasks by record id; its runs go to
+# $(OUT)/shard-i-of-N), then `make paper-join SHARDS=N` where the shards' folders meet: the joined scored
+# files and the tables equal those of one unsharded run. LEDGER=mongodb://... also shares which record of
+# which arm is done (leases of LEASE seconds), so runners on one shard, or a restarted one, skip finished work.
+SHARD    ?=
+SHARDS   ?=
+LEDGER   ?=
+LEASE    ?= 900
+RUN_DIR  := $(OUT)$(if $(SHARD),/shard-$(subst /,-of-,$(SHARD)))
+PAPER_RUNS     := $(RUN_DIR)/runs
 MAIN_SCORED    := $(patsubst %,$(PAPER_RUNS)/%.scored.jsonl,$(MAIN_ARMS))
 ABLATION_SCORED := $(patsubst %,$(PAPER_RUNS)/%.scored.jsonl,$(ABLATION_ARMS))
 REPORT_ARGS    ?= --bootstrap 1000 --seed 0
 
-.PHONY: paper paper-main paper-ablation
+.PHONY: paper paper-main paper-ablation paper-shard paper-join
 .PRECIOUS: $(PAPER_RUNS)/%.pred.jsonl $(PAPER_RUNS)/control.seed%.pred.jsonl  # a resume reuses them
 
 paper-main: $(OUT)/table3.txt
 paper-ablation: $(OUT)/table5.txt
 paper: $(STAMP)
-	$(MAKE) -j$(JOBS) paper-main paper-ablation
+	$(MAKE) -j$(JOBS) $(if $(SHARD),paper-shard,paper-main paper-ablation)
+
+# One shard's scored runs (no tables: those come from the join).
+paper-shard: $(MAIN_SCORED) $(ABLATION_SCORED)
+
+paper-join: | $(STAMP)
+	$(if $(SHARDS),,$(error paper-join needs SHARDS=N, the number of shards the runs were split into))
+	@mkdir -p $(OUT)/runs
+	for arm in $(sort $(MAIN_ARMS) $(ABLATION_ARMS)); do \
+	  $(NLQ) shard join --order $(TASKS) $(foreach i,$(shell seq 1 $(SHARDS)),$(OUT)/shard-$(i)-of-$(SHARDS)/runs/$$arm.scored.jsonl) \
+	    -o $(OUT)/runs/$$arm.scored.jsonl || exit 1; \
+	done
+	$(call table3,$(MAIN_SCORED))
+	$(call table5,$(ABLATION_SCORED))
 
 $(OUT)/fixture-tasks.jsonl: $(wildcard fixtures/tasks/*.jsonl)
 	@mkdir -p $(@D)
@@ -160,17 +182,21 @@ $(OUT)/index.jsonl: | $(STAMP)
 	@mkdir -p $(@D)
 	$(PAPER_ENV) $(NLQ) index -o $@.part && mv $@.part $@
 
-$(OUT)/witnessed.jsonl: $(TASKS) $(OUT)/index.jsonl
-	$(PAPER_ENV) $(NLQ) witness --index $(OUT)/index.jsonl $(TASKS) -o $@.part && mv $@.part $@
+$(RUN_DIR)/witnessed.jsonl: $(TASKS) $(OUT)/index.jsonl
+	@mkdir -p $(@D)
+	$(if $(SHARD),$(NLQ) shard select $(SHARD) $(TASKS) | ,)$(PAPER_ENV) $(NLQ) witness --index $(OUT)/index.jsonl \
+	  $(if $(SHARD),-,$(TASKS)) -o $@.part && mv $@.part $@
 
-$(PAPER_RUNS)/%.pred.jsonl: $(OUT)/witnessed.jsonl $(OUT)/index.jsonl
+$(PAPER_RUNS)/%.pred.jsonl: $(RUN_DIR)/witnessed.jsonl $(OUT)/index.jsonl
 	@mkdir -p $(@D)
 	$(if $(GEN_$*),,$(error arm '$*' has no GEN_$* (known arms: $(patsubst GEN_%,%,$(filter GEN_%,$(.VARIABLES))))))
-	$(PAPER_ENV) $(NLQ) generate --index $(OUT)/index.jsonl $(GEN_$*) $< -o $@.part && mv $@.part $@
+	$(PAPER_ENV) $(NLQ) generate --index $(OUT)/index.jsonl $(GEN_$*) \
+	  $(if $(LEDGER),--ledger '$(LEDGER)' --arm $* --lease $(LEASE)) $< -o $@.part && mv $@.part $@
 
-$(PAPER_RUNS)/control.seed%.pred.jsonl: $(OUT)/witnessed.jsonl $(OUT)/index.jsonl
+$(PAPER_RUNS)/control.seed%.pred.jsonl: $(RUN_DIR)/witnessed.jsonl $(OUT)/index.jsonl
 	@mkdir -p $(@D)
-	$(PAPER_ENV) $(NLQ) generate --index $(OUT)/index.jsonl $(GEN_$(CONTROL)) --option seed=$* $< -o $@.part \
+	$(PAPER_ENV) $(NLQ) generate --index $(OUT)/index.jsonl $(GEN_$(CONTROL)) --option seed=$* \
+	  $(if $(LEDGER),--ledger '$(LEDGER)' --arm control.seed$* --lease $(LEASE)) $< -o $@.part \
 	  && mv $@.part $@
 
 $(PAPER_RUNS)/control.pred.jsonl: $(PAPER_RUNS)/$(CONTROL).pred.jsonl \
@@ -182,15 +208,23 @@ $(PAPER_RUNS)/%.scored.jsonl: $(PAPER_RUNS)/%.pred.jsonl
 	$(PAPER_ENV) $(NLQ) score $< -o $@.part && mv $@.part $@
 
 # table3.*: Tables III and IV (the claim-axis slices) in the paper's layout; table5.*: Table V.
+# The tables from scored files (a recipe of its own: `paper-join` builds them from joined shards too).
+define table3
+	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --width 100 $(REPORT_ARGS) -o $(OUT)/table3.txt.part
+	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --format markdown $(REPORT_ARGS) -o $(OUT)/table3.md
+	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --format latex $(REPORT_ARGS) -o $(OUT)/table3.tex
+	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --format html $(REPORT_ARGS) -o $(OUT)/table3.html
+	mv $(OUT)/table3.txt.part $(OUT)/table3.txt
+endef
+define table5
+	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --by db --width 100 $(REPORT_ARGS) -o $(OUT)/table5.txt.part
+	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --by db --format markdown $(REPORT_ARGS) -o $(OUT)/table5.md
+	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --by db --format latex $(REPORT_ARGS) -o $(OUT)/table5.tex
+	mv $(OUT)/table5.txt.part $(OUT)/table5.txt
+endef
+
 $(OUT)/table3.txt: $(MAIN_SCORED)
-	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --width 100 $(REPORT_ARGS) -o $@.part
-	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --format markdown $(REPORT_ARGS) -o $(OUT)/table3.md
-	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --format latex $(REPORT_ARGS) -o $(OUT)/table3.tex
-	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --format html $(REPORT_ARGS) -o $(OUT)/table3.html
-	mv $@.part $@
+	$(call table3,$^)
 
 $(OUT)/table5.txt: $(ABLATION_SCORED)
-	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --by db --width 100 $(REPORT_ARGS) -o $@.part
-	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --by db --format markdown $(REPORT_ARGS) -o $(OUT)/table5.md
-	$(NLQ) report $^ --layout paper --ref $(PAPER_REF) --by db --format latex $(REPORT_ARGS) -o $(OUT)/table5.tex
-	mv $@.part $@
+	$(call table5,$^)

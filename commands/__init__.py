@@ -27,6 +27,7 @@ COMMANDS = {
     "report": "report",
     "ask": "ask",
     "memory": "memory",
+    "shard": "shard",
 }
 
 

@@ -6,9 +6,9 @@ import contextlib
 
 import click
 
-from nlq.commands.options import (backend_options, errors_as_click, io_options, memory_option, model_client,
-                                  model_config_from, model_options, open_backend_from, open_memory, question_limit,
-                                  with_progress)
+from nlq.commands.options import (backend_options, errors_as_click, io_options, ledger_options, memory_option,
+                                  model_client, model_config_from, model_options, open_backend_from, open_memory,
+                                  question_limit, with_progress)
 from nlq import generate, io, methods
 from nlq import index as grounding
 
@@ -54,9 +54,10 @@ Example:
               help="With --memory, model methods: the memory entries shown as examples in the prompt.")
 @backend_options
 @model_options
+@ledger_options
 def cli(input, output, append, strict, progress, limits, max_question_chars, method, index_path, min_confidence,
         candidates, fallback, threshold, max_steps, ladder, card_kind, no_gate, no_witnesses, no_bisection, contract,
-        fail_closed, rounds, attempts, memory_path, shots, data, uri, timeout, max_rows, model_options):
+        fail_closed, rounds, attempts, memory_path, shots, data, uri, timeout, max_rows, model_options, ledger):
     """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
@@ -107,5 +108,9 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
                                    candidates=candidates, fallback=fallback, threshold=threshold, sag=settings,
                                    memory=memory, shots=shots)
         records = with_progress(io.read_records(input, strict=strict, stage="generate", **limits), progress, "generate")
-        io.write_records(generate.run(records, method, context, max_question_chars=max_question_chars), output,
-                         append=append)
+        if ledger is None:
+            out = generate.run(records, method, context, max_question_chars=max_question_chars)
+        else:  # one record at a time, each done once across the runners sharing the ledger
+            out = ledger.run(records, lambda r: next(generate.run([r], method, context,
+                                                                  max_question_chars=max_question_chars)))
+        io.write_records(out, output, append=append)

@@ -232,7 +232,8 @@ def model_options(fn):
     @click.option("--request-timeout", type=click.FloatRange(min=0, min_open=True), default=120.0,
                   show_default=True, help="Seconds to wait for one model reply.")
     @click.option("--cache", type=click.Path(dir_okay=False), envvar="NLQ_CACHE", default=None,
-                  help="Response cache file (SQLite; env NLQ_CACHE; default $XDG_CACHE_HOME/nlq/llm.sqlite).")
+                  help="Response cache: a SQLite file, or mongodb://HOST/DB[?collection=NAME] shared by several "
+                       "machines (env NLQ_CACHE; default $XDG_CACHE_HOME/nlq/llm.sqlite).")
     @click.option("--no-cache", is_flag=True, help="Neither read nor write the response cache.")
     @click.option("--offline", is_flag=True, help="Answer only from the cache; a miss is a `cache_miss` failure.")
     @click.option("--log", type=click.Path(dir_okay=False), default=None,
@@ -328,3 +329,28 @@ def open_memory(path):
 
     with errors_as_click():
         return Memory(path)
+
+
+def ledger_options(fn):
+    """`--ledger URI` (env NLQ_LEDGER), `--arm NAME`, `--lease SECONDS`: the run ledger (nlq.ledger),
+    handed to `fn` as one `ledger` argument (None without --ledger)."""
+    @click.option("--ledger", "ledger_uri", envvar="NLQ_LEDGER", default=None,
+                  help="Run ledger mongodb://HOST/DB[?collection=NAME] (env NLQ_LEDGER): records another runner "
+                       "finished are taken from it, a dead runner's are taken over when their lease ends.")
+    @click.option("--arm", default=None, help="With --ledger: the name of this run in the ledger.")
+    @click.option("--lease", type=Seconds(), default=900.0, show_default=True,
+                  help="With --ledger: seconds a runner holds a record before another may take it over.")
+    @functools.wraps(fn)
+    def wrapper(*args, ledger_uri=None, arm=None, lease=900.0, **kwargs):
+        if ledger_uri is None:
+            if arm is not None:
+                raise click.UsageError("--arm names a run in a ledger: give --ledger URI too")
+            return fn(*args, ledger=None, **kwargs)
+        if not arm:
+            raise click.UsageError("--ledger needs --arm NAME (the run's name in the ledger)")
+        from nlq.ledger import Ledger
+
+        with errors_as_click():
+            ledger = Ledger(ledger_uri, arm, lease=lease)
+        return fn(*args, ledger=ledger, **kwargs)
+    return wrapper

@@ -21,11 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 GROUPS = {
     "language": ("nlq.mql",),
     "foundation": ("nlq.errors", "nlq.text"),
-    "io": ("nlq.io", "nlq.importers"),
+    "io": ("nlq.io", "nlq.importers", "nlq.shard"),
     "backends": ("nlq.backends",),
     "grounding": ("nlq.index", "nlq.card", "nlq.witness"),
     "llm": ("nlq.llm",),
-    "generation": ("nlq.methods", "nlq.generate", "nlq.repair", "nlq.feedback", "nlq.gate", "nlq.memory"),
+    "generation": ("nlq.methods", "nlq.generate", "nlq.repair", "nlq.feedback", "nlq.gate", "nlq.memory",
+                   "nlq.ledger"),
     "evaluation": ("nlq.execute", "nlq.score", "nlq.report", "nlq.report_stats", "nlq.report_html", "nlq.normexec"),
     "application": ("nlq.ask",),  # question -> answer: generation, then execution
     "commands": ("nlq.commands",),

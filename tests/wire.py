@@ -193,3 +193,163 @@ class WireServer:
             cursor_id = next(self._ids)
             self._cursors[cursor_id] = rest
         return {"ok": 1, "cursor": {"id": bson.int64.Int64(cursor_id), "ns": ns, "firstBatch": first}}
+
+
+class StoreServer(WireServer):
+    """A WireServer that also writes: documents kept in memory, per database and collection.
+
+    It answers the reads of WireServer (find, aggregate, count) from its own
+    store, and the writes the shared response cache and the run ledger send:
+    `insert`, `update` (upsert, `$set`, `$setOnInsert`, `$unset`, replacement),
+    `findAndModify`, `delete`, `createIndexes` and `drop`. `_id` is unique: a
+    second insert of one is the server's duplicate key error (code 11000). Each
+    command runs under one lock, so concurrent clients see atomic writes, as on
+    a server.
+
+        with StoreServer() as server:
+            MongoClient(server.uri).nlq.llm_cache.insert_one({"_id": "k"})
+    """
+
+    def __init__(self):
+        import threading
+
+        super().__init__(None)  # no backend: every read is of the store
+        self.store: dict[tuple[str, str], list[dict]] = {}
+        self._lock = threading.RLock()
+
+    def _respond(self, request) -> bool:
+        with self._lock:
+            return super()._respond(request)
+
+    def docs(self, db: str, collection: str) -> list[dict]:
+        return self.store.setdefault((db, collection), [])
+
+    def _query(self, db, collection, pipeline, max_time_ms):
+        return self._run([dict(d) for d in self.docs(db, collection)], pipeline)
+
+    def _cmd_listdatabases(self, db, doc):
+        names = sorted({d for d, _ in self.store})
+        return {"ok": 1, "databases": [{"name": n, "sizeOnDisk": 1, "empty": False} for n in names]}
+
+    def _cmd_listcollections(self, db, doc):
+        names = sorted(c for d, c in self.store if d == db)
+        return {"ok": 1, "cursor": {"id": bson.int64.Int64(0), "ns": f"{db}.$cmd.listCollections",
+                                    "firstBatch": [{"name": n, "type": "collection"} for n in names]}}
+
+    def _matching(self, db, collection, query) -> list[dict]:
+        from nlq.mql.match import compile_filter
+
+        test = compile_filter(query or {})
+        return [d for d in self.docs(db, collection) if test(d)]
+
+    def _insert(self, db, collection, doc) -> dict | None:
+        """Insert one document (an ObjectId `_id` when it has none); the write error of a duplicate `_id`."""
+        doc = dict(doc)
+        if "_id" not in doc:
+            doc = {"_id": bson.ObjectId(), **doc}
+        if any(d["_id"] == doc["_id"] for d in self.docs(db, collection)):
+            return {"code": 11000, "errmsg": f"E11000 duplicate key error collection: {db}.{collection} index: "
+                                             f"_id_ dup key: {{ _id: {doc['_id']!r} }}"}
+        self.docs(db, collection).append(doc)
+        return None
+
+    @staticmethod
+    def _updated(doc: dict, update: dict, inserting: bool) -> dict:
+        if not any(k.startswith("$") for k in update):
+            return {"_id": doc["_id"], **{k: v for k, v in update.items() if k != "_id"}}
+        out = dict(doc)
+        for op, fields in update.items():
+            if op == "$set" or (op == "$setOnInsert" and inserting):
+                out.update(fields)
+            elif op == "$unset":
+                for name in fields:
+                    out.pop(name, None)
+            elif op != "$setOnInsert":
+                raise ValueError(f"update operator {op} is not served by the test server")
+        return out
+
+    def _upsert_seed(self, query: dict) -> dict:
+        return {k: v for k, v in (query or {}).items() if not k.startswith("$") and not isinstance(v, dict)}
+
+    def _cmd_insert(self, db, doc):
+        errors = []
+        for i, item in enumerate(doc.get("documents", [])):
+            error = self._insert(db, doc["insert"], item)
+            if error:
+                errors.append({"index": i, **error})
+                if doc.get("ordered", True):
+                    break
+        out = {"ok": 1, "n": len(doc.get("documents", [])) - len(errors)}
+        return {**out, "writeErrors": errors} if errors else out
+
+    def _cmd_update(self, db, doc):
+        n = modified = 0
+        upserted, errors = [], []
+        for i, spec in enumerate(doc.get("updates", [])):
+            found = self._matching(db, doc["update"], spec.get("q"))
+            if not spec.get("multi"):
+                found = found[:1]
+            if found:
+                for old in found:
+                    new = self._updated(old, spec["u"], False)
+                    n += 1
+                    if new != old:
+                        modified += 1
+                        docs = self.docs(db, doc["update"])
+                        docs[docs.index(old)] = new
+            elif spec.get("upsert"):
+                seed = self._upsert_seed(spec.get("q"))
+                seed = {"_id": seed.get("_id", bson.ObjectId()), **seed}
+                error = self._insert(db, doc["update"], self._updated(seed, spec["u"], True))
+                if error:
+                    errors.append({"index": i, **error})
+                else:
+                    n += 1
+                    upserted.append({"index": i, "_id": seed["_id"]})
+        out = {"ok": 1, "n": n, "nModified": modified}
+        if upserted:
+            out["upserted"] = upserted
+        return {**out, "writeErrors": errors} if errors else out
+
+    def _cmd_findandmodify(self, db, doc):
+        collection = doc.get("findAndModify") or doc.get("findandmodify")
+        found = self._matching(db, collection, doc.get("query"))[:1]
+        if doc.get("remove"):
+            if found:
+                self.docs(db, collection).remove(found[0])
+            return {"ok": 1, "value": found[0] if found else None}
+        if found:
+            old = found[0]
+            new = self._updated(old, doc["update"], False)
+            docs = self.docs(db, collection)
+            docs[docs.index(old)] = new
+            return {"ok": 1, "value": new if doc.get("new") else old,
+                    "lastErrorObject": {"n": 1, "updatedExisting": True}}
+        if doc.get("upsert"):
+            seed = self._upsert_seed(doc.get("query"))
+            seed = {"_id": seed.get("_id", bson.ObjectId()), **seed}
+            new = self._updated(seed, doc["update"], True)
+            error = self._insert(db, collection, new)
+            if error:
+                return {"ok": 0, "codeName": "DuplicateKey", **error}
+            return {"ok": 1, "value": new if doc.get("new") else None,
+                    "lastErrorObject": {"n": 1, "updatedExisting": False, "upserted": new["_id"]}}
+        return {"ok": 1, "value": None, "lastErrorObject": {"n": 0, "updatedExisting": False}}
+
+    def _cmd_delete(self, db, doc):
+        n = 0
+        for spec in doc.get("deletes", []):
+            found = self._matching(db, doc["delete"], spec.get("q"))
+            if spec.get("limit", 0) == 1:
+                found = found[:1]
+            for old in found:
+                self.docs(db, doc["delete"]).remove(old)
+                n += 1
+        return {"ok": 1, "n": n}
+
+    def _cmd_createindexes(self, db, doc):
+        return {"ok": 1, "numIndexesBefore": 1, "numIndexesAfter": 1 + len(doc.get("indexes", []))}
+
+    def _cmd_drop(self, db, doc):
+        self.store.pop((db, doc["drop"]), None)
+        return {"ok": 1}

@@ -63,6 +63,9 @@ class ResponseCache:
                              (key, orjson.dumps(request, option=orjson.OPT_SORT_KEYS), orjson.dumps(response),
                               time.time()))
 
+    def abandon(self, key: str) -> None:
+        """Nothing to give up: a SQLite cache holds no claim on a missed key (see MongoResponseCache)."""
+
     def __len__(self) -> int:
         with self._lock:
             return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]

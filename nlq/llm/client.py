@@ -26,7 +26,8 @@ import orjson
 from nlq.errors import (CacheMissError, ModelAuthError, ModelBadOutputError, ModelError, ModelHTTPError,
                         ModelRateLimitedError, ModelTimeoutError)
 from nlq.llm import usage
-from nlq.llm.cache import ResponseCache, request_key
+from nlq.llm.cache import request_key
+from nlq.llm.shared_cache import open_cache
 from nlq.llm.config import JSON_MODES, ModelConfig
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -61,7 +62,7 @@ class ChatClient:
         self._json_mode = config.json_mode
         self._mode_lock = threading.Lock()
         self._log_lock = threading.Lock()
-        self._cache = ResponseCache(config.cache) if config.cache is not None else None
+        self._cache = open_cache(config.cache, claim=not config.offline) if config.cache is not None else None
         self._http = None
         if not config.offline:
             headers = {"Content-Type": "application/json"}
@@ -104,6 +105,8 @@ class ChatClient:
         try:
             reply = self._call(messages, schema, schema_name)
         except ModelError as exc:
+            if self._cache is not None:
+                self._cache.abandon(key)  # a runner waiting for this reply asks the model itself
             ms = (time.perf_counter() - started) * 1000
             usage.record(prompt_tokens=0, completion_tokens=0, cached=False, ms=ms)
             self._log(messages, logical, error=exc, ms=ms)

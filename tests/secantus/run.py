@@ -38,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.secantus import shared
+
 from nlq import io
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -291,6 +293,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wire: SecantusDB vs the embedded engine on {', '.join(held)}")
         with Server(args.server, tmp / "secantus.log") as server:
             problems = check_repros(server.uri, causes)
+            shared_problems = shared.check(server.uri)
+            print(f"  shared cache and run ledger: {len(shared_problems)} problems")
+            problems += shared_problems
             find_differences, find_total = compare_find(server.uri)
             load(server.uri, data)
             sides = {"--uri": ["--uri", server.uri], "--data": ["--data", str(data)]}
