@@ -7,15 +7,15 @@ import contextlib
 import click
 
 from nlq.commands.options import (backend_options, errors_as_click, io_options, model_client, model_config_from,
-                                  model_options, open_backend_from, question_limit, with_progress)
+                                  model_options, open_backend_from, question_limit, reject_model_only, with_progress)
 from nlq import generate, io, methods
 from nlq import index as grounding
 
 
 @click.command("generate", epilog="""\b
 Example:
-  nlq index --data fixtures/worlds --db racing -o out/racing.index.jsonl
-  nlq witness --index out/racing.index.jsonl fixtures/tasks/racing.jsonl \\
+  nlq index --data example --db racing -o out/racing.index.jsonl
+  nlq witness --index out/racing.index.jsonl example:tasks/racing.jsonl \\
     | nlq generate --method rules --index out/racing.index.jsonl | head -1
 """)
 @io_options
@@ -69,9 +69,9 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
     NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL set:
 
     \b
-      nlq generate -m card --index racing.index.jsonl fixtures/tasks/racing.jsonl
-      nlq generate -m sampled --data fixtures/worlds --index racing.index.jsonl TASKS
-      nlq generate -m sag --data fixtures/worlds --index racing.index.jsonl --ladder gated-repair TASKS
+      nlq generate -m card --index racing.index.jsonl example:tasks/racing.jsonl
+      nlq generate -m sampled --data example --index racing.index.jsonl TASKS
+      nlq generate -m sag --data example --index racing.index.jsonl --ladder gated-repair TASKS
     """
     if method == "cascade" and (fallback is None or threshold is None):
         raise click.UsageError("--method cascade needs --fallback METHOD and --threshold T")
@@ -93,6 +93,8 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
     options = {"fallback": fallback}
     config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", options),
                                what=f"--method {method}")
+    reject_model_only(config, why=f"--method {method} calls none"
+                      + (f" (nor does --fallback {fallback})" if fallback else ""))
     backend = open_backend_from(data, uri, timeout) if methods.needs(impl, "needs_backend", options) else None
     with errors_as_click(), model_client(config) as model, (backend or contextlib.nullcontext()):
         indexes = grounding.load(index_path)

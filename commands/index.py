@@ -11,8 +11,8 @@ from nlq import io
 
 @click.command(name="index", epilog="""\b
 Example:
-  nlq index --data fixtures/worlds --db clinic -o out/clinic.index.jsonl
-  nlq index --data fixtures/worlds clinic | nlq card
+  nlq index --data example --db clinic -o out/clinic.index.jsonl
+  nlq index --data example clinic | nlq card
 """)
 @backend_options
 @click.argument("dbs", nargs=-1, metavar="[DB]...")

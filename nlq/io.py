@@ -28,6 +28,7 @@ from typing import IO, Callable, Iterable, Iterator
 
 import orjson
 
+from nlq import examples
 from nlq.errors import InputError, InputTooDeep, InputTooLarge, OutputError, failure
 from nlq.mql.extjson import decode_parsed, from_extjson, to_extjson
 from nlq.mql.numeric import INT64_MAX, INT64_MIN
@@ -274,6 +275,8 @@ def _open_stream(where, verb: str, standard, mode: str):
     elif where == "-":
         yield standard.buffer
     else:
+        if verb == "read":  # `example:tasks/clinic.jsonl`: a file installed with nlq (nlq.examples)
+            where = examples.resolve(where)
         try:
             if verb == "write":  # `-o out/run.jsonl` makes `out/`
                 Path(where).parent.mkdir(parents=True, exist_ok=True)
