@@ -278,16 +278,17 @@ MODEL_ONLY = ("model", "base_url", "api_key", "temperature", "max_tokens", "opti
               "request_timeout", "cache", "offline", "log")
 
 
-def reject_model_only(config, *extra: str, why: str) -> None:
+def reject_model_only(config, *extra: str, why: str, allow: tuple[str, ...] = ()) -> None:
     """No model will be called (`config` is None): an option only a model reads, given on the
     command line, is a usage error (exit 2) rather than silently ignored.
 
-    `extra` names the command's own model-only parameters (`nlq repair --rounds`); `why`
-    ends the message (what to do instead)."""
+    `extra` names the command's own model-only parameters (`nlq repair --rounds`), `allow`
+    bundle parameters that may stay (`--model` beside `--no-model`); `why` ends the message
+    (what to do instead)."""
     if config is not None:
         return
     ctx = click.get_current_context()
-    names = set(MODEL_ONLY) | set(extra)
+    names = (set(MODEL_ONLY) | set(extra)) - set(allow)
     given = [max(param.opts, key=len) for param in ctx.command.params
              if param.name in names and ctx.get_parameter_source(param.name) in _EXPLICIT]
     if given:

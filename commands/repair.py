@@ -69,7 +69,7 @@ def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, l
     reject_model_only(config, "rounds", "attempts",
                       why="--no-model keeps the vote model-free; drop one of them" if no_model else
                       "give --model (or set NLQ_MODEL) for the repair loop, or leave them out to vote among the "
-                      "given candidates")
+                      "given candidates", allow=("model",) if no_model else ())
     with open_backend_from(data, uri, timeout) as backend, errors_as_click(), model_client(config) as model:
         indexes = grounding.load(index_path)
         # one description of the knockouts serves the candidates' checks and, with a model, the loop

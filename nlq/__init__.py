@@ -12,7 +12,7 @@ The Python API is small and stable (the CLI is built on the same functions):
   (:func:`nlq.score.run` on one record).
 
 - the stages, each a generator over records as its command runs it:
-  `nlq.witness.run(records, indexes)`, `nlq.generate.run(records, method, context)`,
+  `nlq.index.build(backend, dbs)` (the index documents), `nlq.witness.run(records, indexes)`, `nlq.generate.run(records, method, context)`,
   `nlq.score.run(records, backend)`; one question to rows is
   `nlq.ask.run(question, backend, db)` (the `nlq ask` command);
 - `nlq.errors`: every error is an `nlq.errors.NlqError` with a `type` and a readable
@@ -35,12 +35,14 @@ _EXPORTS = {
     "open_backend": ("nlq.backends", "open_backend"),
     "ask": ("nlq.ask", None),
     "errors": ("nlq.errors", None),
+    "index": ("nlq.index", None),
     "witness": ("nlq.witness", None),
     "generate": ("nlq.generate", None),
     "score": ("nlq.score", None),
 }
 
-__all__ = ["__version__", "ask", "errors", "generate", "mql", "open_backend", "score", "score_one", "witness"]
+__all__ = ["__version__", "ask", "errors", "generate", "index", "mql", "open_backend", "score", "score_one",
+           "witness"]
 
 
 def __getattr__(name: str):

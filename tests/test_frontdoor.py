@@ -126,8 +126,8 @@ def rules_run(tmp_path, clinic_index_file) -> tuple[Path, Path]:
     (["--attempts", "3", "--rounds", "6"], "--rounds, --attempts only apply when a model is called"),
     (["--temperature", "0.2"], "--temperature only applies"),
     (["--log", "x.jsonl"], "--log only applies"),
-    (["--no-model", "--model", "m"], "--no-model keeps the vote model-free"),
-    (["--no-model", "--attempts", "2"], "--attempts only applies"),
+    (["--no-model", "--model", "m", "--attempts", "2"], "--attempts only applies when a model is called: "
+                                                         "--no-model keeps the vote model-free"),
 ])
 def test_repair_refuses_model_only_options_without_a_model(runner, rules_run, monkeypatch, flags, message):
     monkeypatch.delenv("NLQ_MODEL", raising=False)
