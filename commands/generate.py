@@ -31,7 +31,7 @@ Example:
 @click.option("--fallback", type=click.Choice(methods.names()), default=None,
               help="cascade: the method that answers below the threshold.")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=None,
-              help="cascade: rules' answer stands at or above this confidence (README recommends 0.8).")
+              help="cascade: rules' answer stands at or above this confidence (0.8 is the recommended threshold).")
 @click.option("--max-steps", type=click.IntRange(min=1), default=50, show_default=True,
               help="react: model turns before the typed `budget_exhausted` failure.")
 @click.option("--ladder", type=click.Choice(["card", "gated-repair", "value-bisection", "sag"]), default=None,

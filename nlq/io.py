@@ -78,7 +78,7 @@ def _may_hold_wrappers(text: str | bytes) -> bool:
     return b'"$' in text or b"\\u0024" in text
 
 
-# Limits on one input record (README "Limits"). MongoDB nests documents at most 100 levels;
+# Limits on one input record (docs/LIMITS.md). MongoDB nests documents at most 100 levels;
 # a record wraps documents and pipelines in a few levels of its own. The JSON writer
 # (orjson) writes at most 254 levels, so a record read is always a record that can be written.
 DEFAULT_MAX_NESTING = 200
