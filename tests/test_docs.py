@@ -38,6 +38,14 @@ def test_every_command_has_help_ending_with_an_example(runner, name):
     assert re.search(r"Examples?:", result.output)
 
 
+@pytest.mark.parametrize("name", [None, *sorted(COMMANDS)])
+def test_help_examples_read_only_the_installed_example_data(runner, name):
+    """After a plain `pip install` there is no fixtures/ folder: help names `--data example`."""
+    result = runner.invoke(cli, [name, "--help"] if name else ["--help"])
+    assert "fixtures" not in result.output
+    assert "--data example" in result.output
+
+
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_command_has_a_section_in_the_commands_page(name):
     assert f"## `nlq {name}`" in COMMANDS_PAGE

@@ -40,7 +40,8 @@ def installed(tmp_path_factory) -> Path:
     """The bin/ folder of a fresh venv holding nlq installed from its wheel."""
     tmp = tmp_path_factory.mktemp("install")
     source = tmp / "src"
-    shutil.copytree(ROOT, source, ignore=SKIP)
+    # symlinks kept, as in a clone: nlq/examples/ links to fixtures/, and the wheel must hold the files
+    shutil.copytree(ROOT, source, ignore=SKIP, symlinks=True)
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(source), "-w", str(tmp / "dist")])
     wheel, = (tmp / "dist").glob("nlq-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
