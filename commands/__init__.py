@@ -55,10 +55,10 @@ def cli():
     Each subcommand reads and writes JSONL, so the stages pipe together:
 
     \b
-      nlq index --data fixtures/worlds clinic -o out/clinic.index.jsonl
-      nlq witness --index out/clinic.index.jsonl fixtures/tasks/clinic.jsonl \\
+      nlq index --data example clinic -o out/clinic.index.jsonl
+      nlq witness --index out/clinic.index.jsonl example:tasks/clinic.jsonl \\
         | nlq generate --method rules --index out/clinic.index.jsonl \\
-        | nlq score --data fixtures/worlds | nlq report
+        | nlq score --data example | nlq report
     """
     # Die quietly on a closed pipe (`nlq ... | head`).
     if hasattr(signal, "SIGPIPE"):

@@ -6,13 +6,13 @@ import click
 
 from nlq import methods
 from nlq.commands.options import (backend_options, errors_as_click, memory_option, model_client, model_config_from,
-                                  model_options, open_backend_from, open_memory, warn)
+                                  model_options, open_backend_from, open_memory, reject_model_only, warn)
 
 
 @click.command(name="ask", epilog="""\b
 Examples:
-  nlq ask --data fixtures/worlds --db clinic "How many patients are allergic to penicillin?"
-  nlq ask --data fixtures/worlds --db racing --explain "Which drivers are former junior champions?"
+  nlq ask --data example --db clinic "How many patients are allergic to penicillin?"
+  nlq ask --data example --db racing --explain "Which drivers are former junior champions?"
 """)
 @backend_options
 @click.argument("question")
@@ -47,7 +47,7 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_conf
     afresh and not kept, and model replies are neither read nor written.
 
     An LLM method reads the model options (or NLQ_BASE_URL, NLQ_API_KEY and
-    NLQ_MODEL), e.g. `nlq ask -m card --data fixtures/worlds --db clinic "..."`.
+    NLQ_MODEL), e.g. `nlq ask -m card --data example --db clinic "..."`.
     """
     from nlq import ask, io
 
@@ -58,6 +58,7 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_conf
     # a model is needed by an LLM method, and used by --repair when one is named (as `nlq repair` does)
     config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", {}) or (
         use_repair and bool(model_options["model"])), what=f"--method {method}")
+    reject_model_only(config, why=f"--method {method} calls none (an LLM method does, and --repair with --model)")
     memory = open_memory(memory_path)
     with open_backend_from(data, uri, timeout) as backend, errors_as_click(), model_client(config) as model:
         record = ask.run(question, backend, db, method=method, repair=use_repair,

@@ -11,7 +11,7 @@ from nlq import io
 
 @click.command(name="card", epilog="""\b
 Example:
-  nlq index --data fixtures/worlds clinic | nlq card --max-entries 60
+  nlq index --data example clinic | nlq card --max-entries 60
 """)
 @click.argument("index", default="-", type=click.Path(allow_dash=True))
 @click.option("--db", "dbs", multiple=True, metavar="DB",

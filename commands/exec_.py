@@ -9,9 +9,9 @@ from nlq.commands.options import backend_options, errors_as_click, input_limits,
 
 @click.command(name="exec", epilog="""\b
 Examples:
-  nlq exec --data fixtures/worlds --db clinic 'db.patients.find({}, {_id: 0}).limit(2)'
-  nlq exec --data fixtures/worlds --db clinic --explain 'db.patients.countDocuments({})'
-  nlq exec --data fixtures/worlds --tasks fixtures/tasks/clinic.jsonl --rows
+  nlq exec --data example --db clinic 'db.patients.find({}, {_id: 0}).limit(2)'
+  nlq exec --data example --db clinic --explain 'db.patients.countDocuments({})'
+  nlq exec --data example --tasks example:tasks/clinic.jsonl --rows
 """)
 @backend_options
 @click.argument("query", required=False)

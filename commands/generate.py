@@ -8,15 +8,15 @@ import click
 
 from nlq.commands.options import (backend_options, errors_as_click, io_options, ledger_options, memory_option,
                                   model_client, model_config_from, model_options, open_backend_from, open_memory,
-                                  question_limit, with_progress)
+                                  question_limit, reject_model_only, with_progress)
 from nlq import generate, io, methods
 from nlq import index as grounding
 
 
 @click.command("generate", epilog="""\b
 Example:
-  nlq index --data fixtures/worlds --db racing -o out/racing.index.jsonl
-  nlq witness --index out/racing.index.jsonl fixtures/tasks/racing.jsonl \\
+  nlq index --data example --db racing -o out/racing.index.jsonl
+  nlq witness --index out/racing.index.jsonl example:tasks/racing.jsonl \\
     | nlq generate --method rules --index out/racing.index.jsonl | head -1
 """)
 @io_options
@@ -32,7 +32,7 @@ Example:
 @click.option("--fallback", type=click.Choice(methods.names()), default=None,
               help="cascade: the method that answers below the threshold.")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=None,
-              help="cascade: rules' answer stands at or above this confidence (README recommends 0.8).")
+              help="cascade: rules' answer stands at or above this confidence (0.8 is the recommended threshold).")
 @click.option("--max-steps", type=click.IntRange(min=1), default=50, show_default=True,
               help="react: model turns before the typed `budget_exhausted` failure.")
 @click.option("--ladder", type=click.Choice(["card", "gated-repair", "value-bisection", "sag"]), default=None,
@@ -74,9 +74,9 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
     NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL set:
 
     \b
-      nlq generate -m card --index racing.index.jsonl fixtures/tasks/racing.jsonl
-      nlq generate -m sampled --data fixtures/worlds --index racing.index.jsonl TASKS
-      nlq generate -m sag --data fixtures/worlds --index racing.index.jsonl --ladder gated-repair TASKS
+      nlq generate -m card --index racing.index.jsonl example:tasks/racing.jsonl
+      nlq generate -m sampled --data example --index racing.index.jsonl TASKS
+      nlq generate -m sag --data example --index racing.index.jsonl --ladder gated-repair TASKS
     """
     if method == "cascade" and (fallback is None or threshold is None):
         raise click.UsageError("--method cascade needs --fallback METHOD and --threshold T")
@@ -98,6 +98,8 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
     options = {"fallback": fallback}
     config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", options),
                                what=f"--method {method}")
+    reject_model_only(config, why=f"--method {method} calls none"
+                      + (f" (nor does --fallback {fallback})" if fallback else ""))
     backend = open_backend_from(data, uri, timeout) if methods.needs(impl, "needs_backend", options) else None
     memory = open_memory(memory_path)
     with errors_as_click(), model_client(config) as model, (backend or contextlib.nullcontext()), \

@@ -12,8 +12,8 @@ from nlq.io import write_records
 
 @click.command(name="import", epilog="""\b
 Examples:
-  nlq import --map question=nl,db=db_id,prediction=pred --tasks fixtures/tasks/clinic.jsonl \\
-    fixtures/predictions/other-system.jsonl | nlq score --data fixtures/worlds | nlq report
+  nlq import --map question=nl,db=db_id,prediction=pred --tasks example:tasks/clinic.jsonl \\
+    example:predictions/other-system.jsonl | nlq score --data example | nlq report
   echo '{"record_id": 1, "db_id": "clinic", "nl_queries": ["How many patients are there?"], "MQL": "db.patients.countDocuments({})"}' \\
     | nlq import --format tend-v1 --paraphrases
 """)

@@ -11,8 +11,8 @@ from nlq import io
 
 @click.command(name="index", epilog="""\b
 Example:
-  nlq index --data fixtures/worlds --db clinic -o out/clinic.index.jsonl
-  nlq index --data fixtures/worlds clinic | nlq card
+  nlq index --data example --db clinic -o out/clinic.index.jsonl
+  nlq index --data example clinic | nlq card
 """)
 @backend_options
 @click.argument("dbs", nargs=-1, metavar="[DB]...")
@@ -32,7 +32,7 @@ def cli(data, uri, timeout, max_rows, dbs, db_options, sample, seed, max_depth, 
 
     Samples each collection through the backend and writes the path lattice
     (with dynamic-key maps collapsed to <*>), valid prefixes, top-level
-    fields, data-witnessed join edges and the value index. See README.
+    fields, data-witnessed join edges and the value index (docs/COMMANDS.md, "nlq index").
     """
     named = list(dict.fromkeys(list(dbs) + list(db_options)))  # each database once, first mention's order
     with open_backend_from(data, uri, timeout) as backend, errors_as_click():

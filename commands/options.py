@@ -39,7 +39,8 @@ def backend_options(fn):
     Exactly one of --data and --uri; a flag given on the command line overrides
     the other option's environment variable (see `backend_choice`)."""
     @click.option("--data", "data", type=click.Path(file_okay=False), envvar="NLQ_DATA",
-                  help="Folder of JSON/JSONL databases served by the embedded engine (env NLQ_DATA).")
+                  help="Folder of JSON/JSONL databases served by the embedded engine (env NLQ_DATA); "
+                       "`example` serves the worlds installed with nlq (clinic, club, racing).")
     @click.option("--uri", envvar="NLQ_URI",
                   help="MongoDB connection string (read-only use), or file:DIR for --data DIR (env NLQ_URI). "
                        "A flag overrides the other option's environment variable.")
@@ -271,6 +272,29 @@ def model_config_from(model_options: dict, *, needed: bool, what: str = "this co
                            concurrency=o["concurrency"], cache=cache, offline=o["offline"], log=o["log"])
     except ModelConfigError as exc:
         raise click.UsageError(exc.message) from None
+
+
+# The model bundle's options that only a model call reads (`--no-cache` also turns off `nlq ask`'s index cache).
+MODEL_ONLY = ("model", "base_url", "api_key", "temperature", "max_tokens", "option", "json_mode", "concurrency",
+              "request_timeout", "cache", "offline", "log")
+
+
+def reject_model_only(config, *extra: str, why: str, allow: tuple[str, ...] = ()) -> None:
+    """No model will be called (`config` is None): an option only a model reads, given on the
+    command line, is a usage error (exit 2) rather than silently ignored.
+
+    `extra` names the command's own model-only parameters (`nlq repair --rounds`), `allow`
+    bundle parameters that may stay (`--model` beside `--no-model`); `why` ends the message
+    (what to do instead)."""
+    if config is not None:
+        return
+    ctx = click.get_current_context()
+    names = (set(MODEL_ONLY) | set(extra)) - set(allow)
+    given = [max(param.opts, key=len) for param in ctx.command.params
+             if param.name in names and ctx.get_parameter_source(param.name) in _EXPLICIT]
+    if given:
+        verb = "applies" if len(given) == 1 else "apply"
+        raise click.UsageError(f"{', '.join(given)} only {verb} when a model is called: {why}")
 
 
 @contextlib.contextmanager

@@ -5,17 +5,17 @@ from __future__ import annotations
 import click
 
 from nlq.commands.options import (backend_options, errors_as_click, io_options, model_client, model_config_from,
-                                  model_options, open_backend_from, with_progress)
+                                  model_options, open_backend_from, reject_model_only, with_progress)
 
 
 @click.command(epilog="""\b
 Example:
-  nlq index --data fixtures/worlds clinic -o out/clinic.index.jsonl
-  nlq generate --method rules --index out/clinic.index.jsonl fixtures/tasks/clinic.jsonl -o out/rules.jsonl
-  nlq import --map question=nl,db=db_id,prediction=pred --tasks fixtures/tasks/clinic.jsonl \\
-    --method other fixtures/predictions/other-system.jsonl -o out/other.jsonl
-  nlq repair --data fixtures/worlds --index out/clinic.index.jsonl --runs out/other.jsonl out/rules.jsonl \\
-    | nlq score --data fixtures/worlds | nlq report
+  nlq index --data example clinic -o out/clinic.index.jsonl
+  nlq generate --method rules --index out/clinic.index.jsonl example:tasks/clinic.jsonl -o out/rules.jsonl
+  nlq import --map question=nl,db=db_id,prediction=pred --tasks example:tasks/clinic.jsonl \\
+    --method other example:predictions/other-system.jsonl -o out/other.jsonl
+  nlq repair --data example --index out/clinic.index.jsonl --runs out/other.jsonl out/rules.jsonl \\
+    | nlq score --data example | nlq report
 """)
 @backend_options
 @io_options
@@ -58,7 +58,7 @@ def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, l
     NLQ_MODEL set:
 
     \b
-      nlq repair --data fixtures/worlds --index out/clinic.index.jsonl out/rules.jsonl
+      nlq repair --data example --index out/clinic.index.jsonl out/rules.jsonl
     """
     from nlq import index as grounding
     from nlq import io, repair
@@ -66,6 +66,10 @@ def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, l
 
     config = model_config_from(model_options, needed=bool(model_options["model"]) and not no_model,
                                what="nlq repair with a model")
+    reject_model_only(config, "rounds", "attempts",
+                      why="--no-model keeps the vote model-free; drop one of them" if no_model else
+                      "give --model (or set NLQ_MODEL) for the repair loop, or leave them out to vote among the "
+                      "given candidates", allow=("model",) if no_model else ())
     with open_backend_from(data, uri, timeout) as backend, errors_as_click(), model_client(config) as model:
         indexes = grounding.load(index_path)
         # one description of the knockouts serves the candidates' checks and, with a model, the loop

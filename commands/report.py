@@ -12,13 +12,13 @@ from nlq.commands.options import errors_as_click
 
 @click.command(epilog="""\b
 Examples:
-  nlq score --data fixtures/worlds --self-check fixtures/tasks/clinic.jsonl \\
+  nlq score --data example --self-check example:tasks/clinic.jsonl \\
     | nlq report --by labels.schema_flex --format markdown
-  nlq score --data fixtures/worlds fixtures/tasks/club.jsonl -o out/club.scored.jsonl
+  nlq score --data example example:tasks/club.jsonl -o out/club.scored.jsonl
   nlq report out/club.scored.jsonl --layout paper --format html -o out/report.html
-  nlq index --data fixtures/worlds --db racing -o out/racing.index.jsonl
-  nlq generate --index out/racing.index.jsonl fixtures/tasks/racing.jsonl \\
-    | nlq score --data fixtures/worlds -o out/racing.scored.jsonl
+  nlq index --data example --db racing -o out/racing.index.jsonl
+  nlq generate --index out/racing.index.jsonl example:tasks/racing.jsonl \\
+    | nlq score --data example -o out/racing.scored.jsonl
   nlq report out/racing.scored.jsonl --explain racing/6
 """)
 @click.argument("scored", nargs=-1, type=click.Path(allow_dash=True))

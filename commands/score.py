@@ -10,7 +10,7 @@ from nlq.commands.options import (backend_options, errors_as_click, io_options, 
 
 @click.command(epilog="""\b
 Example:
-  nlq score --data fixtures/worlds --self-check fixtures/tasks/clinic.jsonl | nlq report
+  nlq score --data example --self-check example:tasks/clinic.jsonl | nlq report
 """)
 @backend_options
 @io_options

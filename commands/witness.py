@@ -12,8 +12,8 @@ from nlq import witness as witnesses
 
 @click.command(name="witness", epilog="""\b
 Example:
-  nlq index --data fixtures/worlds clinic -o out/clinic.index.jsonl
-  nlq witness --index out/clinic.index.jsonl fixtures/tasks/clinic.jsonl
+  nlq index --data example clinic -o out/clinic.index.jsonl
+  nlq witness --index out/clinic.index.jsonl example:tasks/clinic.jsonl
 """)
 @io_options
 @question_limit

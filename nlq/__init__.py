@@ -11,8 +11,16 @@ The Python API is small and stable (the CLI is built on the same functions):
 - `nlq.score_one(record, backend)`: one task record scored by execution
   (:func:`nlq.score.run` on one record).
 
-One question to rows is `nlq.ask.run(question, backend, db)` (the `nlq ask`
-command). Everything loads on first use: `import nlq` imports nothing else.
+- the stages, each a generator over records as its command runs it:
+  `nlq.index.build(backend, dbs)` (the index documents), `nlq.witness.run(records, indexes)`, `nlq.generate.run(records, method, context)`,
+  `nlq.score.run(records, backend)`; one question to rows is
+  `nlq.ask.run(question, backend, db)` (the `nlq ask` command);
+- `nlq.errors`: every error is an `nlq.errors.NlqError` with a `type` and a readable
+  `message` (and maybe a `hint`).
+
+`nlq.open_backend(data="example")` serves the example worlds installed with nlq
+(see :mod:`nlq.examples`). Everything loads on first use: `import nlq` imports
+nothing else.
 """
 
 from __future__ import annotations
@@ -25,9 +33,16 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "mql": ("nlq.mql", None),
     "open_backend": ("nlq.backends", "open_backend"),
+    "ask": ("nlq.ask", None),
+    "errors": ("nlq.errors", None),
+    "index": ("nlq.index", None),
+    "witness": ("nlq.witness", None),
+    "generate": ("nlq.generate", None),
+    "score": ("nlq.score", None),
 }
 
-__all__ = ["__version__", "mql", "open_backend", "score_one"]
+__all__ = ["__version__", "ask", "errors", "generate", "index", "mql", "open_backend", "score", "score_one",
+           "witness"]
 
 
 def __getattr__(name: str):

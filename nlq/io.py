@@ -28,6 +28,7 @@ from typing import IO, Callable, Iterable, Iterator
 
 import orjson
 
+from nlq import examples
 from nlq.errors import InputError, InputTooDeep, InputTooLarge, OutputError, failure
 from nlq.mql.extjson import decode_parsed, from_extjson, to_extjson
 from nlq.mql.numeric import INT64_MAX, INT64_MIN
@@ -77,7 +78,7 @@ def _may_hold_wrappers(text: str | bytes) -> bool:
     return b'"$' in text or b"\\u0024" in text
 
 
-# Limits on one input record (README "Limits"). MongoDB nests documents at most 100 levels;
+# Limits on one input record (docs/LIMITS.md). MongoDB nests documents at most 100 levels;
 # a record wraps documents and pipelines in a few levels of its own. The JSON writer
 # (orjson) writes at most 254 levels, so a record read is always a record that can be written.
 DEFAULT_MAX_NESTING = 200
@@ -274,6 +275,8 @@ def _open_stream(where, verb: str, standard, mode: str):
     elif where == "-":
         yield standard.buffer
     else:
+        if verb == "read":  # `example:tasks/clinic.jsonl`: a file installed with nlq (nlq.examples)
+            where = examples.resolve(where)
         try:
             if verb == "write":  # `-o out/run.jsonl` makes `out/`
                 Path(where).parent.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,8 @@ def test_public_names_are_stable():
     import nlq
     from nlq import mql
 
-    assert set(nlq.__all__) == {"__version__", "mql", "open_backend", "score_one"}
+    assert set(nlq.__all__) == {"__version__", "ask", "errors", "generate", "index", "mql", "open_backend", "score",
+                               "score_one", "witness"}
     assert set(mql.__all__) == {"parse", "aggregate", "to_mongosh", "Query"}
     from nlq.backends import open_backend
     from nlq.mql.engine import aggregate

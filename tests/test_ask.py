@@ -186,12 +186,12 @@ def test_the_cache_lives_in_the_user_cache_folder(monkeypatch, tmp_path):
 
 
 def test_the_readme_shows_what_explain_prints(runner, cache):
-    """The README's --explain block is the real output on the fixtures (only timings vary)."""
+    """The --explain block of docs/COMMANDS.md is the real output on the fixtures (only timings vary)."""
     import re
 
     from tests.conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "COMMANDS.md").read_text()
     block = re.search(r"<!-- ask-explain:begin -->\n```text\n(.*?)```\n<!-- ask-explain:end -->", readme, re.S)
     command = re.search(r'^(nlq ask .*--explain "(.*)")$', readme, re.M)
     assert block and command
@@ -201,7 +201,7 @@ def test_the_readme_shows_what_explain_prints(runner, cache):
     def steady(text: str) -> list[str]:
         return [line if not line.startswith("timings: ") else "timings" for line in text.splitlines()]
 
-    assert steady(result.stdout) == steady(block.group(1)), "README --explain block is stale"
+    assert steady(result.stdout) == steady(block.group(1)), "docs/COMMANDS.md --explain block is stale"
 
 
 def test_repair_passes_the_prediction_through_nlq_repair(runner, cache):

@@ -214,7 +214,7 @@ def test_cli_card_errors(runner, tmp_path):
 def test_cli_card_help_has_an_example(runner):
     result = runner.invoke(cli, ["card", "--help"])
     assert result.stdout.rstrip().splitlines()[-1].strip() == \
-        "nlq index --data fixtures/worlds clinic | nlq card --max-entries 60"
+        "nlq index --data example clinic | nlq card --max-entries 60"
 
 
 def test_cli_help_example_runs_on_the_fixtures(runner):

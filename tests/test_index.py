@@ -542,7 +542,7 @@ def test_cli_index_writes_a_database_named_twice_once(tmp_path, runner):
 def test_cli_index_help_has_an_example(runner):
     result = runner.invoke(cli, ["index", "--help"])
     assert result.exit_code == 0
-    assert result.stdout.rstrip().splitlines()[-1].strip() == "nlq index --data fixtures/worlds clinic | nlq card"
+    assert result.stdout.rstrip().splitlines()[-1].strip() == "nlq index --data example clinic | nlq card"
 
 
 def test_docstring_examples():

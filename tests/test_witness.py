@@ -208,7 +208,7 @@ def test_cli_witness_strict_and_bad_index(runner, index, tmp_path):
 def test_cli_witness_help_has_an_example(runner):
     result = runner.invoke(cli, ["witness", "--help"])
     assert result.stdout.rstrip().splitlines()[-1].strip() == \
-        "nlq witness --index out/clinic.index.jsonl fixtures/tasks/clinic.jsonl"
+        "nlq witness --index out/clinic.index.jsonl example:tasks/clinic.jsonl"
 
 
 def test_cli_help_example_runs_on_the_fixtures(runner, tmp_path):

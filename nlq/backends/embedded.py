@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
-from nlq import io
+from nlq import examples, io
 from nlq.backends import sampling
 from nlq.backends.base import Closing
 from nlq.errors import BackendError, InputError, json_type
@@ -387,6 +387,8 @@ def open_backend(data: str | None = None, uri: str | None = None, *, timeout: fl
         raise InputError("give either --data or --uri, not both")
     if uri and uri.startswith("file:"):
         data, uri = uri[len("file:"):], None
+    if data:  # `example` / `example:worlds`: the worlds installed with nlq (nlq.examples)
+        data = examples.resolve(data)
     if data:
         return EmbeddedBackend(data, skip_bad_lines=skip_bad_lines, warn=warn)
     if uri:

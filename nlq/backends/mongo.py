@@ -150,7 +150,7 @@ class MongoBackend(Closing):
             if query:
                 return ExecutionError(message, code=getattr(exc, "code", None))
             return BackendError(f"MongoDB at {redact(self.uri)} refused {what}: {message}",
-                                hint="nlq needs the read role on the database (see README: using a deployment)")
+                                hint="nlq needs the read role on the database (docs/TUTORIAL.md: permissions)")
         if "PyMongoError" in classes:
             return BackendError(f"MongoDB error: {exc}")
         return exc

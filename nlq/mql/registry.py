@@ -436,7 +436,7 @@ def unsupported(kind: str | None = None) -> list[str]:
 
 
 def coverage_markdown() -> str:
-    """The README's list of supported, unsupported and forbidden operators, from this table."""
+    """docs/ENGINE.md's list of supported, unsupported and forbidden operators, from this table."""
     titles = {STAGE: "Stages", QUERY: "Query operators", EXPRESSION: "Expression operators",
               ACCUMULATOR: "Accumulators", WINDOW: "Window functions", PROJECTION: "Projection operators"}
     lines = ["| kind | supported by the embedded engine | known, not supported (typed error) |",

@@ -21,7 +21,7 @@ import orjson
 from nlq.errors import NlqError
 
 PATH = Path(__file__).with_name("calibration.json")
-# The confidence at or above which README recommends trusting a rules answer
+# The confidence at or above which the docs recommend trusting a rules answer
 # without a fallback (its precision is reported by `make bench`).
 RECOMMENDED_THRESHOLD = 0.8
 MODELS = ("preferred", "alternative")
