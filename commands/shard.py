@@ -11,9 +11,11 @@ from nlq import shard as shards
 
 @click.group("shard", epilog="""\b
 Example:
-  nlq shard select 1/2 fixtures/tasks/clinic.jsonl -o out/clinic.1.jsonl
-  nlq shard select 2/2 fixtures/tasks/clinic.jsonl -o out/clinic.2.jsonl
-  nlq shard join --order fixtures/tasks/clinic.jsonl out/clinic.1.jsonl out/clinic.2.jsonl | wc -l
+  nlq index --data example clinic -o out/clinic.index.jsonl
+  nlq shard select 1/2 example:tasks/clinic.jsonl | nlq generate --index out/clinic.index.jsonl -o out/clinic.1.jsonl
+  nlq shard select 2/2 example:tasks/clinic.jsonl | nlq generate --index out/clinic.index.jsonl -o out/clinic.2.jsonl
+  nlq shard join --order example:tasks/clinic.jsonl out/clinic.1.jsonl out/clinic.2.jsonl \\
+    | nlq score --data example | nlq report
 """)
 def cli():
     """A stable split of records by id (sha256), the same on every machine, and its join."""
@@ -31,9 +33,9 @@ def select(spec, input, output, append, strict, progress, limits):
 
 
 @cli.command("join")
-@click.option("--order", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--order", required=True,
               help="The unsharded records (the task file): the joined records follow their ids' order.")
-@click.argument("parts", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("parts", nargs=-1, required=True)
 @click.option("-o", "--output", default="-", type=click.Path(dir_okay=False, allow_dash=True),
               help="Output file (default stdout).")
 def join(order, parts, output):
