@@ -19,8 +19,10 @@ $(STAMP): setup.cfg setup.py pyproject.toml
 
 install: $(STAMP)
 
+# `make test`: everything but the suites marked slow (end-to-end runs of make paper, the wheel in a fresh
+# venv, long property and deadline suites); `make check` runs them all, after the linter.
 test: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -m "not slow" tests
 
 # The hostile-input property suite with many more examples than `make test` runs (FUZZ_EXAMPLES per property).
 FUZZ_EXAMPLES ?= 200
