@@ -1,0 +1,146 @@
+"""The query text and the data are untrusted: depth, statements, server-state stages, --db,
+field names in prompts, control characters on a terminal, deadlines in array operators."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+
+from nlq.commands import cli
+from tests.conftest import WORLDS
+
+DEPTHS = [60, 120, 250, 600, 1100]
+
+
+def deep_pipeline(kind: str, n: int) -> list:
+    """A pipeline nested about `n` levels (each kind nests in another part of the grammar)."""
+    if kind == "lookup":
+        pipeline = [{"$match": {}}]
+        for _ in range(n // 3):
+            pipeline = [{"$lookup": {"from": "patients", "as": "x", "pipeline": pipeline}}]
+        return pipeline
+    if kind == "expr":
+        expr = "$age"
+        for _ in range(n // 2):
+            expr = {"$add": [expr, 1]}
+        return [{"$project": {"x": expr}}]
+    if kind == "and":
+        query = {"a": 1}
+        for _ in range(n // 2):
+            query = {"$and": [query]}
+        return [{"$match": query}]
+    value = 1
+    for _ in range(n):
+        value = [value]
+    return [{"$project": {"x": {"$literal": value}}}]
+
+
+def deep_text(kind: str, n: int, form: str) -> str:
+    """The deep pipeline as JSON text (orjson writes at most 254 levels: this writer has no bound)."""
+    pipeline = deep_pipeline(kind, n)
+    text = _dump(pipeline)
+    if form == "json":
+        return '{"collection": "patients", "pipeline": ' + text + "}"
+    return f"db.patients.aggregate({text})"
+
+
+def _dump(value) -> str:
+    """JSON text of any depth, written without recursion."""
+    out, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str) and item in ("]", "}", ","):
+            out.append(item)
+        elif isinstance(item, tuple):
+            out.append(json.dumps(item[0]) + ":")
+            stack.append(item[1])
+        elif isinstance(item, list):
+            stack.append("]")
+            for i, child in enumerate(reversed(item)):
+                stack.append(child)
+                if i < len(item) - 1:
+                    stack.append(",")
+            out.append("[")
+        elif isinstance(item, dict):
+            stack.append("}")
+            pairs = list(item.items())
+            for i, pair in enumerate(reversed(pairs)):
+                stack.append(pair)
+                if i < len(pairs) - 1:
+                    stack.append(",")
+            out.append("{")
+        else:
+            out.append(json.dumps(item))
+    return "".join(out)
+
+
+def rows(output: str) -> list[dict]:
+    return [orjson.loads(line) for line in output.splitlines() if line.strip()]
+
+
+# --- 1. deep queries: a typed input_too_deep everywhere, never a traceback ------------------------
+
+@pytest.mark.parametrize("kind", ["lookup", "expr", "and", "literal"])
+@pytest.mark.parametrize("form", ["json", "mongosh"])
+@pytest.mark.parametrize("explain", [False, True])
+def test_a_deep_query_to_exec_is_a_one_line_typed_error(runner, kind, form, explain):
+    for n in DEPTHS[1:]:
+        args = ["exec", "--data", str(WORLDS), "--db", "clinic"] + (["--explain"] if explain else [])
+        result = runner.invoke(cli, args + [deep_text(kind, n, form)])
+        assert result.exit_code == 1, (n, result.output)
+        assert "Traceback" not in result.output and not isinstance(result.exception, RecursionError)
+        assert "nested more than 100 levels deep" in result.output, (n, result.output[:300])
+
+
+def test_a_deep_gold_in_a_task_record_is_an_input_too_deep_failure(runner, tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    lines = [orjson.dumps({"id": f"t{n}", "db": "clinic", "question": "q",
+                           "gold": {"collection": "patients", "pipeline": deep_pipeline("expr", n)}})
+             for n in (120, 190)]
+    tasks.write_bytes(b"\n".join(lines) + b"\n")
+    out = rows(runner.invoke(cli, ["exec", "--data", str(WORLDS), "--tasks", str(tasks)]).stdout)
+    assert [r["execution"]["error"]["type"] for r in out] == ["input_too_deep", "input_too_deep"]
+
+
+def test_a_query_at_mongodbs_limit_still_runs(runner):
+    pipeline = deep_pipeline("and", 96)
+    result = runner.invoke(cli, ["exec", "--data", str(WORLDS), "--db", "clinic",
+                                 orjson.dumps({"collection": "patients", "pipeline": pipeline}).decode()])
+    assert result.exit_code == 0, result.output
+
+
+def model_args(fake, tmp_path) -> list[str]:
+    return ["--model", "fake", "--base-url", fake.url, "--cache", str(tmp_path / "llm.sqlite")]
+
+
+@pytest.mark.parametrize("form", ["json", "mongosh"])
+def test_a_deep_model_reply_to_ask_is_a_typed_failure(runner, fake_llm, tmp_path, monkeypatch, form):
+    from tests.fakellm import reply
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for n in (250, 1100):
+        fake_llm.responder = lambda body: reply(deep_text("expr", n, form))
+        result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--json",
+                                     "--no-cache", *model_args(fake_llm, tmp_path), f"how many patients {n}?"])
+        assert not isinstance(result.exception, RecursionError), result.exception
+        record, = rows(result.stdout)
+        failure = record["failure"]
+        assert failure["type"] == "model_bad_output", failure
+        assert "nested more than 100 levels deep" in failure["message"]
+
+
+def test_a_deep_model_reply_to_sag_is_a_typed_failure(runner, fake_llm, tmp_path, clinic_index_file):
+    from tests.fakellm import reply
+
+    fake_llm.responder = lambda body: reply(deep_text("and", 400, "mongosh"))
+    task = {"id": "t1", "db": "clinic", "question": "How many patients are there?"}
+    result = runner.invoke(cli, ["generate", "--method", "sag", "--index", str(clinic_index_file),
+                                 "--data", str(WORLDS), *model_args(fake_llm, tmp_path)],
+                           input=orjson.dumps(task).decode() + "\n")
+    record, = rows(result.stdout)
+    print(record["failure"]["message"])
+    assert record["failure"]["type"] == "no_valid_candidate", record["failure"]
+    assert "model_bad_output" in record["failure"]["message"]
+    assert "nested more than 100 levels deep" in record["failure"]["message"]
