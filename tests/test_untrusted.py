@@ -144,3 +144,89 @@ def test_a_deep_model_reply_to_sag_is_a_typed_failure(runner, fake_llm, tmp_path
     assert record["failure"]["type"] == "no_valid_candidate", record["failure"]
     assert "model_bad_output" in record["failure"]["message"]
     assert "nested more than 100 levels deep" in record["failure"]["message"]
+
+
+# --- 12. server-state stages are forbidden everywhere; one statement per reply ------------------
+
+SERVER_STATE = ["$changeStream", "$changeStreamSplitLargeEvent", "$collStats", "$currentOp", "$indexStats",
+                "$listClusterCatalog", "$listLocalSessions", "$listSampledQueries", "$listSearchIndexes",
+                "$listSessions", "$planCacheStats", "$querySettings", "$queryStats", "$shardedDataDistribution"]
+
+
+def nestings(stage: dict) -> dict:
+    return {"top": [stage],
+            "$facet": [{"$facet": {"a": [stage]}}],
+            "$lookup": [{"$lookup": {"from": "patients", "as": "j", "pipeline": [stage]}}],
+            "$unionWith": [{"$unionWith": {"coll": "patients", "pipeline": [stage]}}],
+            "deep": [{"$facet": {"a": [{"$lookup": {"from": "patients", "as": "j", "pipeline": [
+                {"$unionWith": {"coll": "patients", "pipeline": [stage]}}]}}]}}]}
+
+
+@pytest.mark.parametrize("name", SERVER_STATE)
+def test_every_server_state_stage_is_forbidden_at_any_depth(name):
+    from nlq.backends import EmbeddedBackend
+    from nlq.errors import ForbiddenOperatorError
+    from nlq.mql import analyze
+
+    backend = EmbeddedBackend(WORLDS)
+    for where, pipeline in nestings({name: {}}).items():
+        assert analyze.forbidden(pipeline) == [name], where
+        with pytest.raises(ForbiddenOperatorError, match="never executed"):
+            backend.aggregate("clinic", "patients", pipeline)
+
+
+def test_documents_is_not_server_state():
+    from nlq.mql import registry
+
+    assert not registry.lookup("$documents").forbidden
+
+
+def test_a_server_state_stage_never_reaches_a_mongodb_server():
+    from nlq.backends.mongo import MongoBackend
+    from nlq.errors import ForbiddenOperatorError
+
+    backend = MongoBackend("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=50")  # nothing listens there
+    for name in SERVER_STATE:
+        with pytest.raises(ForbiddenOperatorError):
+            backend.aggregate("clinic", "patients", [{"$facet": {"a": [{name: {}}]}}])
+
+
+SECOND_STATEMENTS = [
+    'db.patients.aggregate([{"$count": "n"}]); db.patients.deleteMany({})',
+    'db.patients.aggregate([{"$count": "n"}]);\ndb.patients.drop()',
+    'db.patients.aggregate([{"$count": "n"}])\ndb.patients.insertOne({a: 1})',
+    '```js\ndb.patients.aggregate([{"$count": "n"}]); printjson(db.patients.findOne())\n```',
+    'Run this: db.patients.aggregate([{"$count": "n"}]); var x = db.patients.remove({})',
+]
+
+
+@pytest.mark.parametrize("text", SECOND_STATEMENTS)
+def test_a_reply_with_a_second_statement_is_refused_whole(text):
+    from nlq.errors import ModelBadOutputError
+    from nlq.llm.decode import decode_pipeline
+
+    with pytest.raises(ModelBadOutputError, match="more than one statement"):
+        decode_pipeline(text, ["patients"])
+
+
+@pytest.mark.parametrize("text", ['db.patients.aggregate([{"$count": "n"}]);',
+                                  'db.patients.aggregate([{"$count": "n"}]); This counts the patients.',
+                                  'Use db.patients.aggregate([{"$count": "n"}]).\n\nThen db.patients.find() lists '
+                                  'them.'])
+def test_prose_after_one_statement_is_not_a_second_statement(text):
+    from nlq.llm.decode import decode_pipeline
+
+    assert decode_pipeline(text, ["patients"]) == {"collection": "patients", "pipeline": [{"$count": "n"}]}
+
+
+def test_ask_refuses_a_two_statement_reply_and_runs_nothing(runner, fake_llm, tmp_path, monkeypatch):
+    from tests.fakellm import reply
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    fake_llm.responder = lambda body: reply(SECOND_STATEMENTS[0])
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--json",
+                                 "--no-cache", *model_args(fake_llm, tmp_path), "How many patients?"])
+    record, = rows(result.stdout)
+    assert record["failure"]["type"] == "model_bad_output"
+    assert "more than one statement" in record["failure"]["message"]
+    assert "execution" not in record or not record["execution"].get("rows")
