@@ -141,6 +141,12 @@ class UnknownDatabaseError(InputError):
     type = "unknown_db"
 
 
+class BadDatabaseNameError(UnknownDatabaseError):
+    """A database name that is no name inside `--data`: a path separator, `.` or `..`, an absolute path."""
+
+    type = "bad_db_name"
+
+
 class UnmatchedTaskError(InputError):
     """An imported prediction whose id or question matches no task (or several) of the task file."""
 

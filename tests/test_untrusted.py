@@ -230,3 +230,36 @@ def test_ask_refuses_a_two_statement_reply_and_runs_nothing(runner, fake_llm, tm
     assert record["failure"]["type"] == "model_bad_output"
     assert "more than one statement" in record["failure"]["message"]
     assert "execution" not in record or not record["execution"].get("rows")
+
+
+# --- 9. --db names a database inside --data -----------------------------------------------------
+
+ESCAPES = ["../racing", "racing/..", str(WORLDS / "racing"), ".", "..", "a/b", "a\\b", "cli\0nic"]
+
+
+@pytest.mark.parametrize("db", ESCAPES)
+def test_db_flag_cannot_reach_outside_data(runner, db):
+    result = runner.invoke(cli, ["exec", "--data", str(WORLDS / "clinic"), "--db", db, "db.drivers.find().limit(1)"])
+    assert result.exit_code == 1 and "is not a database name inside --data" in result.output, result.output
+    assert "Rosa" not in result.output
+
+
+@pytest.mark.parametrize("command", ["exec", "score"])
+def test_a_records_db_cannot_reach_outside_data(runner, command):
+    records = [{"id": i, "db": db, "question": "q", "gold": "db.drivers.find().limit(1)",
+                "prediction": {"collection": "drivers", "pipeline": []}} for i, db in enumerate(ESCAPES)]
+    args = {"exec": ["exec", "--tasks", "-", "--rows"], "score": ["score"]}[command]
+    result = runner.invoke(cli, [*args, "--data", str(WORLDS / "clinic")],
+                           input="".join(orjson.dumps(r).decode() + "\n" for r in records))
+    out = rows(result.stdout)
+    assert len(out) == len(records)
+    errors = [r["execution"]["error"] if command == "exec" else r["score"]["error"] for r in out]
+    assert [e["type"] for e in errors] == ["bad_db_name"] * len(records), errors
+
+
+def test_ask_and_index_refuse_a_db_outside_data(runner, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for args in (["ask", "--data", str(WORLDS / "clinic"), "--db", "../racing", "how many drivers?"],
+                 ["index", "--data", str(WORLDS / "clinic"), "--db", "../racing"]):
+        result = runner.invoke(cli, args)
+        assert result.exit_code != 0 and "is not a database name inside --data" in result.output, result.output
