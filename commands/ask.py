@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from nlq import methods
+from nlq.text import terminal_safe
 from nlq.commands.options import (backend_options, errors_as_click, model_client, model_config_from, model_options,
                                   open_backend_from, warn)
 
@@ -59,7 +60,7 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_conf
         if as_json:
             io.write_records([record])
         elif explain:
-            click.echo(ask.explain_text(record), nl=False)
+            click.echo(terminal_safe(ask.explain_text(record)), nl=False)
         else:
             io.write_records(record["execution"]["rows"] or [])
         ask.check_answered(record)

@@ -123,3 +123,26 @@ def number_term(value) -> str:
 
 
 __all__ = ["normalize", "tokens", "word_spans", "WORD", "content_words", "singular", "strip_accents", "number_term", "STOPWORDS"]
+
+
+# Characters a terminal acts on instead of showing: the C0 controls but newline and tab (ESC opens
+# the sequences that set a window title or rewrite the screen, a bare CR moves the cursor back over
+# the line), DEL, the C1 controls (U+0080-U+009F: CSI and OSC as one character), and the
+# bidirectional overrides and isolates that reorder what is shown.
+_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED_CONTROLS = {"\r": "\\r", "\x1b": "\\x1b", "\x07": "\\a", "\x08": "\\b", "\x0b": "\\v", "\x0c": "\\f"}
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every character a terminal would act on shown as an escape instead (newline and
+    tab kept): what nlq prints for a person (errors, warnings, `ask --explain`, report text) can
+    never set a window title, move the cursor or reorder a line, whatever a question, a document or
+    a model reply held.
+
+        >>> terminal_safe("a\\x1b]0;owned\\x07b\\rc")
+        'a\\\\x1b]0;owned\\\\ab\\\\rc'
+    """
+    if not _TERMINAL_CONTROLS.search(text):
+        return text
+    return _TERMINAL_CONTROLS.sub(lambda m: _NAMED_CONTROLS.get(m.group()) or (
+        f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"), text)

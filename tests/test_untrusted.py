@@ -263,3 +263,52 @@ def test_ask_and_index_refuse_a_db_outside_data(runner, tmp_path, monkeypatch):
                  ["index", "--data", str(WORLDS / "clinic"), "--db", "../racing"]):
         result = runner.invoke(cli, args)
         assert result.exit_code != 0 and "is not a database name inside --data" in result.output, result.output
+
+
+# --- 8. control characters never reach a terminal -----------------------------------------------
+
+OSC_TITLE = "\x1b]0;owned\x07"
+CONTROLS = ["\x1b", "\x07", "\r", "\x9b", "\u202e"]
+
+
+def no_controls(text: str) -> bool:
+    return not any(c in text for c in CONTROLS)
+
+
+def test_ask_explain_escapes_a_title_sequence_and_a_bare_cr(runner, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    question = f"How many patients{OSC_TITLE} are allergic to penicillin?\rFAKE LINE \u202e\x9b2J"
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--explain", question])
+    assert result.exit_code == 0, result.output
+    assert no_controls(result.output), repr(result.output[:400])
+    assert "\\x1b]0;owned\\a" in result.output and "\\rFAKE LINE" in result.output
+
+
+def test_error_messages_and_warnings_escape_controls(runner):
+    parse = runner.invoke(cli, ["exec", "--data", str(WORLDS), "--db", "clinic", f'db.patients.find({{a: "{OSC_TITLE}'])
+    assert parse.exit_code == 1 and no_controls(parse.output) and "\\x1b" in parse.output, repr(parse.output)
+    db = runner.invoke(cli, ["exec", "--data", str(WORLDS), "--db", f"x{OSC_TITLE}", "db.patients.find()"])
+    assert db.exit_code == 1 and no_controls(db.output) and "\\x1b" in db.output, repr(db.output)
+    warned = runner.invoke(cli, ["exec", "--data", str(WORLDS), "--db", "clinic",
+                                 f'db.getCollection("p{OSC_TITLE}\\r").find()'])
+    assert warned.exit_code == 0 and no_controls(warned.output) and "has no collection" in warned.output, \
+        repr(warned.output)
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "latex"])
+def test_report_text_escapes_controls_in_names_and_slices(runner, tmp_path, fmt):
+    scored = tmp_path / f"run{OSC_TITLE}.jsonl"
+    record = {"id": "a", "db": f"clinic{OSC_TITLE}\r", "question": "q",
+              "score": {"exc": 1, "exf1": 1.0, "outcome": "correct", "near_miss": None, "order_sensitive": False,
+                        "gold_rows": 1, "pred_rows": 1, "ms": 1.0, "error": None}}
+    scored.write_bytes(orjson.dumps(record) + b"\n")
+    result = runner.invoke(cli, ["report", str(scored), "--by", "db", "--format", fmt, "--bootstrap", "0"])
+    assert result.exit_code == 0, result.output
+    assert no_controls(result.output) and "\\x1b" in result.output, repr(result.output[:500])
+
+
+def test_terminal_safe_keeps_ordinary_text():
+    from nlq.text import terminal_safe
+
+    text = "Zürich — 東京\tok\nnext line «quoted» 😀"
+    assert terminal_safe(text) == text
