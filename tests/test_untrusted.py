@@ -410,3 +410,79 @@ def test_gate_suggestions_quote_hostile_names(hostile):
     text = "\n".join(v.message for v in violations)
     assert "did you mean" in text, text
     assert_prompt_safe(text, "gate")
+
+
+# --- 10. array-building operators check the deadline as they go ---------------------------------
+
+N = 200_000
+RANGE = {"$range": [0, N]}
+BACKWARDS = {"$reverseArray": RANGE}
+RUNAWAY = {
+    "$sortArray": {"$sortArray": {"input": BACKWARDS, "sortBy": 1}},
+    "$sortArray by field": {"$sortArray": {"input": {"$map": {"input": RANGE, "in": {"a": "$$this"}}},
+                                           "sortBy": {"a": -1}}},
+    "$zip": {"$zip": {"inputs": [RANGE, BACKWARDS], "useLongestLength": True}},
+    "$setUnion": {"$setUnion": [RANGE, BACKWARDS]},
+    "$setIntersection": {"$setIntersection": [RANGE, BACKWARDS]},
+    "$setDifference": {"$setDifference": [RANGE, BACKWARDS]},
+    "$setEquals": {"$setEquals": [RANGE, BACKWARDS]},
+    "$setIsSubset": {"$setIsSubset": [RANGE, BACKWARDS]},
+    "$allElementsTrue": {"$allElementsTrue": [{"$range": [1, N]}]},
+    "$maxN": {"$maxN": {"input": RANGE, "n": N}},
+    "$minN": {"$minN": {"input": RANGE, "n": 3}},
+    "$max": {"$max": [RANGE]},
+    "$min": {"$min": [RANGE]},
+    "$sum": {"$sum": [RANGE]},
+    "$avg": {"$avg": [RANGE]},
+    "$stdDevPop": {"$stdDevPop": [RANGE]},
+    "$median": {"$median": {"input": RANGE, "method": "approximate"}},
+    "$objectToArray": {"$objectToArray": {"$arrayToObject": {"$map": {"input": {"$range": [0, 20_000]},
+                                                                      "in": [{"$toString": "$$this"}, 1]}}}},
+    "$map": {"$map": {"input": RANGE, "in": "$$this"}},
+    "$filter": {"$filter": {"input": RANGE, "cond": True}},
+    "$reduce": {"$reduce": {"input": {"$range": [0, 20_000]}, "initialValue": 0, "in": {"$add": ["$$value", 1]}}},
+}
+
+
+class _Stop(Exception):
+    pass
+
+
+class _Clock:
+    """A query clock that ends the query at its `calls`-th check (whatever the time)."""
+
+    def __init__(self, calls: int):
+        self.calls, self.count = calls, 0
+
+    def check_now(self):
+        self.count += 1
+        if self.count >= self.calls:
+            raise _Stop()
+
+    def remaining(self):
+        return 1e9
+
+    def expired(self):
+        return False
+
+
+@pytest.mark.parametrize("name", sorted(RUNAWAY))
+def test_an_array_operator_checks_the_deadline_while_it_builds(name):
+    from nlq.mql.expressions import bindings, compile_expression, deadline
+
+    fn = compile_expression(RUNAWAY[name])
+    clock = _Clock(10**9)
+    with deadline(clock):
+        fn(bindings({"_id": 1}))
+    assert clock.count >= 6, clock.count  # checks along the work, not one before an uninterruptible call
+    with deadline(_Clock(6)), pytest.raises(_Stop):
+        fn(bindings({"_id": 1}))
+
+
+def test_paced_sorting_is_sorted():
+    from nlq.mql.expressions import SORT_RUN, sorted_paced
+    from nlq.mql.values import sort_key
+
+    items = [(i * 7919) % 10_007 for i in range(3 * SORT_RUN + 5)] + [1.0, 1, "a", None]
+    for reverse in (False, True):
+        assert sorted_paced(items, sort_key, reverse) == sorted(items, key=sort_key, reverse=reverse)
