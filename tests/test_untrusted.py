@@ -115,20 +115,19 @@ def model_args(fake, tmp_path) -> list[str]:
     return ["--model", "fake", "--base-url", fake.url, "--cache", str(tmp_path / "llm.sqlite")]
 
 
-@pytest.mark.parametrize("form", ["json", "mongosh"])
-def test_a_deep_model_reply_to_ask_is_a_typed_failure(runner, fake_llm, tmp_path, monkeypatch, form):
+@pytest.mark.parametrize("form, n", [("json", 250), ("mongosh", 1100)])
+def test_a_deep_model_reply_to_ask_is_a_typed_failure(runner, fake_llm, tmp_path, monkeypatch, form, n):
     from tests.fakellm import reply
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    for n in (250, 1100):
-        fake_llm.responder = lambda body: reply(deep_text("expr", n, form))
-        result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--json",
-                                     "--no-cache", *model_args(fake_llm, tmp_path), f"how many patients {n}?"])
-        assert not isinstance(result.exception, RecursionError), result.exception
-        record, = rows(result.stdout)
-        failure = record["failure"]
-        assert failure["type"] == "model_bad_output", failure
-        assert "nested more than 100 levels deep" in failure["message"]
+    fake_llm.responder = lambda body: reply(deep_text("expr", n, form))
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--json",
+                                 "--no-cache", *model_args(fake_llm, tmp_path), "how many patients?"])
+    assert not isinstance(result.exception, RecursionError), result.exception
+    record, = rows(result.stdout)
+    failure = record["failure"]
+    assert failure["type"] == "model_bad_output", failure
+    assert "nested more than 100 levels deep" in failure["message"]
 
 
 def test_a_deep_model_reply_to_sag_is_a_typed_failure(runner, fake_llm, tmp_path, clinic_index_file):
@@ -414,7 +413,7 @@ def test_gate_suggestions_quote_hostile_names(hostile):
 
 # --- 10. array-building operators check the deadline as they go ---------------------------------
 
-N = 200_000
+N = 20_000  # about 20 deadline checks in each linear pass; the sorts run in pieces of 1,024 here (below)
 RANGE = {"$range": [0, N]}
 BACKWARDS = {"$reverseArray": RANGE}
 RUNAWAY = {
@@ -466,8 +465,19 @@ class _Clock:
         return False
 
 
+@pytest.fixture
+def small_sort_runs(monkeypatch):
+    """Sorts in runs of 1,024 (not 32,768): the paced sorts are exercised on small arrays."""
+    from nlq.mql import expressions
+    from nlq.mql.stages import ordering
+
+    monkeypatch.setattr(expressions, "SORT_RUN", 1024)
+    monkeypatch.setattr(ordering, "_SORT_RUN", 1024)
+    return 1024
+
+
 @pytest.mark.parametrize("name", sorted(RUNAWAY))
-def test_an_array_operator_checks_the_deadline_while_it_builds(name):
+def test_an_array_operator_checks_the_deadline_while_it_builds(name, small_sort_runs):
     from nlq.mql.expressions import bindings, compile_expression, deadline
 
     fn = compile_expression(RUNAWAY[name])
@@ -479,10 +489,10 @@ def test_an_array_operator_checks_the_deadline_while_it_builds(name):
         fn(bindings({"_id": 1}))
 
 
-def test_paced_sorting_is_sorted():
-    from nlq.mql.expressions import SORT_RUN, sorted_paced
+def test_paced_sorting_is_sorted(small_sort_runs):
+    from nlq.mql.expressions import sorted_paced
     from nlq.mql.values import sort_key
 
-    items = [(i * 7919) % 10_007 for i in range(3 * SORT_RUN + 5)] + [1.0, 1, "a", None]
+    items = [(i * 7919) % 1009 for i in range(5 * small_sort_runs + 5)] + [1.0, 1, "a", None, 1.0, 1]
     for reverse in (False, True):
         assert sorted_paced(items, sort_key, reverse) == sorted(items, key=sort_key, reverse=reverse)
