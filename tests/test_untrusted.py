@@ -384,7 +384,7 @@ def test_every_prompt_built_from_a_hostile_index_is_safe(runner, fake_llm, tmp_p
         turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
         action = "execute" if turn == 0 else "submit"
         return reply(json.dumps({"thought": "t", "action": action, "collection": "docs",
-                                 "pipeline": [{"$match": {HOSTILE_KEY: "penicillin"}}, {"$limit": 2}]}))
+                                 "pipeline": [{"$limit": 2}]}))  # rows with every hostile key
 
     fake_llm.responder = respond
     task = {"id": "t", "db": "shop", "question": "Which items are penicillin?"}
