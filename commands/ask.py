@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from nlq import methods
+from nlq.text import terminal_safe
 from nlq.commands.options import (backend_options, errors_as_click, memory_option, model_client, model_config_from,
                                   model_options, open_backend_from, open_memory, reject_model_only, warn)
 
@@ -68,7 +69,7 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_conf
         if as_json:
             io.write_records([record])
         elif explain:
-            click.echo(ask.explain_text(record), nl=False)
+            click.echo(terminal_safe(ask.explain_text(record)), nl=False)
         else:
             io.write_records(record["execution"]["rows"] or [])
         ask.check_answered(record)

@@ -14,6 +14,7 @@ import click
 
 from nlq import io
 from nlq.errors import NlqError
+from nlq.text import terminal_safe
 from nlq.witness import DEFAULT_MAX_QUESTION_CHARS
 
 
@@ -160,14 +161,14 @@ class errors_as_click:
             message = f"nlq: {exc.message}"
             if exc.hint:
                 message += f"\nhint: {exc.hint}"
-            click.echo(message, err=True)
+            click.echo(terminal_safe(message), err=True)
             sys.exit(1)
         return False
 
 
 def warn(message: str) -> None:
     """A warning on stderr (`nlq: warning: ...`), never in the output stream."""
-    click.echo(f"nlq: warning: {message}", err=True)
+    click.echo(terminal_safe(f"nlq: warning: {message}"), err=True)
 
 
 def show_progress(flag: bool) -> bool:

@@ -8,6 +8,7 @@ import sys
 import click
 
 from nlq.commands.options import errors_as_click
+from nlq.text import terminal_safe
 
 
 @click.command(epilog="""\b
@@ -61,5 +62,7 @@ def cli(scored, by, ref, names, fmt, layout, cascade_fallback, width, explain_id
         else:
             text = report.run(list(scored), names=list(names), by=list(by), ref=ref, fmt=fmt, layout=layout,
                               bootstrap=bootstrap, seed=seed, cascade_fallback=cascade_fallback, width=width)
+        if explain_id is not None or fmt in ("table", "markdown", "latex"):  # json and html escape their own
+            text = terminal_safe(text)
         with io.open_output(output) as out:
             out.write(text.encode())

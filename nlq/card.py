@@ -21,6 +21,11 @@ frequent first. Markers, in this order and only when they apply:
 (array lengths) and, for a dynamic map, ``keys "k1", "k2", ... (K distinct)``
 with up to 5 example keys.
 
+Names come from the data: a database, collection or path name that holds a line
+break, a control or format character, a quote, a backslash or a bracket other
+than the `[]` array marker is written as a JSON string (`"a\\n[user] b": string`),
+as values and example keys are, so that no name can pass for prompt structure.
+
 Cap (``max_entries``, default 400 path lines): when the card would list more
 paths, the deepest paths go first, and among equally deep ones the least
 present (smallest share of sampled documents, then the last in tree order);
@@ -40,10 +45,9 @@ from __future__ import annotations
 import re
 from typing import Iterable, Iterator
 
-import orjson
-
 from nlq.errors import InputError
 from nlq.index import MAX_CONCRETE
+from nlq.text import json_string, safe_name
 
 DEFAULT_MAX_ENTRIES = 400
 CARD_EXAMPLE_KEYS = 5
@@ -89,7 +93,7 @@ def build(index: dict, *, max_entries: int = DEFAULT_MAX_ENTRIES, collapse: bool
             not_kept += entry.get("concrete_dropped", 0)
             for concrete in entry.get("concrete", []):
                 lines_by_coll[entry["collection"]].append(
-                    (concrete, share, f"  {concrete}: {_types(entry, collapse=False)}"))
+                    (concrete, share, f"  {safe_name(concrete)}: {_types(entry, collapse=False)}"))
         else:
             lines_by_coll[entry["collection"]].append(
                 (entry["path"], share, _line(entry, sampled, collapse=collapse and not top_level)))
@@ -99,15 +103,15 @@ def build(index: dict, *, max_entries: int = DEFAULT_MAX_ENTRIES, collapse: bool
 
     total = sum(len(lines) for lines in lines_by_coll.values())
     cut = _cut(lines_by_coll, max_entries)
-    out = [f"# database {index['db']}", "collections:"]
+    out = [f"# database {safe_name(index['db'])}", "collections:"]
     for coll, info in collections.items():
         sampled = info.get("sampled", info.get("count"))
         extra = "" if sampled == info.get("count") else f", {sampled} sampled"
-        out.append(f"  {coll}: {info.get('count')} document{'' if info.get('count') == 1 else 's'}{extra}")
+        out.append(f"  {safe_name(coll)}: {info.get('count')} document{'' if info.get('count') == 1 else 's'}{extra}")
     kept = 0
     for coll, lines in lines_by_coll.items():
         out.append("")
-        out.append(f"{coll}:")
+        out.append(f"{safe_name(coll)}:")
         shown = [line for i, line in enumerate(lines) if (coll, i) not in cut]
         kept += len(shown)
         out.extend(text for _, _, text in shown)
@@ -166,9 +170,9 @@ def _line(entry: dict, sampled: int, *, collapse: bool) -> str:
         lo, hi = entry["array_len"]["min"], entry["array_len"]["max"]
         markers.append(f"len {lo}" if lo == hi else f"len {lo}-{hi}")
     if entry["kind"] == "dynamic_map" and collapse:
-        keys = ", ".join(orjson.dumps(k).decode() for k in entry.get("example_keys", [])[:CARD_EXAMPLE_KEYS])
+        keys = ", ".join(json_string(k) for k in entry.get("example_keys", [])[:CARD_EXAMPLE_KEYS])
         markers.append(f"keys {keys} ({entry.get('distinct_keys', len(entry.get('example_keys', [])))} distinct)")
-    text = f"  {entry['path']}: {_types(entry, collapse=collapse)}"
+    text = f"  {safe_name(entry['path'])}: {_types(entry, collapse=collapse)}"
     return text + ("  " + ", ".join(markers) if markers else "")
 
 
@@ -192,7 +196,7 @@ def lines_for(index: dict, fields: Iterable[tuple[str, str]]) -> list[str]:
         chosen = [e for e in entries
                   if any(hit == e["path"] or hit.startswith((e["path"] + ".", e["path"] + "[]")) for hit in hits)]
         if chosen:
-            out.append(f"{collection}:")
+            out.append(f"{safe_name(collection)}:")
             sampled = info.get("sampled") or 0
             out.extend(_line(e, sampled, collapse=True) for e in sorted(chosen, key=lambda e: tree_key(e["path"])))
     return out

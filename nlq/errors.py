@@ -66,6 +66,13 @@ class ParseError(NlqError):
         super().__init__(full)
 
 
+class QueryTooDeep(ParseError, InputTooDeep):
+    """A query (mongosh or JSON, a record's or a model's) nested more levels deep than MongoDB
+    accepts: refused before any recursive walk of it (a ParseError and an InputTooDeep)."""
+
+    type = "input_too_deep"
+
+
 class UnknownOperatorError(NlqError):
     """A `$name` that MongoDB does not know (with a did-you-mean suggestion)."""
 
@@ -132,6 +139,12 @@ class UnknownDatabaseError(InputError):
     """
 
     type = "unknown_db"
+
+
+class BadDatabaseNameError(UnknownDatabaseError):
+    """A database name that is no name inside `--data`: a path separator, `.` or `..`, an absolute path."""
+
+    type = "bad_db_name"
 
 
 class UnmatchedTaskError(InputError):

@@ -40,6 +40,9 @@ from nlq.gate import Violation
 from nlq.mql import scope
 from nlq.mql.query import Query
 from nlq.mql.values import ObjectId, sort_key
+from nlq.text import safe_name
+
+_QUOTE = "'"  # a name from the data or a reply, quoted as before when safe (else a JSON string)
 
 MAX_VALUES = 8
 MAX_FILTER_PATHS = 2
@@ -160,9 +163,9 @@ def _dead_literal(query: Query, collapse: int, backend, db: str, timeout: float)
         probe = Query(query.collection, query.pipeline[:stage] + [{"$match": {comp.path: comp.value}}])
         if _count(backend, db, probe, stage + 1, timeout) == 0:
             values = _distinct(backend, db, query, stage, comp.path, timeout)
-            shown = f"; values at '{comp.path}' there: {', '.join(_show(v) for v in values)}" if values else ""
+            shown = f"; values at {safe_name(comp.path, _QUOTE)} there: {', '.join(_show(v) for v in values)}" if values else ""
             return Violation("empty", f"the pipeline returns no rows (the stream dies at stage {collapse}); "
-                             f"stage {stage} ($match): {_show(comp.value)} at '{comp.path}' matches no document"
+                             f"stage {stage} ($match): {_show(comp.value)} at {safe_name(comp.path, _QUOTE)} matches no document"
                              f"{shown}", stage, path=comp.path, value=comp.value)
     return None
 
@@ -184,14 +187,14 @@ def _values_hint(query: Query, stage: int, backend, db: str, timeout: float) -> 
     for path in filtered_paths(query.pipeline[stage])[:MAX_FILTER_PATHS]:
         values = _distinct(backend, db, query, stage, path, timeout)
         if values:
-            parts.append(f"values at '{path}' there: {', '.join(_show(v) for v in values)}")
+            parts.append(f"values at {safe_name(path, _QUOTE)} there: {', '.join(_show(v) for v in values)}")
             continue
         keys = _map_keys(backend, db, query, stage, path, timeout)
         if keys is not None:
             parent, names = keys
-            parts.append(f"'{path}' is missing there; '{parent}' has keys: {', '.join(_show(k) for k in names)}")
+            parts.append(f"{safe_name(path, _QUOTE)} is missing there; {safe_name(parent, _QUOTE)} has keys: {', '.join(_show(k) for k in names)}")
         else:
-            parts.append(f"'{path}' is missing in every document that reaches it")
+            parts.append(f"{safe_name(path, _QUOTE)} is missing in every document that reaches it")
     return "; ".join(parts)
 
 

@@ -48,7 +48,9 @@ from dataclasses import asdict, dataclass
 from nlq import index as grounding
 from nlq.mql import scope
 from nlq.mql.query import Query
-from nlq.text import normalize
+from nlq.text import normalize, safe_name
+
+_QUOTE = "'"  # a name from the data or a reply, quoted as before when safe (else a JSON string)
 
 
 @dataclass(frozen=True)
@@ -166,13 +168,13 @@ def _did_you_mean(name: str, pool) -> str:
     pool = sorted(set(pool))
     lowered = {p.lower(): p for p in pool}
     if name.lower() in lowered and lowered[name.lower()] != name:
-        return f" — did you mean '{lowered[name.lower()]}'?"
+        return " — did you mean " + safe_name(lowered[name.lower()], quote="'") + "?"
     leaf = name.rsplit(".", 1)[-1]
     close = difflib.get_close_matches(name, pool, n=2, cutoff=0.6)
     close += [p for p in pool if p.rsplit(".", 1)[-1] == leaf and p != name and p not in close][:2]
     if not close:
         return ""
-    return " — did you mean " + " or ".join(f"'{c}'" for c in close[:3]) + "?"
+    return " — did you mean " + " or ".join(safe_name(c, quote="'") for c in close[:3]) + "?"
 
 
 # -- path -----------------------------------------------------------------------------------------
@@ -197,7 +199,7 @@ def check_path(query, index: dict, question: str = "") -> list[Violation]:
         if ref.found or (ref.path, ref.stage) in seen:
             continue
         seen.add((ref.path, ref.stage))
-        what = f"variable path '{ref.path}'" if ref.path.startswith("$$") else f"field '{ref.path}'"
+        what = f"variable path {safe_name(ref.path, _QUOTE)}" if ref.path.startswith("$$") else f"field {safe_name(ref.path, _QUOTE)}"
         where = _where_text(ref.shape, query)
         pool = ref.shape.paths()
         out.append(Violation("path", f"{_stage_name(query, ref.stage)}: {what} does not exist{where}"
@@ -209,9 +211,9 @@ def _where_text(shape: scope.Shape, query: Query) -> str:
     if shape.nodes and not shape.fields:
         colls = sorted({n.collection for n in shape.nodes})
         prefix = sorted({n.path for n in shape.nodes if n.path})
-        return f" in {', '.join(colls)}" + (f" under '{prefix[0]}'" if len(prefix) == 1 else "")
+        return f" in {', '.join(map(safe_name, colls))}" + (f" under {safe_name(prefix[0], _QUOTE)}" if len(prefix) == 1 else "")
     if shape.fields and not shape.nodes:
-        return f" after the previous stages (fields here: {', '.join(sorted(shape.fields))})"
+        return f" after the previous stages (fields here: {', '.join(map(safe_name, sorted(shape.fields)))})"
     return ""
 
 
@@ -257,14 +259,14 @@ def _literal_violation(comp: scope.Comparison, g: Grounding, query: Query) -> Vi
         if literal in {m["stored"] for m in here}:
             return None
         forms = " or ".join(repr(s) for s in sorted({m["stored"] for m in here}))
-        return Violation("value", f"{stage}: {literal!r} is not stored at '{comp.path}'; the stored form is {forms}",
+        return Violation("value", f"{stage}: {literal!r} is not stored at {safe_name(comp.path, _QUOTE)}; the stored form is {forms}",
                          comp.stage, path=comp.path, value=literal)
     form = signature(literal)
     if not all(loc in g.complete or (loc in g.forms and form not in g.forms[loc]) for loc in locations):
         return None  # the field may hold the literal in documents the index did not see
-    lives = sorted({f"{m['collection']}.{grounding.mql_path(m['path'])}"
+    lives = sorted({f"{safe_name(m['collection'])}.{safe_name(grounding.mql_path(m['path']))}"
                     + ("" if m["stored"] == literal else f" (as {m['stored']!r})") for m in matches})
-    return Violation("value", f"{stage}: {literal!r} is never stored at '{comp.path}'; it is stored at "
+    return Violation("value", f"{stage}: {literal!r} is never stored at {safe_name(comp.path, _QUOTE)}; it is stored at "
                      f"{', '.join(lives[:4])}", comp.stage, path=comp.path, value=literal)
 
 

@@ -29,6 +29,7 @@ from typing import Callable
 
 from nlq import io, report_html
 from nlq.errors import InputError
+from nlq.text import terminal_safe
 from nlq.report_stats import (BUCKETS, EXTRA_BUCKETS, Run, bootstrap_interval,
                               bucket, build, cascade_curve, cascade_point, confidence, economics, field_value,
                               load_run, load_runs, mcnemar, reliability, run_name, run_warnings, slice_warnings,
@@ -385,7 +386,7 @@ def render(report: dict, fmt: str = "table", layout: str = "full", width: int | 
 
 
 def _stderr(line: str) -> None:
-    print(f"nlq: warning: {line}", file=sys.stderr)
+    print(terminal_safe(f"nlq: warning: {line}"), file=sys.stderr)
 
 
 def run(paths: list[str], *, names: list[str] = (), by: list[str] = (), ref: str | None = None,

@@ -175,11 +175,18 @@ def test_get_field_names_are_data_not_operators():
 
 
 def test_a_pipeline_the_engine_can_run_is_not_too_deep_to_check():
+    from nlq.errors import QueryTooDeep
     from nlq.mql import engine
 
     expression, query = "$a", {"a": 1}
-    for _ in range(150):  # beyond MongoDB's 100 levels, still within the embedded engine's reach
+    for _ in range(48):  # 98 levels of pipeline: within MongoDB's 100
         expression, query = {"$add": [expression, 1]}, {"$and": [query]}
     for pipeline in ([{"$project": {"x": expression}}], [{"$match": query}]):
         check_forbidden(pipeline)
         assert len(engine.aggregate([{"a": 1}], pipeline)) == 1
+    for _ in range(100):  # beyond MongoDB's limit: checked, then refused before any recursive walk
+        expression, query = {"$add": [expression, 1]}, {"$and": [query]}
+    for pipeline in ([{"$project": {"x": expression}}], [{"$match": query}]):
+        check_forbidden(pipeline)
+        with pytest.raises(QueryTooDeep, match="nested more than 100 levels"):
+            engine.aggregate([{"a": 1}], pipeline)

@@ -121,7 +121,7 @@ def _doubling(step) -> dict:
     return {"$reduce": {"input": {"$range": [0, 60]}, "initialValue": "ab", "in": step}}
 
 
-def _nested_lets(levels: int = 60):
+def _nested_lets(levels: int = 30):
     value = "x"
     for _ in range(levels):
         value = {"$let": {"vars": {"v": value}, "in": ["$$v", "$$v"]}}

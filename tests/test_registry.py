@@ -26,7 +26,11 @@ def native_queries(folder):
 
 def test_spec_7_forbidden_names_are_registered_and_flagged():
     expected = {"$out", "$merge", "$function", "$accumulator", "$where", "$sample", "$rand", "$$NOW",
-                "$$CLUSTER_TIME", "$currentOp", "$listSessions", "$collStats", "$indexStats", "$planCacheStats"}
+                "$$CLUSTER_TIME", "$currentOp", "$listSessions", "$collStats", "$indexStats", "$planCacheStats",
+                # every other server-state stage of the manual's stage list
+                "$changeStream", "$changeStreamSplitLargeEvent", "$listClusterCatalog", "$listLocalSessions",
+                "$listSampledQueries", "$listSearchIndexes", "$querySettings", "$queryStats",
+                "$shardedDataDistribution"}
     assert set(registry.FORBIDDEN) == expected
     assert all(registry.lookup(name).forbidden for name in expected)
 

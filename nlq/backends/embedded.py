@@ -34,7 +34,7 @@ from typing import Callable
 from nlq import examples, io
 from nlq.backends import sampling
 from nlq.backends.base import Closing
-from nlq.errors import BackendError, InputError, json_type
+from nlq.errors import BackendError, BadDatabaseNameError, InputError, json_type
 from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.mql.values import ObjectId, sort_key
 
@@ -61,6 +61,17 @@ def _collector_paused():
     finally:
         if enabled:
             gc.enable()
+
+
+def check_db_name(db, root: Path) -> None:
+    """BadDatabaseNameError unless `db` names an entry directly inside `root` (the --data folder):
+    no path separator, no `.` or `..`, no absolute path, no NUL, for a --db flag and a record's
+    `db` alike (MongoDB's own database names hold no `/`, `\\` or `.` either)."""
+    if type(db) is not str or not db or db in (".", "..") or any(c in db for c in "/\\\0") \
+            or Path(db).is_absolute() or Path(db).drive:
+        raise BadDatabaseNameError(f"{db!r} is not a database name inside --data {root} (a database is a "
+                                   "<db>.json file or a <db>/ folder directly inside it; path separators, "
+                                   "'.' and '..' are refused)")
 
 
 class EmbeddedBackend(Closing):
@@ -156,7 +167,9 @@ class EmbeddedBackend(Closing):
                       f"(first: {problems[0]})")
 
     def _files(self, db: str) -> list[Path]:
-        """The files that hold `db`, in reading order (BackendError when there are none)."""
+        """The files that hold `db`, in reading order (BackendError when there are none,
+        BadDatabaseNameError for a name that would reach outside --data)."""
+        check_db_name(db, self.root)
         single = self.root / f"{db}.json"
         folder = self.root / db
         if not single.is_file() and not folder.is_dir():

@@ -221,7 +221,9 @@ class MongoBackend(Closing):
                   max_bytes: int = DEFAULT_MAX_BYTES) -> list[dict]:
         from nlq.mql import analyze
         from nlq.mql.engine import capped_rows
+        from nlq.mql.limits import check_query_depth
 
+        check_query_depth(pipeline)  # before the recursive walks below (MongoDB would refuse it too)
         analyze.check_forbidden(pipeline)  # never sent to the server
         coll = self._client[db][collection]
         # One row beyond the cap is enough to know the cap is exceeded.

@@ -29,6 +29,11 @@ REPAIR_MESSAGE = ("Your reply was not valid JSON for this task: {error}\n"
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)```", re.S)
 _SHELL_START = re.compile(r"\bdb\s*(?:\.|\[)")
 _MAX_ENDS = 64
+# What follows a query that is another statement, not prose: after `;` on its line a call, member,
+# assignment or declaration (`x.drop()`, `printjson(r)`, `var r =`), or another `db.` call right after
+# it. Such a reply is refused whole (its first statement is not run alone).
+_SECOND_STATEMENT = re.compile(r"[ \t]*;[ \t]*(?:[A-Za-z_$][\w$]*[ \t]*[.(\[=]|(?:var|let|const)[ \t])"
+                               r"|\s*;?\s*db\s*(?:\.|\[)")
 
 
 def pipeline_schema(collections) -> dict:
@@ -75,12 +80,16 @@ def decode_pipeline(text: str, collections) -> dict:
     names = set(collections)
     first_error = None
     for piece in candidates(text):
-        for source in _query_sources(piece):
+        for source, rest in _query_sources(piece):
             try:
                 query = parse_query(source)
             except (ParseError, InputError) as exc:
                 first_error = first_error or exc
                 continue
+            if _SECOND_STATEMENT.match(rest):
+                raise ModelBadOutputError(
+                    f"the reply holds more than one statement ({_excerpt(rest.lstrip())} follows the query): "
+                    "nlq runs exactly one read-only query per reply and ran none of these")
             return _checked(query.collection, query.pipeline, names)
         bare = _json_array(piece)
         if bare is not None and len(names) == 1 and all(isinstance(stage, dict) for stage in bare):
@@ -126,15 +135,16 @@ def _checked(collection, pipeline, names: set) -> dict:
     return {"collection": collection, "pipeline": pipeline}
 
 
-def _query_sources(piece: str) -> list[str]:
-    """The piece itself when it is an object, else each mongosh `db....(...)` span in it."""
+def _query_sources(piece: str) -> list[tuple[str, str]]:
+    """The piece itself when it is an object, else each mongosh `db....(...)` span in it; each with
+    the text that follows it in the piece."""
     if piece.startswith("{"):
-        return [piece]
+        return [(piece, "")]
     sources = []
     for match in _SHELL_START.finditer(piece):
         tail = piece[match.start():]
         ends = [i + 1 for i, c in enumerate(tail) if c == ")"]
-        sources += [tail[:end] for end in reversed(ends[-_MAX_ENDS:])]
+        sources += [(tail[:end], tail[end:]) for end in reversed(ends[-_MAX_ENDS:])]
     return sources
 
 

@@ -28,6 +28,7 @@ from nlq import io
 from nlq.errors import BackendError, InputError, ModelBadOutputError
 from nlq.llm import chat_decoded, decode_pipeline, pipeline_schema
 from nlq.witness import database_of, question_of
+from nlq.text import escape_invisible, safe_name
 
 _SECTION = re.compile(r"^\[([a-z_]+)\]\s*$", re.M)
 _INCLUDE = re.compile(r"\{\{>\s*([a-z0-9_-]+)\s*\}\}")
@@ -93,7 +94,7 @@ def collection_names(index: dict) -> list[str]:
 
 def collections_text(index: dict) -> str:
     """`collection_names`: one name per line."""
-    return "\n".join(f"- {name}" for name in collection_names(index))
+    return "\n".join(f"- {safe_name(name)}" for name in collection_names(index))
 
 
 def field_names_text(index: dict) -> str:
@@ -109,7 +110,8 @@ def field_names_text(index: dict) -> str:
         dotted = path.replace("[]", "")
         if dotted and dotted not in fields[entry["collection"]]:
             fields[entry["collection"]].append(dotted)
-    return "\n".join(f"{name}: {', '.join(names) or '(no fields seen)'}" for name, names in fields.items())
+    return "\n".join(f"{safe_name(name)}: {', '.join(map(safe_name, names)) or '(no fields seen)'}"
+                     for name, names in fields.items())
 
 
 def sample_documents_text(backend, db: str, index: dict, n: int) -> str:
@@ -121,11 +123,11 @@ def sample_documents_text(backend, db: str, index: dict, n: int) -> str:
     for name in collection_names(index):
         lines = []
         for document in backend.sample(db, name, n, seed=SAMPLE_SEED):
-            text = io.dumps(document).decode()
+            text = escape_invisible(io.dumps(document).decode())
             if len(text) > MAX_DOCUMENT_CHARS:
                 text = text[:MAX_DOCUMENT_CHARS] + " ...(document cut)"
             lines.append(text)
-        blocks.append(f"{name}:\n" + ("\n".join(lines) if lines else "(empty collection)"))
+        blocks.append(f"{safe_name(name)}:\n" + ("\n".join(lines) if lines else "(empty collection)"))
     return "\n\n".join(blocks)
 
 
@@ -142,8 +144,9 @@ def witness_text(witnesses) -> str:
         if not matches:
             lines.append(f"- {witness.get('term')!r}: not found in the data")
             continue
-        where = "; ".join(f"{m.get('kind', 'value')} {io.dumps(m.get('stored')).decode()} at "
-                          f"{m.get('collection')}.{m.get('path')}" + (f" ({m['part']})" if m.get("part") else "")
+        where = "; ".join(f"{m.get('kind', 'value')} {escape_invisible(io.dumps(m.get('stored')).decode())} at "
+                          f"{safe_name(m.get('collection'))}.{safe_name(m.get('path'))}"
+                          + (f" ({safe_name(m['part'])})" if m.get("part") else "")
                           for m in matches[:6])
         more = f"; and {len(matches) - 6} more" if len(matches) > 6 else ""
         lines.append(f"- {witness.get('term')!r}{' [hard]' if witness.get('hard') else ''}: {where}{more}")

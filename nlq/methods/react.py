@@ -19,6 +19,7 @@ from nlq.errors import BackendError, BudgetExhaustedError, ModelBadOutputError, 
 from nlq.llm import chat_decoded, decode_json
 from nlq.llm.decode import REPAIR_TURNS
 from nlq.methods.prompting import collection_names, collections_text, database, load, with_shots
+from nlq.text import escape_invisible
 from nlq.witness import question_of
 
 DEFAULT_MAX_STEPS = 50
@@ -51,7 +52,7 @@ def decode_action(text: str) -> dict:
 
 def observe(rows: list) -> str:
     """`rows=N; first 5: <rows>`, cut at OBSERVATION_CHARS."""
-    shown = " ".join(io.dumps(row).decode() for row in rows[:FIRST_ROWS])
+    shown = " ".join(escape_invisible(io.dumps(row).decode()) for row in rows[:FIRST_ROWS])  # keys are data
     text = f"rows={len(rows)}; first {FIRST_ROWS}: {shown or '(none)'}"
     cut = " ...(cut)"
     return text if len(text) <= OBSERVATION_CHARS else text[:OBSERVATION_CHARS - len(cut)] + cut

@@ -31,7 +31,7 @@ from nlq.mql.registry import STAGE
 from nlq.mql.stages import fusion
 from nlq.mql.expressions import bindings, deadline
 from nlq.mql.limits import (DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, MAX_NESTING, MAX_VALUE_BYTES,
-                             check_stage_count, value_size)
+                             check_query_depth, check_stage_count, value_size)
 
 Stream = Iterable[dict]
 CompiledPipeline = Callable[[Stream], Iterator[dict]]
@@ -268,6 +268,7 @@ def aggregate(docs: Stream, pipeline, *, catalog: Callable[[str], list] = lambda
         gc.freeze()
     try:
         check_stage_count(pipeline)  # before any walk of the pipeline
+        check_query_depth(pipeline)
         analyze.check_forbidden(pipeline)
         run = compile_pipeline(pipeline, ctx)
         ctx.start()

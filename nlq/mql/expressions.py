@@ -50,6 +50,57 @@ def check_deadline_for(array) -> None:
         check_deadline()
 
 
+def paced(items):
+    """`items` (a list) for one linear pass that stops at the deadline: a long list is yielded in
+    runs of CHECK_EVERY elements with `check_deadline()` before each run (a short one is returned
+    as it is). For the passes inside an operator that a single C call would otherwise make whole
+    (`{f(v) for v in array}`, `sum`, `max`)."""
+    if len(items) < CHECK_EVERY:
+        return items
+    return _paced(items)
+
+
+def _paced(items):
+    for start in range(0, len(items), CHECK_EVERY):
+        check_deadline()
+        yield from items[start:start + CHECK_EVERY]
+
+
+SORT_RUN = 1 << 15  # elements sorted in one C call by `sorted_paced`
+
+
+def sorted_paced(items: list, key, reverse: bool = False) -> list:
+    """`sorted(items, key=key, reverse=reverse)` that stops at the deadline: the keys are computed
+    in runs, runs of SORT_RUN elements are sorted in one C call each, and neighbouring runs are
+    merged a round at a time, the deadline checked between any two of these steps (stable: the
+    left run wins ties, as in `sorted`)."""
+    n = len(items)
+    if n <= SORT_RUN:
+        check_deadline_for(items)
+        return sorted(items, key=key, reverse=reverse)
+    keys: list = []
+    for start in range(0, n, SORT_RUN):
+        check_deadline()
+        keys.extend(map(key, items[start:start + SORT_RUN]))
+    by = keys.__getitem__
+    runs = []
+    for start in range(0, n, SORT_RUN):
+        check_deadline()
+        runs.append(sorted(range(start, min(n, start + SORT_RUN)), key=by, reverse=reverse))
+    while len(runs) > 1:
+        merged = []
+        for i in range(0, len(runs) - 1, 2):
+            check_deadline()
+            pair = runs[i] + runs[i + 1]
+            pair.sort(key=by, reverse=reverse)  # timsort merges the two sorted runs in one pass
+            merged.append(pair)
+        if len(runs) % 2:
+            merged.append(runs[-1])
+        runs = merged
+    check_deadline()
+    return [items[i] for i in runs[0]]
+
+
 def time_left() -> float | None:
     """Seconds left before the running query's deadline (None outside a query)."""
     clock = _DEADLINE.get()

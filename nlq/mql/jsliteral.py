@@ -40,11 +40,12 @@ import math
 import uuid
 from dataclasses import dataclass
 
-from nlq.errors import InputError, ParseError
+from nlq.errors import InputError, ParseError, QueryTooDeep
+from nlq.mql.limits import MAX_NESTING
 from nlq.mql.values import (Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp, millis_to_date,
                             parse_iso_date)
 
-MAX_DEPTH = 200
+MAX_DEPTH = MAX_NESTING  # levels of one literal: MongoDB's BSON nesting limit (no query nests deeper)
 _INT64 = (-(2**63), 2**63 - 1)
 _PUNCT = set("{}[](),:.;")
 # After these tokens a `/` starts a regex literal; elsewhere it is division.
@@ -71,7 +72,7 @@ def _position(text: str, pos: int) -> tuple[int, int]:
     return text.count("\n", 0, pos) + 1, pos - (text.rfind("\n", 0, pos) + 1) + 1
 
 
-def syntax_error(text: str, pos: int, message: str) -> ParseError:
+def syntax_error(text: str, pos: int, message: str, error: type = ParseError) -> ParseError:
     pos = max(0, min(pos, len(text)))
     line, column = _position(text, pos)
     start = pos - column + 1
@@ -83,7 +84,7 @@ def syntax_error(text: str, pos: int, message: str) -> ParseError:
     prefix = "..." if window else ""
     suffix = "..." if window + 100 < len(source_line) else ""
     excerpt = f"  {prefix}{shown}{suffix}\n  {' ' * (column - 1 - window + len(prefix))}^"
-    return ParseError(message, line=line, column=column, excerpt=excerpt)
+    return error(message, line=line, column=column, excerpt=excerpt)
 
 
 # ---------------------------------------------------------------------------
@@ -362,7 +363,8 @@ class Parser:
     def value(self):
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise self.error(f"nested more than {MAX_DEPTH} levels deep")
+            raise syntax_error(self.text, self.token.pos, f"nested more than {MAX_DEPTH} levels deep (MongoDB's "
+                               "BSON nesting limit)", error=QueryTooDeep)
         try:
             return self._value()
         finally:

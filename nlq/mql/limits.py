@@ -24,7 +24,7 @@ is still small in memory, and the walk stays as cheap as the memory the value ho
 
 from __future__ import annotations
 
-from nlq.errors import ExecutionError, MemoryLimit
+from nlq.errors import ExecutionError, MemoryLimit, QueryTooDeep
 
 DEFAULT_TIMEOUT = 20.0        # seconds per query
 DEFAULT_MAX_ROWS = 100_000    # result row cap
@@ -40,6 +40,36 @@ def check_stage_count(pipeline) -> None:
     if type(pipeline) is list and len(pipeline) > MAX_STAGES:
         raise ExecutionError(f"the pipeline has {len(pipeline)} stages; MongoDB allows at most {MAX_STAGES} "
                              f"stages in one pipeline")
+
+
+def depth_over(value, limit: int = MAX_NESTING) -> bool:
+    """Whether `value` (a pipeline, a filter, a document) nests more than `limit` levels of arrays
+    and objects (a scalar is 0 levels, `[]` one). Iterative: any depth is measured without recursion,
+    and the walk stops at the first container deeper than `limit`."""
+    t = type(value)
+    if t is not dict and t is not list:
+        return False
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for item in (node.values() if type(node) is dict else node):
+            ti = type(item)
+            if ti is dict or ti is list:
+                stack.append((item, depth + 1))
+    return False
+
+
+def check_query_depth(pipeline, what: str = "the pipeline") -> None:
+    """QueryTooDeep (type `input_too_deep`) for a pipeline nested more than MAX_NESTING levels.
+
+    MongoDB refuses such a query (its command document would pass the BSON nesting limit), and
+    nlq's recursive walks (analysis, gate, engine, serialization) only ever see a pipeline that
+    passed this iterative check."""
+    if depth_over(pipeline, MAX_NESTING):
+        raise QueryTooDeep(f"{what} is nested more than {MAX_NESTING} levels deep (MongoDB's BSON "
+                           f"nesting limit: no query can nest deeper)")
 
 
 def too_large(op: str, size: int) -> MemoryLimit:

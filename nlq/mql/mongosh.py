@@ -73,6 +73,7 @@ from nlq.errors import InputError, ParseError
 from nlq.mql import find_projection
 from nlq.mql.extjson import from_extjson
 from nlq.mql.jsliteral import Parser, Token, Tokenizer, syntax_error
+from nlq.mql.limits import check_query_depth
 from nlq.mql.query import Query
 from nlq.mql.values import Int64
 
@@ -95,10 +96,13 @@ def parse_query(source, *, tolerant: bool = False) -> Query:
     """Parse a query given as a JSON object (dict or text) or a mongosh string.
 
     Raises ParseError (with line, column and a caret excerpt) when the text is
-    not a query nlq can read. `tolerant=True` accepts a missing final `)` and
+    not a query nlq can read, QueryTooDeep (a ParseError of type `input_too_deep`)
+    for one nested more levels than MongoDB accepts (checked without recursion,
+    before any other walk of it). `tolerant=True` accepts a missing final `)` and
     records it in `Query.warnings`.
     """
     if isinstance(source, Query):
+        check_query_depth(source.pipeline)
         return source
     if isinstance(source, dict):
         return _from_json(source)
@@ -112,7 +116,9 @@ def parse_query(source, *, tolerant: bool = False) -> Query:
     stripped = source.lstrip("\ufeff \t\r\n")
     if stripped.startswith("{"):
         return _from_json_text(source)
-    return _ShellParser(source, tolerant).query()
+    query = _ShellParser(source, tolerant).query()
+    check_query_depth(query.pipeline)  # a find filter gains two levels when lowered to $match
+    return query
 
 
 def _from_json_text(text: str) -> Query:
@@ -135,6 +141,7 @@ def _from_json(obj: dict) -> Query:
     missing = [k for k in ("collection", "pipeline") if k not in obj]
     if missing:
         raise ParseError(f"a JSON query needs \"collection\" and \"pipeline\" (missing {', '.join(missing)})")
+    check_query_depth(obj["pipeline"])  # before the Extended JSON walk of it
     try:
         obj = from_extjson(obj)
     except InputError as exc:

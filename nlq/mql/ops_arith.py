@@ -18,7 +18,7 @@ from bson.int64 import Int64
 
 from nlq.errors import ExecutionError
 from nlq.mql import numeric
-from nlq.mql.expressions import compile_args, compile_named, unary_operator
+from nlq.mql.expressions import CHECK_EVERY, check_deadline, compile_args, compile_named, paced, unary_operator
 from nlq.mql.numeric import (DECIMAL, DOUBLE, INT, INT32_MAX, INT32_MIN, LONG, as_decimal, check_method,
                               check_percentiles, integer_result, kind, make_decimal, percentiles, std_dev)
 from nlq.mql.registry import EXPRESSION, implements
@@ -488,7 +488,7 @@ def _operands(name: str, args):
 
         def values(vars):
             v = fn(vars)
-            return v if type(v) is list else (v,)
+            return paced(v) if type(v) is list else (v,)
         return values
     return lambda vars: [fn(vars) for fn in fns]
 
@@ -518,7 +518,13 @@ def _extreme(name: str, pick):
 
         def evaluate(vars):
             present = [v for v in values(vars) if v is not None and v is not MISSING]
-            return pick(present, key=sort_key) if present else None
+            if len(present) <= CHECK_EVERY:
+                return pick(present, key=sort_key) if present else None
+            best = []  # the pick of each run (the first of equals wins, as in one pass)
+            for start in range(0, len(present), CHECK_EVERY):
+                check_deadline()
+                best.append(pick(present[start:start + CHECK_EVERY], key=sort_key))
+            return pick(best, key=sort_key)
         return evaluate
     return compile_
 
@@ -543,7 +549,7 @@ def _percentiles(input_fn, ps: list[float], single: bool):
     manual says of the expression forms; with no numeric input: null ($median) or nulls ($percentile)."""
     def evaluate(vars):
         v = input_fn(vars)
-        items = v if type(v) is list else (v,)
+        items = paced(v) if type(v) is list else (v,)
         return percentiles([numeric.to_float(x) for x in items if is_number(x)], ps, single)
     return evaluate
 

@@ -11,8 +11,8 @@ from operator import is_
 
 from nlq.errors import ExecutionError, MemoryLimit
 from nlq.mql.expressions import (CHECK_EVERY, CHECK_EVERY_EVAL, check_deadline, check_deadline_for,
-                                  check_variable_name, compile_args, compile_expression, compile_named,
-                                  unary_operator)
+                                  check_variable_name, compile_args, compile_expression, compile_named, paced,
+                                  sorted_paced, unary_operator)
 from nlq.mql.limits import MAX_VALUE_BYTES, too_large, value_size
 from nlq.mql.numeric import int_value, positive_n
 from nlq.mql.registry import EXPRESSION, implements
@@ -239,9 +239,15 @@ def _zip(args):
         if not arrays:
             return []
         length = max(map(len, arrays)) if longest else min(map(len, arrays))
-        if length * len(arrays) >= CHECK_EVERY:
+        size = length * (9 + 12 * len(arrays))  # at least: one array of len(arrays) elements per row
+        if size > MAX_VALUE_BYTES:
+            raise too_large("$zip", size)
+        out = []
+        for start in range(0, length, CHECK_EVERY):
             check_deadline()
-        return [[a[i] if i < len(a) else defaults[j] for j, a in enumerate(arrays)] for i in range(length)]
+            out.extend([a[i] if i < len(a) else defaults[j] for j, a in enumerate(arrays)]
+                       for i in range(start, min(length, start + CHECK_EVERY)))
+        return out
     return evaluate
 
 
@@ -250,16 +256,17 @@ def _zip(args):
 def _object_to_array(obj):
     if type(obj) is not dict:
         raise ExecutionError(f"$objectToArray requires a document input, found: {bson_type(obj)}", code=40390)
-    return [{"k": k, "v": v} for k, v in obj.items()]
+    if len(obj) < CHECK_EVERY:
+        return [{"k": k, "v": v} for k, v in obj.items()]
+    return [{"k": k, "v": v} for k, v in paced(list(obj.items()))]
 
 
 def _array_to_object(array):
     if type(array) is not list:
         raise ExecutionError(f"$arrayToObject requires an array input, found: {bson_type(array)}")
-    check_deadline_for(array)
     out = {}
     shape = None
-    for item in array:
+    for item in paced(array):
         if type(item) is list:
             if shape == "doc":
                 raise ExecutionError("$arrayToObject requires a consistent input format. Elements must all be "
@@ -409,13 +416,13 @@ def _sort_array(args):
         reverse = sort_by == -1
 
         def order(array):
-            return sorted(array, key=sort_key, reverse=reverse)
+            return sorted_paced(array, sort_key, reverse)
     else:
         # The same order as the $sort stage.
         keys = parse_sort_spec(sort_by, "$sortArray")
 
         def order(array):
-            return sort_documents(list(array), keys)
+            return sort_documents(list(array), keys, check=check_deadline)
 
     def evaluate(vars):
         array = input_fn(vars)
@@ -448,11 +455,11 @@ def _n_array(op: str, select):
 
 
 def _min_n(array, n):
-    return sorted((v for v in array if v is not None), key=sort_key)[:n]
+    return sorted_paced([v for v in paced(array) if v is not None], sort_key)[:n]
 
 
 def _max_n(array, n):
-    return sorted((v for v in array if v is not None), key=sort_key, reverse=True)[:n]
+    return sorted_paced([v for v in paced(array) if v is not None], sort_key, reverse=True)[:n]
 
 
 implements(EXPRESSION, "$firstN")(_n_array("$firstN", lambda array, n: array[:n]))

@@ -8,7 +8,7 @@ first-seen order of their elements (MongoDB leaves it unspecified).
 from __future__ import annotations
 
 from nlq.errors import ExecutionError
-from nlq.mql.expressions import CHECK_EVERY, check_deadline, check_deadline_for, compile_args
+from nlq.mql.expressions import CHECK_EVERY, check_deadline, compile_args, paced
 from nlq.mql.registry import EXPRESSION, implements
 from nlq.mql.values import bson_type, group_key, is_nullish, is_truthy
 
@@ -26,8 +26,7 @@ def _unique(array) -> tuple[list, set]:
 
 
 def _keys(array) -> set:
-    check_deadline_for(array)
-    return {group_key(v) for v in array}
+    return {group_key(v) for v in paced(array)}
 
 
 def _arrays(op: str, fns, vars, *, null_is_null: bool = True) -> list | None:
@@ -78,7 +77,7 @@ def _set_intersection(args):
         out, _ = _unique(arrays[0])
         for array in arrays[1:]:
             keys = _keys(array)
-            out = [v for v in out if group_key(v) in keys]
+            out = [v for v in paced(out) if group_key(v) in keys]
         return out
     return evaluate
 
@@ -93,7 +92,7 @@ def _set_difference(args):
             return None
         _two_arrays("$setDifference", first, second)
         exclude = _keys(second)
-        return [v for v in _unique(first)[0] if group_key(v) not in exclude]
+        return [v for v in paced(_unique(first)[0]) if group_key(v) not in exclude]
     return evaluate
 
 
@@ -126,7 +125,7 @@ def _elements_true(name: str, combine):
             array = fn(vars)
             if type(array) is not list:
                 raise ExecutionError(f"{name}'s argument must be an array, but is {bson_type(array)}")
-            return combine(is_truthy(v) for v in array)
+            return combine(is_truthy(v) for v in paced(array))
         return evaluate
     return compile_
 

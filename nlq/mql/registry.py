@@ -268,9 +268,16 @@ declare(VARIABLE, "$$ROOT $$CURRENT $$REMOVE $$DESCEND $$PRUNE $$KEEP $$NOW $$CL
                   "$$SEARCH_META $$USER_ROLES")
 
 # --- forbidden: writes, server state, non-determinism, server-side JavaScript
+# Server state: the stages the manual's list of aggregation stages describes as returning what the
+# server knows rather than what a collection holds (change events, sessions, running operations,
+# statistics, plans, indexes, sampled queries, settings, the catalog, shard distribution). With
+# --uri they would read the server itself; `$documents` (literal documents) is not server state.
+SERVER_STATE_STAGES = frozenset("$changeStream $changeStreamSplitLargeEvent $collStats $currentOp $indexStats "
+                                "$listClusterCatalog $listLocalSessions $listSampledQueries $listSearchIndexes "
+                                "$listSessions $planCacheStats $querySettings $queryStats "
+                                "$shardedDataDistribution".split())
 FORBIDDEN = frozenset("$out $merge $function $accumulator $where $sample $rand $$NOW "
-                      "$$CLUSTER_TIME $currentOp $listSessions $collStats $indexStats "
-                      "$planCacheStats".split())
+                      "$$CLUSTER_TIME".split()) | SERVER_STATE_STAGES
 for _name in FORBIDDEN:
     _TABLE[_name].forbidden = True
 
