@@ -294,7 +294,8 @@ def strip_timing(output: str) -> list[dict]:
     for record in records:
         for part in (record.get("prediction") or {}, record.get("failure") or {}):
             part.pop("ms", None)
-            part.get("usage", {}).pop("cache_hits", None)
+            for varying in ("cache_hits", "http_attempts"):  # what this run spent, not the answer
+                part.get("usage", {}).pop(varying, None)
     return records
 
 
