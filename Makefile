@@ -97,6 +97,11 @@ endif
 ifneq ($(BASE_URL),)
 PAPER_ENV += NLQ_BASE_URL='$(BASE_URL)'
 endif
+# BUDGET=calls=N,tokens=M caps each arm's new model calls (a capped arm exits 1 and keeps its .part
+# file; a rerun resumes from CACHE).
+ifneq ($(BUDGET),)
+PAPER_ENV += NLQ_BUDGET='$(BUDGET)'
+endif
 
 # Table III: the seven arms. Table V: the cumulative ladder, the knockouts, the compute-matched
 # control and the output-contract arm (DIA's shape declaration added to the full solver).

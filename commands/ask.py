@@ -6,7 +6,7 @@ import click
 
 from nlq import methods
 from nlq.commands.options import (backend_options, errors_as_click, model_client, model_config_from, model_options,
-                                  open_backend_from, warn)
+                                  open_backend_from, question_limit, warn)
 
 
 @click.command(name="ask", epilog="""\b
@@ -31,9 +31,10 @@ Examples:
                    "timings before the rows.")
 @click.option("--json", "as_json", is_flag=True,
               help="Write the whole answer record (witnesses, prediction, execution with rows, explain) as JSON.")
+@question_limit
 @model_options
 def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_confidence, max_steps, explain, as_json,
-        model_options):
+        max_question_chars, model_options):
     """Answer QUESTION on a database: print the result rows as JSONL.
 
     Builds the grounding index of --db (cached for --data folders, keyed by a
@@ -55,7 +56,8 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_conf
     with open_backend_from(data, uri, timeout) as backend, errors_as_click(), model_client(config) as model:
         record = ask.run(question, backend, db, method=method, repair=use_repair,
                          cache=not model_options["no_cache"], timeout=timeout, max_rows=max_rows, model=model,
-                         options={"min_confidence": min_confidence, "max_steps": max_steps}, warn=warn)
+                         options={"min_confidence": min_confidence, "max_steps": max_steps}, warn=warn,
+                         max_question_chars=max_question_chars)
         if as_json:
             io.write_records([record])
         elif explain:

@@ -6,8 +6,9 @@ import contextlib
 
 import click
 
-from nlq.commands.options import (backend_options, errors_as_click, io_options, model_client, model_config_from,
-                                  model_options, open_backend_from, question_limit, with_progress)
+from nlq.commands.options import (backend_options, check_budget, errors_as_click, io_options, model_client,
+                                  model_config_from, model_options, open_backend_from, question_limit,
+                                  with_model_progress, with_progress)
 from nlq import generate, io, methods
 from nlq import index as grounding
 
@@ -99,6 +100,9 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
         context = generate.Context(indexes, backend=backend, model=model, min_confidence=min_confidence,
                                    max_steps=max_steps, timeout=timeout, max_rows=max_rows,
                                    candidates=candidates, fallback=fallback, threshold=threshold, sag=settings)
-        records = with_progress(io.read_records(input, strict=strict, stage="generate", **limits), progress, "generate")
-        io.write_records(generate.run(records, method, context, max_question_chars=max_question_chars), output,
-                         append=append)
+        records = io.read_records(input, strict=strict, stage="generate", **limits)
+        if model is None:
+            records = with_progress(records, progress, "generate")
+        out = generate.run(records, method, context, max_question_chars=max_question_chars)
+        io.write_records(with_model_progress(out, model, progress, input, "generate"), output, append=append)
+        check_budget(model)

@@ -183,6 +183,28 @@ def with_progress(records, flag: bool, desc: str):
     return tqdm(records, desc=desc, unit="rec", file=sys.stderr)
 
 
+def with_model_progress(records, client, flag: bool, source, desc: str):
+    """The output records of a model run, with its progress line on stderr (records, model
+    calls, cache hits, tokens, errors, ETA) when `show_progress(flag)`."""
+    if client is None or not show_progress(flag):
+        return records
+    from nlq.llm.progress import count_lines, progress_line
+
+    return progress_line(records, client, stream=sys.stderr, total=count_lines(source), desc=desc,
+                         tty=sys.stderr.isatty())
+
+
+def check_budget(client) -> None:
+    """Exit 1 (after every record was written) when `--budget` refused calls: the run is
+    incomplete, and a rerun resumes from the cache (`make paper` keeps the partial file)."""
+    refused = client.stats.get("refused", 0) if client is not None else 0
+    if refused:
+        click.echo(f"nlq: the --budget was spent: {refused} model call(s) refused, their records carry "
+                   "typed budget_exhausted failures\nhint: rerun with a larger --budget to resume "
+                   "(replies already fetched come from the cache)", err=True)
+        sys.exit(1)
+
+
 MODEL_ENV = "NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL"
 
 

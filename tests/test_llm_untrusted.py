@@ -13,10 +13,12 @@ import orjson
 import pytest
 
 from nlq import generate
+from nlq.commands import cli
 from nlq.errors import (CallBudgetExhaustedError, ModelAuthError, ModelHTTPError, ModelReplyTooLargeError,
                         ModelTimeoutError)
 from nlq.llm import ChatClient, ModelConfig, chat_decoded, decode_pipeline, metered, pipeline_schema
 from nlq.llm.cache import ResponseCache, endpoint_identity, request_key
+from tests.conftest import ROOT, WORLDS
 from tests.fakellm import ECHO_KEY, FakeLLM, drip, gzip_bomb, huge, raw, reply, stall, status
 
 KEY = "sk-untrusted-Zq8XwV3pL0mN7rT2"
@@ -338,3 +340,106 @@ def test_a_token_budget_stops_new_calls(fake_llm):
     with pytest.raises(CallBudgetExhaustedError, match="tokens=20"):
         client.chat([{"role": "user", "content": "question 3"}])
     assert client.stats["calls"] == 2 and client.stats["tokens"] == 30
+
+
+# -- the command line: --budget, --max-reply-bytes, --progress, ask --------------------------
+
+TASKS = ROOT / "fixtures" / "tasks"
+
+
+def cli_env(fake, tmp_path, **extra) -> dict:
+    return {"NLQ_BASE_URL": fake.url, "NLQ_API_KEY": KEY, "NLQ_MODEL": "fake-model",
+            "XDG_CACHE_HOME": str(tmp_path / "xdg"), "NLQ_BUDGET": None, **extra}
+
+
+def first_collection(body):
+    names = body["response_format"]["json_schema"]["schema"]["properties"]["collection"].get("enum") or ["patients"]
+    return reply(json.dumps({"collection": names[0], "pipeline": [{"$limit": 1}]}), prompt_tokens=50,
+                 completion_tokens=10)
+
+
+def task_file(tmp_path, n: int):
+    path = tmp_path / "tasks.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in (TASKS / "clinic.jsonl").read_bytes().splitlines()[:n]))
+    return path
+
+
+def records_of(output: str) -> list[dict]:
+    return [json.loads(line) for line in output.splitlines()]
+
+
+def test_generate_budget_exits_1_with_typed_records_and_a_rerun_resumes(runner, fake_llm, tmp_path,
+                                                                         clinic_index_file):
+    fake_llm.responder = first_collection
+    args = ["generate", "-m", "card", "--index", str(clinic_index_file), "--budget", "calls=2",
+            "--concurrency", "1", str(task_file(tmp_path, 3))]
+    first = runner.invoke(cli, args, env=cli_env(fake_llm, tmp_path))
+    assert first.exit_code == 1 and "--budget was spent: 1 model call(s) refused" in first.stderr
+    out = records_of(first.stdout)
+    assert [r.get("failure", {}).get("type") for r in out] == [None, None, "budget_exhausted"]
+    again = runner.invoke(cli, args, env=cli_env(fake_llm, tmp_path))
+    assert again.exit_code == 0, again.stderr
+    assert all(r["prediction"] for r in records_of(again.stdout)) and len(fake_llm.requests) == 3
+    tokens = runner.invoke(cli, args[:-5] + ["--budget", "tokens=1", str(task_file(tmp_path, 3))],
+                           env=cli_env(fake_llm, tmp_path))
+    assert tokens.exit_code == 0 and len(fake_llm.requests) == 3  # every reply is cached now
+
+
+def test_the_budget_comes_from_the_environment_and_is_checked(runner, fake_llm, tmp_path, clinic_index_file):
+    fake_llm.responder = first_collection
+    args = ["generate", "-m", "card", "--index", str(clinic_index_file), str(task_file(tmp_path, 2))]
+    capped = runner.invoke(cli, args, env=cli_env(fake_llm, tmp_path, NLQ_BUDGET="calls=0"))
+    assert capped.exit_code == 1 and not fake_llm.requests
+    for bad in ("calls", "calls=x", "seconds=3", "calls=1,calls=2", "calls=-1"):
+        refused = runner.invoke(cli, args[:1] + ["--budget", bad] + args[1:], env=cli_env(fake_llm, tmp_path))
+        assert refused.exit_code == 2 and "--budget" in refused.output, bad
+
+
+def test_max_reply_bytes_on_the_command_line(runner, fake_llm, tmp_path, clinic_index_file):
+    fake_llm.responder = lambda body: huge(300_000)
+    result = runner.invoke(cli, ["generate", "-m", "card", "--index", str(clinic_index_file),
+                                 "--max-reply-bytes", "100000", str(task_file(tmp_path, 1))],
+                           env=cli_env(fake_llm, tmp_path))
+    assert result.exit_code == 0, result.stderr
+    [record] = records_of(result.stdout)
+    assert record["failure"]["type"] == "model_reply_too_large" and len(result.stdout) < 20_000
+    assert record["failure"]["usage"]["http_attempts"] == 1
+
+
+def test_the_progress_line_counts_records_calls_hits_tokens_errors(runner, fake_llm, tmp_path, clinic_index_file):
+    answers = iter([first_collection, lambda body: status(401, "no")] + [first_collection] * 10)
+    fake_llm.responder = lambda body: next(answers)(body)
+    args = ["generate", "-m", "card", "--index", str(clinic_index_file), "--progress", "--concurrency", "1",
+            str(task_file(tmp_path, 3))]
+    result = runner.invoke(cli, args, env=cli_env(fake_llm, tmp_path))
+    assert result.exit_code == 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("generate: 3/3 records, 3 model calls, 0 cache hits, 120 tokens, 1 errors, "), last
+    assert last.endswith("elapsed")
+    rerun = runner.invoke(cli, args, env=cli_env(fake_llm, tmp_path))
+    assert "3/3 records, 1 model calls, 2 cache hits, 60 tokens, 0 errors" in rerun.stderr
+    quiet = runner.invoke(cli, args[:-4] + args[-3:], env=cli_env(fake_llm, tmp_path))
+    assert "records," not in quiet.stderr
+
+
+def test_ask_takes_max_question_chars_which_its_error_names(runner, fake_llm, tmp_path):
+    question = "How many patients? " * 6000  # ~110 KB
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", question],
+                           env={"XDG_CACHE_HOME": str(tmp_path)})
+    assert result.exit_code == 1 and "input_too_large" in result.stderr and "--max-question-chars" in result.stderr
+    allowed = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--max-question-chars", "200000",
+                                  "--json", question], env={"XDG_CACHE_HOME": str(tmp_path)})
+    assert "input_too_large" not in allowed.output
+    assert "--max-question-chars" in runner.invoke(cli, ["ask", "--help"]).output
+
+
+def test_ask_never_prints_an_echoed_key(runner, fake_llm, tmp_path):
+    fake_llm.responder = lambda body: reply(json.dumps({"collection": "patients", "pipeline": [
+        {"$limit": 1}, {"$project": {"_id": 0, "said": {"$literal": f"key {ECHO_KEY} here"}}}]}))
+    for extra in ([], ["--explain"], ["--json"]):
+        result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--log",
+                                     str(tmp_path / "log.jsonl"), *extra, "How many patients?"],
+                               env=cli_env(fake_llm, tmp_path))
+        assert result.exit_code == 0, result.output
+        assert "key *** here" in result.stdout and not leaks(result.stdout + result.stderr)
+    assert not leaks((tmp_path / "log.jsonl").read_text())

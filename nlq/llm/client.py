@@ -74,7 +74,8 @@ class ChatClient:
 
     `warn(message)` reports what does not stop a call (a damaged cache entry, a
     cache write given up); default: a line on stderr. `stats` holds the run's
-    totals (calls, cache hits, tokens, errors, http attempts) for a progress line."""
+    totals (calls, cache hits, tokens, errors, http attempts, calls `refused` by the
+    budget) for a progress line."""
 
     def __init__(self, config: ModelConfig, *, warn=None):
         self.config = config
@@ -83,7 +84,7 @@ class ChatClient:
         self._mode_lock = threading.Lock()
         self._log_lock = threading.Lock()
         self._stats_lock = threading.Lock()
-        self.stats = {"calls": 0, "cache_hits": 0, "tokens": 0, "errors": 0, "http_attempts": 0}
+        self.stats = {"calls": 0, "cache_hits": 0, "tokens": 0, "errors": 0, "http_attempts": 0, "refused": 0}
         self._endpoint = endpoint_identity(config.base_url) if config.base_url else None
         self._cache = (ResponseCache(config.cache, warn=warn, mask=self._secret.mask_bytes)
                        if config.cache is not None else None)
@@ -159,6 +160,7 @@ class ChatClient:
             else:
                 self.stats["calls"] += 1
                 return
+            self.stats["refused"] += 1
         raise CallBudgetExhaustedError(
             f"--budget {spent} is spent: no further model call in this run "
             f"({self.stats['calls']} calls, {self.stats['tokens']} tokens)",
