@@ -25,7 +25,8 @@ test: $(STAMP)
 # The hostile-input property suite with many more examples than `make test` runs (FUZZ_EXAMPLES per property).
 FUZZ_EXAMPLES ?= 200
 fuzz: $(STAMP)
-	NLQ_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/test_fuzz.py tests/test_hardening.py tests/test_hardening_engine.py tests/test_robustness.py
+	NLQ_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/test_fuzz.py tests/test_hardening.py tests/test_hardening_engine.py tests/test_robustness.py \
+	  tests/test_fuzz_llm.py
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import email.utils
+import functools
 import random
 import threading
 import time
@@ -488,8 +489,14 @@ def _bound_by_deadline(transport) -> None:
         pool._network_backend = _DeadlineBackend(backend)
 
 
+@functools.lru_cache(maxsize=1)
+def _ssl_context():
+    """One TLS context for every client of the process (loading the CA bundle takes ~0.1 s)."""
+    return httpx.create_ssl_context()
+
+
 def _deadline_transport(limits: httpx.Limits) -> httpx.HTTPTransport:
-    transport = httpx.HTTPTransport(limits=limits)
+    transport = httpx.HTTPTransport(limits=limits, verify=_ssl_context())
     _bound_by_deadline(transport)
     return transport
 
