@@ -42,6 +42,7 @@ FILE` every captured request is appended there as a JSONL line.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -49,6 +50,7 @@ import socket
 import sys
 import threading
 import time
+import zlib
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
@@ -330,11 +332,8 @@ class _Handler(BaseHTTPRequestHandler):
             data = self._echo(spec["body"]).encode("utf-8", "surrogateescape")
             return self._send_raw(spec["status"], data, spec["content_type"], spec.get("headers"))
         if fault == "gzip_bomb":
-            import gzip
-
-            prefix, suffix = _completion_parts(self.server_fake.model, body)
-            packed = gzip.compress(prefix + b"0" * spec["size"] + suffix, compresslevel=9)
-            return self._send_raw(200, packed, "application/json", {"Content-Encoding": "gzip"})
+            return self._send_raw(200, _bomb(self.server_fake.model, spec["size"]), "application/json",
+                                  {"Content-Encoding": "gzip"})
         if fault == "dropped":
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -399,6 +398,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+
+@functools.lru_cache(maxsize=4)
+def _bomb(model: str, size: int) -> bytes:
+    """A gzip-encoded completion whose content is `size` bytes of '0' (compressed 1 MB at a time)."""
+    prefix, suffix = _completion_parts(model, {})
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    parts, block, left = [packer.compress(prefix)], b"0" * (1 << 20), size
+    while left > 0:
+        parts.append(packer.compress(block if left >= len(block) else block[:left]))
+        left -= len(block)
+    parts += [packer.compress(suffix), packer.flush()]
+    return b"".join(parts)
 
 
 def _completion_parts(model: str, body: dict) -> tuple[bytes, bytes]:

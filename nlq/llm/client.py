@@ -24,6 +24,7 @@ import functools
 import random
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -271,6 +272,8 @@ class ChatClient:
         except httpx.TimeoutException:
             raise ModelTimeoutError(f"{where}: no complete reply within the {timeout:g} s --request-timeout",
                                     hint="raise --request-timeout, or lower --concurrency") from None
+        except httpx.DecodingError as exc:
+            raise ModelHTTPError(f"{where}: {self._redact(str(exc))}") from None
         except httpx.TransportError as exc:
             raise _Retry(ModelHTTPError(f"{where}: connection failed ({type(exc).__name__}: "
                                         f"{self._redact(str(exc)) or 'no detail'})",
@@ -412,18 +415,44 @@ def _int(value):
 
 
 def _read_capped(response: httpx.Response, cap: int, deadline: float) -> tuple[bytes, bool]:
-    """The body, streamed, at most `cap` bytes (after any content decoding), and whether
-    there was more. Stops at the deadline even when bytes keep coming."""
+    """The body, streamed, at most `cap` bytes (after content decoding, which is done here
+    a bounded piece at a time: a gzip bomb never inflates past the cap), and whether there
+    was more. Stops at the deadline even when bytes keep coming."""
+    inflate = _decoder(response.headers.get("content-encoding"))
     chunks, size = [], 0
-    for chunk in response.iter_bytes():
-        if time.monotonic() > deadline:
-            raise httpx.ReadTimeout("the reply deadline has passed")
-        if size + len(chunk) > cap:
-            chunks.append(chunk[:cap - size])
-            return b"".join(chunks), True
-        chunks.append(chunk)
-        size += len(chunk)
+    for raw in response.iter_raw():
+        pending = raw
+        while pending:
+            if time.monotonic() > deadline:
+                raise httpx.ReadTimeout("the reply deadline has passed")
+            if inflate is None:
+                chunk, pending = pending, b""
+            else:
+                try:
+                    chunk = inflate.decompress(pending, cap - size + 1)
+                except zlib.error as exc:
+                    raise httpx.DecodingError(f"the {response.headers.get('content-encoding')} body is damaged "
+                                              f"({exc})") from None
+                pending = inflate.unconsumed_tail
+            if size + len(chunk) > cap:
+                chunks.append(chunk[:cap - size])
+                return b"".join(chunks), True
+            chunks.append(chunk)
+            size += len(chunk)
     return b"".join(chunks), False
+
+
+def _decoder(encoding: str | None):
+    """A zlib decompressor for a Content-Encoding (None for identity). nlq asks for
+    `identity`; a server that compresses all the same is decoded, gzip or deflate only."""
+    name = (encoding or "identity").strip().lower()
+    if name in ("identity", ""):
+        return None
+    if name in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if name == "deflate":
+        return zlib.decompressobj()
+    raise httpx.DecodingError(f"the reply has Content-Encoding {encoding!r}, which nlq does not decode")
 
 
 # -- the whole-reply deadline ---------------------------------------------------
