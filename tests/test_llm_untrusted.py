@@ -107,7 +107,7 @@ def leaks(text: str, key: str = KEY) -> list[str]:
 
 
 @pytest.mark.parametrize("spec", [
-    status(401, "x" * 111 + ECHO_KEY + " is not a valid key"),              # crosses the 300-character cut
+    status(401, "x" * 280 + ECHO_KEY + " is not a valid key"),              # crosses the 300-character cut
     status(401, "y" * 290 + ECHO_KEY),
     raw(200, "<html>" + "z" * 100 + ECHO_KEY + "</html>", "application/json"),  # crosses the 120 cut
     raw(500, "<html><body>" + "w" * 180 + ECHO_KEY + "</body></html>"),
