@@ -443,3 +443,9 @@ def test_ask_never_prints_an_echoed_key(runner, fake_llm, tmp_path):
         assert result.exit_code == 0, result.output
         assert "key *** here" in result.stdout and not leaks(result.stdout + result.stderr)
     assert not leaks((tmp_path / "log.jsonl").read_text())
+
+
+def test_ask_under_a_spent_budget_is_no_answer_budget_exhausted(runner, fake_llm, tmp_path):
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--budget", "calls=0",
+                                 "How many patients?"], env=cli_env(fake_llm, tmp_path))
+    assert result.exit_code == 1 and "budget_exhausted" in result.stderr and not fake_llm.requests
