@@ -275,7 +275,7 @@ def test_a_lock_held_past_the_bound_loses_the_entry_not_the_reply(fake_llm, tmp_
     path = tmp_path / "llm.sqlite"
     ResponseCache(path).close()
     ready = threading.Event()
-    holder = threading.Thread(target=_hold_write_lock, args=(path, 2.0, ready))
+    holder = threading.Thread(target=_hold_write_lock, args=(path, 1.0, ready))
     holder.start()
     ready.wait(5)
     warnings: list[str] = []
@@ -427,9 +427,11 @@ def test_ask_takes_max_question_chars_which_its_error_names(runner, fake_llm, tm
     result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", question],
                            env={"XDG_CACHE_HOME": str(tmp_path)})
     assert result.exit_code == 1 and "input_too_large" in result.stderr and "--max-question-chars" in result.stderr
-    allowed = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--max-question-chars", "200000",
-                                  "--json", question], env={"XDG_CACHE_HOME": str(tmp_path)})
-    assert "input_too_large" not in allowed.output
+    short = "How many patients are there?"
+    for limit, refused in (("20", True), ("100", False)):
+        result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--max-question-chars", limit,
+                                     short], env={"XDG_CACHE_HOME": str(tmp_path)})
+        assert ("input_too_large" in result.stderr) is refused and (result.exit_code == 0) is not refused
     assert "--max-question-chars" in runner.invoke(cli, ["ask", "--help"]).output
 
 
@@ -449,3 +451,21 @@ def test_ask_under_a_spent_budget_is_no_answer_budget_exhausted(runner, fake_llm
     result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--budget", "calls=0",
                                  "How many patients?"], env=cli_env(fake_llm, tmp_path))
     assert result.exit_code == 1 and "budget_exhausted" in result.stderr and not fake_llm.requests
+
+
+def test_the_progress_line_on_a_terminal_is_rewritten_in_place_with_an_eta():
+    import io as stdio
+
+    from nlq.llm.progress import count_lines, progress_line
+
+    class Client:
+        stats = {"calls": 4, "cache_hits": 1, "tokens": 99}
+
+    stream = stdio.StringIO()
+    records = [{"prediction": {}}, {"failure": {"type": "model_timeout"}}, {"prediction": {}}]
+    assert list(progress_line(iter(records), Client(), stream=stream, total=4, desc="generate", tty=True,
+                              every=0)) == records
+    shown = stream.getvalue()
+    assert shown.count("\r\x1b[K") == 4 and shown.endswith("elapsed\n") and "\n" not in shown[:-1]
+    assert "generate: 2/4 records, 4 model calls, 1 cache hits, 99 tokens, 1 errors, 0:00:00 left" in shown
+    assert count_lines("-") is None
