@@ -283,7 +283,8 @@ def model_options(fn):
                   help="Longest model reply read; reading stops past it (typed failure model_reply_too_large).")
     @click.option("--budget", envvar="NLQ_BUDGET", callback=_budget, metavar="calls=N,tokens=M",
                   help="Stop making model calls after N calls or M tokens in this run (env NLQ_BUDGET); "
-                       "the rest get typed budget_exhausted failures, and a rerun resumes from the cache.")
+                       "the rest get typed budget_exhausted failures, the command exits 1, and a rerun "
+                       "resumes from the cache.")
     @click.option("--cache", type=click.Path(dir_okay=False), envvar="NLQ_CACHE", default=None,
                   help="Response cache file (SQLite; env NLQ_CACHE; default $XDG_CACHE_HOME/nlq/llm.sqlite).")
     @click.option("--no-cache", is_flag=True, help="Neither read nor write the response cache.")

@@ -145,7 +145,15 @@ def hostile(draw):
             return stall(ANSWER, after=draw(st.integers(0, 200)))
         return reply(ANSWER, latency=draw(st.floats(0, TIMEOUT * 1.5)))
     if kind == "format":
-        return raw(200, json.dumps(draw(completions)), "application/json")
+        odd = st.sampled_from([
+            '{"choices": [{"message": {"content": "\\ud800"}}]}',                  # a lone surrogate
+            '{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": 1e400}}',
+            '{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": 18446744073709551616}}',
+            '{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": NaN}}',
+            'data: {"choices": [{"delta": {"content": "x"}}]}\n\ndata: [DONE]\n\n',   # a stream, not asked for
+            '{"choices": [{"message": {"content": "a"}}]} trailing', "\ufeff" + json.dumps({"choices": []}),
+        ])
+        return raw(200, draw(st.one_of(completions.map(json.dumps), odd)), "application/json")
     if kind == "status":
         code = draw(st.integers(200, 599))
         body = draw(st.one_of(texts, st.just("<html><body><h1>502 Bad Gateway</h1></body></html>"),
