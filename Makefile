@@ -28,7 +28,8 @@ test: $(STAMP)
 FUZZ_EXAMPLES ?= 200
 fuzz: $(STAMP)
 	NLQ_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/test_fuzz.py tests/test_hardening.py tests/test_hardening_engine.py tests/test_robustness.py \
-	  tests/test_fuzz_untrusted.py
+	  tests/test_fuzz_untrusted.py \
+	  tests/test_fuzz_llm.py
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench
@@ -106,6 +107,11 @@ PAPER_ENV += NLQ_MODEL='$(MODEL)'
 endif
 ifneq ($(BASE_URL),)
 PAPER_ENV += NLQ_BASE_URL='$(BASE_URL)'
+endif
+# BUDGET=calls=N,tokens=M caps each arm's new model calls (a capped arm exits 1 and keeps its .part
+# file; a rerun resumes from CACHE).
+ifneq ($(BUDGET),)
+PAPER_ENV += NLQ_BUDGET='$(BUDGET)'
 endif
 
 # Table III: the seven arms. Table V: the cumulative ladder, the knockouts, the compute-matched

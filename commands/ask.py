@@ -7,7 +7,8 @@ import click
 from nlq import methods
 from nlq.text import terminal_safe
 from nlq.commands.options import (backend_options, errors_as_click, memory_option, model_client, model_config_from,
-                                  model_options, open_backend_from, open_memory, reject_model_only, warn)
+                                  model_options, open_backend_from, open_memory, question_limit, reject_model_only,
+                                  warn)
 
 
 @click.command(name="ask", epilog="""\b
@@ -36,9 +37,10 @@ Examples:
 @click.option("--confirm", is_flag=True,
               help="You checked this answer: remember it in --memory as a verified entry (rerun the question "
                    "with --confirm once its rows are right).")
+@question_limit
 @model_options
 def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_confidence, max_steps, explain, as_json,
-        memory_path, confirm, model_options):
+        memory_path, confirm, max_question_chars, model_options):
     """Answer QUESTION on a database: print the result rows as JSONL.
 
     Builds the grounding index of --db (cached for --data folders, keyed by a
@@ -65,7 +67,7 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_conf
         record = ask.run(question, backend, db, method=method, repair=use_repair,
                          cache=not model_options["no_cache"], timeout=timeout, max_rows=max_rows, model=model,
                          options={"min_confidence": min_confidence, "max_steps": max_steps, "memory": memory},
-                         warn=warn)
+                         warn=warn, max_question_chars=max_question_chars)
         if as_json:
             io.write_records([record])
         elif explain:

@@ -6,9 +6,9 @@ import contextlib
 
 import click
 
-from nlq.commands.options import (backend_options, errors_as_click, io_options, ledger_options, memory_option,
-                                  model_client, model_config_from, model_options, open_backend_from, open_memory,
-                                  question_limit, reject_model_only, with_progress)
+from nlq.commands.options import (backend_options, check_budget, errors_as_click, io_options, ledger_options,
+                                  memory_option, model_client, model_config_from, model_options, open_backend_from,
+                                  open_memory, question_limit, reject_model_only, with_model_progress, with_progress)
 from nlq import generate, io, methods
 from nlq import index as grounding
 
@@ -109,10 +109,13 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
                                    max_steps=max_steps, timeout=timeout, max_rows=max_rows,
                                    candidates=candidates, fallback=fallback, threshold=threshold, sag=settings,
                                    memory=memory, shots=shots)
-        records = with_progress(io.read_records(input, strict=strict, stage="generate", **limits), progress, "generate")
+        records = io.read_records(input, strict=strict, stage="generate", **limits)
+        if model is None:
+            records = with_progress(records, progress, "generate")
         if ledger is None:
             out = generate.run(records, method, context, max_question_chars=max_question_chars)
         else:  # one record at a time, each done once across the runners sharing the ledger
             out = ledger.run(records, lambda r: next(generate.run([r], method, context,
                                                                   max_question_chars=max_question_chars)))
-        io.write_records(out, output, append=append)
+        io.write_records(with_model_progress(out, model, progress, input, "generate"), output, append=append)
+        check_budget(model)

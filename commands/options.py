@@ -185,6 +185,28 @@ def with_progress(records, flag: bool, desc: str):
     return tqdm(records, desc=desc, unit="rec", file=sys.stderr)
 
 
+def with_model_progress(records, client, flag: bool, source, desc: str):
+    """The output records of a model run, with its progress line on stderr (records, model
+    calls, cache hits, tokens, errors, ETA) when `show_progress(flag)`."""
+    if client is None or not show_progress(flag):
+        return records
+    from nlq.llm.progress import count_lines, progress_line
+
+    return progress_line(records, client, stream=sys.stderr, total=count_lines(source), desc=desc,
+                         tty=sys.stderr.isatty())
+
+
+def check_budget(client) -> None:
+    """Exit 1 (after every record was written) when `--budget` refused calls: the run is
+    incomplete, and a rerun resumes from the cache (`make paper` keeps the partial file)."""
+    refused = client.stats.get("refused", 0) if client is not None else 0
+    if refused:
+        click.echo(f"nlq: the --budget was spent: {refused} model call(s) refused, their records carry "
+                   "typed budget_exhausted failures\nhint: rerun with a larger --budget to resume "
+                   "(replies already fetched come from the cache)", err=True)
+        sys.exit(1)
+
+
 MODEL_ENV = "NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL"
 
 
@@ -204,16 +226,39 @@ def _key_value(ctx, param, values):
     return options
 
 
+def _budget(ctx, param, value):
+    """`--budget calls=N,tokens=M` (either or both) as `{"calls": N, "tokens": M}`, or None."""
+    if value is None or not value.strip():
+        return None
+    budget = {}
+    for item in value.split(","):
+        name, sep, number = item.strip().partition("=")
+        if name not in ("calls", "tokens") or not sep or name in budget:
+            raise click.BadParameter(f"expected calls=N,tokens=M (either or both), got {value!r}",
+                                     ctx=ctx, param=param)
+        try:
+            budget[name] = int(number)
+        except ValueError:
+            budget[name] = -1
+        if budget[name] < 0:
+            raise click.BadParameter(f"{name} must be a whole number of at least 0, not {number!r}",
+                                     ctx=ctx, param=param)
+    return budget
+
+
 def model_options(fn):
     """The model bundle, collected into one `model_options` dict argument.
 
     `--model` (env NLQ_MODEL), `--base-url` (env NLQ_BASE_URL), `--api-key`
     (env NLQ_API_KEY; never echoed), `--temperature`, `--max-tokens`,
     `--option KEY=VALUE`, `--json-mode`, `--concurrency`, `--request-timeout`,
+    `--max-reply-bytes`, `--budget calls=N,tokens=M` (env NLQ_BUDGET),
     `--cache FILE` (env NLQ_CACHE) / `--no-cache`, `--offline`, `--log FILE`.
     Turn it into a ModelConfig with `model_config_from`."""
+    from nlq.llm.config import DEFAULT_MAX_REPLY_BYTES
+
     names = ("model", "base_url", "api_key", "temperature", "max_tokens", "option", "json_mode", "concurrency",
-             "request_timeout", "cache", "no_cache", "offline", "log")
+             "request_timeout", "cache", "no_cache", "offline", "log", "max_reply_bytes", "budget")
 
     @click.option("--model", envvar="NLQ_MODEL", help="Model name sent to the endpoint (env NLQ_MODEL).")
     @click.option("--base-url", envvar="NLQ_BASE_URL",
@@ -232,7 +277,16 @@ def model_options(fn):
     @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True,
                   help="Records in flight at once (output stays in input order).")
     @click.option("--request-timeout", type=click.FloatRange(min=0, min_open=True), default=120.0,
-                  show_default=True, help="Seconds to wait for one model reply.")
+                  show_default=True,
+                  help="Seconds one model call may take, from the request to the last byte of the reply, "
+                       "retries included (typed failure model_timeout beyond).")
+    @click.option("--max-reply-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_REPLY_BYTES,
+                  show_default=True,
+                  help="Longest model reply read; reading stops past it (typed failure model_reply_too_large).")
+    @click.option("--budget", envvar="NLQ_BUDGET", callback=_budget, metavar="calls=N,tokens=M",
+                  help="Stop making model calls after N calls or M tokens in this run (env NLQ_BUDGET); "
+                       "the rest get typed budget_exhausted failures, the command exits 1, and a rerun "
+                       "resumes from the cache.")
     @click.option("--cache", type=click.Path(dir_okay=False), envvar="NLQ_CACHE", default=None,
                   help="Response cache: a SQLite file, or mongodb://HOST/DB[?collection=NAME] shared by several "
                        "machines (env NLQ_CACHE; default $XDG_CACHE_HOME/nlq/llm.sqlite).")
@@ -270,7 +324,8 @@ def model_config_from(model_options: dict, *, needed: bool, what: str = "this co
         return ModelConfig(model=o["model"], base_url=o["base_url"], api_key=o["api_key"] or None,
                            temperature=o["temperature"], max_tokens=o["max_tokens"], options=o["option"],
                            json_mode=o["json_mode"], request_timeout=o["request_timeout"],
-                           concurrency=o["concurrency"], cache=cache, offline=o["offline"], log=o["log"])
+                           concurrency=o["concurrency"], cache=cache, offline=o["offline"], log=o["log"],
+                           **_reply_limits(o))
     except ModelConfigError as exc:
         raise click.UsageError(exc.message) from None
 
@@ -298,6 +353,14 @@ def reject_model_only(config, *extra: str, why: str, allow: tuple[str, ...] = ()
         raise click.UsageError(f"{', '.join(given)} only {verb} when a model is called: {why}")
 
 
+def _reply_limits(o: dict) -> dict:
+    from nlq.llm.config import DEFAULT_MAX_REPLY_BYTES
+
+    budget = o.get("budget") or {}
+    return {"max_reply_bytes": o.get("max_reply_bytes") or DEFAULT_MAX_REPLY_BYTES,
+            "budget_calls": budget.get("calls"), "budget_tokens": budget.get("tokens")}
+
+
 @contextlib.contextmanager
 def model_client(config):
     """The ChatClient for `config` (None when no model is configured), closed afterwards.
@@ -317,7 +380,7 @@ def model_client(config):
     previous = signal.getsignal(sigpipe) if sigpipe is not None and main else None
     if previous is not None:
         signal.signal(sigpipe, signal.SIG_IGN)
-    client = ChatClient(config)
+    client = ChatClient(config, warn=warn)
     try:
         yield client
     except BrokenPipeError:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from nlq.commands.options import (backend_options, errors_as_click, io_options, model_client, model_config_from,
-                                  model_options, open_backend_from, reject_model_only, with_progress)
+from nlq.commands.options import (backend_options, check_budget, errors_as_click, io_options, model_client,
+                                  model_config_from, model_options, open_backend_from, reject_model_only,
+                                  with_model_progress, with_progress)
 
 
 @click.command(epilog="""\b
@@ -80,7 +81,9 @@ def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, l
         records = io.read_records(input, strict=strict, stage="repair", **limits)
         if runs:
             records = repair.extra_candidates(records, list(runs))
-        records = with_progress(records, progress, "repair")
+        if model is None:
+            records = with_progress(records, progress, "repair")
         workers = config.concurrency if config is not None else 1
-        io.write_records(repair.run(records, backend, indexes, options=options, loop=loop, workers=workers),
-                         output, append=append)
+        out = repair.run(records, backend, indexes, options=options, loop=loop, workers=workers)
+        io.write_records(with_model_progress(out, model, progress, input, "repair"), output, append=append)
+        check_budget(model)

@@ -97,8 +97,11 @@ def grounding_index(backend, db: str, *, cache: bool = True, sample: int = groun
 
 def run(question: str, backend, db: str, *, method: str = "rules", repair: bool = False, cache: bool = True,
         timeout: float = 20.0, max_rows: int = 100_000, options: dict | None = None, model=None,
-        warn: Callable[[str], None] | None = None) -> dict:
+        warn: Callable[[str], None] | None = None,
+        max_question_chars: int = witness.DEFAULT_MAX_QUESTION_CHARS) -> dict:
     """The answer record of one question on `db` (see the module docstring).
+
+    A question longer than `max_question_chars` is a typed `input_too_large` failure.
 
     `model` is the ChatClient of a method that calls a model (`needs_model`); `options`
     are the method's (`min_confidence`, `max_steps`, ...), as `nlq generate` passes them.
@@ -118,11 +121,11 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
     index, how = grounding_index(backend, db, cache=cache, warn=warn)
     t = lap("index", started)
     indexes = {db: index}
-    record, = witness.run([{"db": db, "question": question}], indexes)
+    record, = witness.run([{"db": db, "question": question}], indexes, max_question_chars=max_question_chars)
     t = lap("witness", t)
     context = generate.Context(indexes, backend=backend, model=model,
                                **{"timeout": timeout, "max_rows": max_rows, **(options or {})})
-    record, = generate.run([record], method, context)
+    record, = generate.run([record], method, context, max_question_chars=max_question_chars)
     t = lap("generate", t)
     if repair:  # the `nlq repair` stage: gate, execute, vote; the prediction becomes its winner
         loop = None

@@ -208,6 +208,12 @@ class ModelBadOutputError(ModelError):
         self.feedback = feedback or message
 
 
+class ModelReplyTooLargeError(ModelError):
+    """A reply longer than `--max-reply-bytes` (reading stops at the cap; not retried)."""
+
+    type = "model_reply_too_large"
+
+
 class CacheMissError(ModelError):
     """`--offline` and the request is not in the response cache."""
 
@@ -218,6 +224,11 @@ class BudgetExhaustedError(NlqError):
     """A multi-turn method used its whole step budget without submitting an answer."""
 
     type = "budget_exhausted"
+
+
+class CallBudgetExhaustedError(BudgetExhaustedError):
+    """`--budget calls=N,tokens=M` is spent: no further model call is made in this run
+    (replies already in the cache are still served, so a rerun resumes)."""
 
 
 class NoAnswerError(NlqError):

@@ -63,7 +63,7 @@ from nlq import feedback, gate, io
 from nlq.generate import ordered_map
 from nlq.llm import usage as llm_usage
 from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from nlq.errors import BackendError, InputError, NlqError, UnknownDatabaseError, failure
+from nlq.errors import BackendError, CallBudgetExhaustedError, InputError, NlqError, UnknownDatabaseError, failure
 from nlq.mql import analyze
 from nlq.mql.mongosh import parse_query
 from nlq.normexec import prepare
@@ -372,7 +372,7 @@ class Loop:
             else:
                 try:
                     text = self.model.chat(conversation, schema=schema, schema_name="answer", sample=number).text
-                except BackendError:
+                except (BackendError, CallBudgetExhaustedError):  # the run's --budget: the record stops here
                     raise
                 except NlqError as exc:  # a model fault ends this attempt
                     every.append(Candidate(len(every), None, problem=f"{exc.type}: {feedback.concise(exc.message)}",

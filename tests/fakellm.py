@@ -20,6 +20,13 @@ A reply spec is a plain dict (so a script file can hold it):
   rate_limited(retry_after=None, error_type="rate_limit_exceeded")    429 (+ Retry-After)
   non_json() / truncated() / dropped()                                broken responses
   any spec + latency=S (seconds to wait before answering)
+Hostile replies (issue 29: the model is untrusted):
+  drip(text, interval, chunk=1)        a valid completion sent `chunk` bytes every `interval` s
+  stall(text, after=N)                 the first N bytes of a completion, then silence until the client hangs up
+  huge(size, chunked=False)            a 200 completion whose content is `size` bytes, streamed (never built whole)
+  raw(code, body, content_type)        any status and body (an HTML error page, a bare string...)
+  gzip_bomb(size)                      a gzip-encoded completion that inflates to `size` bytes
+In any text or body, ECHO_KEY is replaced by the key the request carried (a server echoing it).
 Content helpers: fenced(obj), in_prose(obj), as_json(obj).
 
 Standalone, for Makefile-level tests (stops by itself after --lifetime s):
@@ -35,6 +42,7 @@ FILE` every captured request is appended there as a JSONL line.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -42,6 +50,7 @@ import socket
 import sys
 import threading
 import time
+import zlib
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
@@ -77,6 +86,31 @@ def truncated(*, latency: float = 0.0) -> dict:
 
 def dropped(*, latency: float = 0.0) -> dict:
     return {"fault": "dropped", "latency": latency}
+
+
+ECHO_KEY = "<<ECHO-KEY>>"
+
+
+def drip(text: str, interval: float, *, chunk: int = 1, latency: float = 0.0) -> dict:
+    return {"fault": "drip", "content": text, "interval": interval, "chunk": chunk, "latency": latency}
+
+
+def stall(text: str = "x", *, after: int = 10, latency: float = 0.0) -> dict:
+    return {"fault": "stall", "content": text, "after": after, "latency": latency}
+
+
+def huge(size: int, *, chunked: bool = False, latency: float = 0.0) -> dict:
+    return {"fault": "huge", "size": size, "chunked": chunked, "latency": latency}
+
+
+def raw(code: int, body: str, content_type: str = "text/html", *, headers: dict | None = None,
+        latency: float = 0.0) -> dict:
+    return {"fault": "raw", "status": code, "body": body, "content_type": content_type, "headers": headers or {},
+            "latency": latency}
+
+
+def gzip_bomb(size: int, *, latency: float = 0.0) -> dict:
+    return {"fault": "gzip_bomb", "size": size, "latency": latency}
 
 
 def as_json(obj) -> str:
@@ -255,8 +289,51 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(spec["latency"])
         self._serve(spec, body)
 
+    def _echo(self, text: str) -> str:
+        sent = self.headers.get("Authorization") or ""
+        key = sent[len("Bearer "):] if sent.startswith("Bearer ") else sent
+        return text.replace(ECHO_KEY, key) if ECHO_KEY in text else text
+
     def _serve(self, spec: dict, body: dict):
         fault = spec.get("fault")
+        if "content" in spec:
+            spec = {**spec, "content": self._echo(spec["content"])}
+        if fault == "drip":
+            data = json.dumps(_completion(self.server_fake.model, spec["content"], body, {})).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            step = max(1, int(spec.get("chunk") or 1))
+            for start in range(0, len(data), step):
+                self.wfile.write(data[start:start + step])
+                self.wfile.flush()
+                time.sleep(spec["interval"])
+            return
+        if fault == "stall":
+            data = json.dumps(_completion(self.server_fake.model, spec["content"], body, {})).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:spec["after"]])
+            self.wfile.flush()
+            self.connection.settimeout(None)
+            try:  # silence until the client gives up (or an hour)
+                self.connection.recv(1)
+            except OSError:
+                pass
+            self.close_connection = True
+            return
+        if fault == "huge":
+            return self._send_huge(spec["size"], spec.get("chunked", False))
+        if fault == "raw":
+            data = self._echo(spec["body"]).encode("utf-8", "surrogateescape")
+            return self._send_raw(spec["status"], data, spec["content_type"], spec.get("headers"))
+        if fault == "gzip_bomb":
+            return self._send_raw(200, _bomb(self.server_fake.model, spec["size"]), "application/json",
+                                  {"Content-Encoding": "gzip"})
         if fault == "dropped":
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -275,11 +352,40 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             return
         if "status" in spec:
-            error = {"message": spec["message"], "type": spec.get("error_type") or "server_error"}
+            error = {"message": self._echo(spec["message"]), "type": spec.get("error_type") or "server_error"}
             if spec.get("error_type"):
                 error["code"] = spec["error_type"]
             return self._send_json(spec["status"], {"error": error}, spec.get("headers") or {})
         return self._send_json(200, _completion(self.server_fake.model, spec["content"], body, spec))
+
+    def _send_huge(self, size: int, chunked: bool):
+        """A completion whose content is `size` bytes of 'x', written 1 MB at a time."""
+        prefix, suffix = _completion_parts(self.server_fake.model, {})
+        block = b"x" * (1 << 20)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(len(prefix) + size + len(suffix)))
+        self.end_headers()
+
+        def write(data: bytes):
+            if chunked:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            else:
+                self.wfile.write(data)
+
+        write(prefix)
+        left = size
+        while left > 0:
+            piece = block if left >= len(block) else block[:left]
+            write(piece)
+            left -= len(piece)
+        write(suffix)
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def _send_json(self, code: int, payload: dict, headers: dict | None = None):
         self._send_raw(code, json.dumps(payload).encode(), "application/json", headers)
@@ -292,6 +398,28 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+
+@functools.lru_cache(maxsize=4)
+def _bomb(model: str, size: int) -> bytes:
+    """A gzip-encoded completion whose content is `size` bytes of '0' (compressed 1 MB at a time)."""
+    prefix, suffix = _completion_parts(model, {})
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    parts, block, left = [packer.compress(prefix)], b"0" * (1 << 20), size
+    while left > 0:
+        parts.append(packer.compress(block if left >= len(block) else block[:left]))
+        left -= len(block)
+    parts += [packer.compress(suffix), packer.flush()]
+    return b"".join(parts)
+
+
+def _completion_parts(model: str, body: dict) -> tuple[bytes, bytes]:
+    """The bytes of a completion before and after its content string (for huge contents)."""
+    marker = "\u0000MARK\u0000"
+    whole = json.dumps(_completion(model, marker, body, {"prompt_tokens": 1, "completion_tokens": 1})).encode()
+    cut = json.dumps(marker)[1:-1].encode()
+    prefix, suffix = whole.split(cut)
+    return prefix, suffix
 
 
 def _completion(model: str, text: str, body: dict, spec: dict) -> dict:

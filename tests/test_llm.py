@@ -112,9 +112,9 @@ def test_retry_after_is_honored(fake_llm):
 
 def test_latency_beyond_the_request_timeout_is_model_timeout(fake_llm):
     fake_llm.enqueue(*[reply("late", latency=0.5)] * 2)
-    with pytest.raises(ModelTimeoutError, match="no answer within 0.1 s"):
+    with pytest.raises(ModelTimeoutError, match="no complete reply within the 0.1 s --request-timeout"):
         client_for(fake_llm, request_timeout=0.1, max_retries=1).chat(USER)
-    assert len(fake_llm.requests) == 2
+    assert len(fake_llm.requests) == 1, "the timeout is the whole call's: no time is left for a retry"
 
 
 def test_latency_within_the_timeout_is_fine(fake_llm):
@@ -281,7 +281,7 @@ def _write_entries(path: str, worker: int, count: int) -> None:
 
     cache = ResponseCache(path)
     for i in range(count):
-        cache.put(f"{worker}-{i}", {"worker": worker, "i": i}, {"text": f"{worker}/{i}"})
+        cache.put(f"{worker}-{i}", "http://127.0.0.1:1/v1", {"worker": worker, "i": i}, {"text": f"{worker}/{i}"})
     cache.close()
 
 
@@ -295,7 +295,7 @@ def test_four_processes_share_one_cache_without_loss(tmp_path):
         process.join(60)
         assert process.exitcode == 0
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 240
+        assert db.execute("SELECT COUNT(*) FROM replies").fetchone()[0] == 240
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -431,7 +431,7 @@ def test_metered_sums_calls_in_this_thread(fake_llm):
         client.chat(USER)
         client.chat(USER)
     assert meter.as_dict() | {"ms": 0} == {"model_calls": 2, "prompt_tokens": 5, "completion_tokens": 5,
-                                          "cache_hits": 0, "ms": 0}
+                                          "cache_hits": 0, "ms": 0, "http_attempts": 2}
 
 
 # -- the fake server as a process ----------------------------------------------

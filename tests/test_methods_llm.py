@@ -274,6 +274,15 @@ def test_react_budget_exhaustion_is_typed(fake_llm, indexes, backend):
     assert out["failure"]["usage"]["model_calls"] == 5 and len(fake_llm.requests) == 5
 
 
+def test_react_garbled_last_turns_are_budget_exhausted(fake_llm, indexes, backend):
+    fake_llm.enqueue(act("execute", "patients", [{"$limit": 1}]), act("execute", "patients", [{"$limit": 1}]),
+                     "garbled", "still garbled", "never asked")
+    context = generate.Context(indexes, backend=backend, model=client(fake_llm), max_steps=4)
+    [out] = list(generate.run(iter(tasks("clinic", 1)), "react", context))
+    assert out["failure"]["type"] == "budget_exhausted", out["failure"]
+    assert "within 4 model turns" in out["failure"]["message"] and len(fake_llm.requests) == 4
+
+
 def test_react_bad_turns_are_repaired_within_the_budget(fake_llm, indexes, backend):
     fake_llm.enqueue("thinking...", act("submit", "patients", []))
     [out] = run("react", tasks("clinic", 1), fake_llm, indexes, backend=backend)
@@ -294,7 +303,8 @@ def strip_timing(output: str) -> list[dict]:
     for record in records:
         for part in (record.get("prediction") or {}, record.get("failure") or {}):
             part.pop("ms", None)
-            part.get("usage", {}).pop("cache_hits", None)
+            for varying in ("cache_hits", "http_attempts"):  # what this run spent, not the answer
+                part.get("usage", {}).pop(varying, None)
     return records
 
 

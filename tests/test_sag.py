@@ -211,3 +211,20 @@ print(errors)
         result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == "[]"
+
+
+def test_sag_under_a_call_budget_stops_with_budget_exhausted_and_resumes(runner, fake_llm, index_file, tmp_path):
+    fake_llm.responder = lambda body: reply(json.dumps(GOLD))
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(task(n)) + "\n" for n in (1, 2)))
+    base = ["generate", "-m", "sag", "--data", str(WORLDS), "--index", str(index_file), "--model", "fake",
+            "--base-url", fake_llm.url, "--cache", str(tmp_path / "llm.sqlite"), "--concurrency", "1",
+            "--budget", "calls=4", str(tasks)]
+    first = runner.invoke(cli, base)
+    assert first.exit_code == 1 and "--budget was spent" in first.stderr
+    out = [json.loads(line) for line in first.stdout.splitlines()]
+    assert out[0]["prediction"] == {**out[0]["prediction"], **GOLD} and len(fake_llm.requests) == 4
+    assert out[1]["prediction"] is None and out[1]["failure"]["type"] == "budget_exhausted"
+    again = runner.invoke(cli, base)
+    assert again.exit_code == 0, again.stderr
+    assert all(json.loads(line)["prediction"] for line in again.stdout.splitlines()) and len(fake_llm.requests) == 6

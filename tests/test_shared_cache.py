@@ -36,6 +36,7 @@ def cache_uri(server, collection="llm_cache") -> str:
 
 
 REPLY = {"text": "{}", "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "ms": 3.0, "finish_reason": "stop"}
+EP = "http://127.0.0.1:8000/v1"  # the endpoint identity a client passes
 
 
 def test_the_uri_names_database_and_collection_and_keeps_the_rest():
@@ -47,46 +48,46 @@ def test_the_uri_names_database_and_collection_and_keeps_the_rest():
 
 def test_first_reply_stands_and_a_damaged_document_is_a_miss(store, capsys):
     cache = open_cache(cache_uri(store))
-    assert isinstance(cache, MongoResponseCache) and cache.get("k") is None and len(cache) == 0  # a claim, no reply
-    cache.put("k", {"messages": [{"$schema": "x"}]}, REPLY)
-    cache.put("k", {"messages": []}, {**REPLY, "text": "another"})
-    assert cache.get("k") == REPLY and len(cache) == 1
+    assert isinstance(cache, MongoResponseCache) and cache.get("k", EP) is None and len(cache) == 0  # a claim, no reply
+    cache.put("k", EP, {"messages": [{"$schema": "x"}]}, REPLY)
+    cache.put("k", EP, {"messages": []}, {**REPLY, "text": "another"})
+    assert cache.get("k", EP) == REPLY and len(cache) == 1
     [doc] = store.docs("nlq", "llm_cache")
     doc["response"] = "{not json"
-    assert cache.get("k") is None
+    assert cache.get("k", EP) is None
     assert "damaged entry" in capsys.readouterr().err
     cache.close()
 
 
 def test_a_miss_claims_the_key_and_another_runner_waits_for_the_reply(store):
     first, second = MongoResponseCache(cache_uri(store)), MongoResponseCache(cache_uri(store), poll_s=0.01)
-    assert first.get("k") is None  # claimed by the first runner
+    assert first.get("k", EP) is None  # claimed by the first runner
     got = []
-    waiter = threading.Thread(target=lambda: got.append(second.get("k")))
+    waiter = threading.Thread(target=lambda: got.append(second.get("k", EP)))
     waiter.start()
     time.sleep(0.2)
     assert waiter.is_alive() and not got  # it waits rather than asking the model too
-    first.put("k", {}, REPLY)
+    first.put("k", EP, {}, REPLY)
     waiter.join(5)
     assert got == [REPLY]
     # a runner that gives up its claim (the model failed) lets the waiting one ask
-    assert first.get("j") is None
-    waiter = threading.Thread(target=lambda: got.append(second.get("j")))
+    assert first.get("j", EP) is None
+    waiter = threading.Thread(target=lambda: got.append(second.get("j", EP)))
     waiter.start()
-    first.abandon("j")
+    first.abandon("j", EP)
     waiter.join(5)
     assert got[-1] is None and not waiter.is_alive()  # the second runner now holds the claim
 
 
 def test_an_expired_claim_is_taken_over(store):
     dead = MongoResponseCache(cache_uri(store), claim_s=0.05)
-    assert dead.get("k") is None  # the runner that claimed it dies here
+    assert dead.get("k", EP) is None  # the runner that claimed it dies here
     alive = MongoResponseCache(cache_uri(store), poll_s=0.01)
-    assert alive.get("k") is None  # after the claim ran out: its turn to ask
+    assert alive.get("k", EP) is None  # after the claim ran out: its turn to ask
 
 
 def test_offline_never_claims(store):
-    assert MongoResponseCache(cache_uri(store), claim=False).get("k") is None
+    assert MongoResponseCache(cache_uri(store), claim=False).get("k", EP) is None
     assert store.docs("nlq", "llm_cache") == []
 
 

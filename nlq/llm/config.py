@@ -15,6 +15,8 @@ from pathlib import Path
 from nlq.errors import ModelConfigError
 
 JSON_MODES = ("schema", "object", "none")
+# The longest reply body read from an endpoint; reading stops past it (a pipeline answer is a few KB).
+DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024
 
 
 def default_cache_path() -> Path:
@@ -33,7 +35,11 @@ class ModelConfig:
     SQLite response cache file, or None for no cache; `offline` answers only
     from the cache. `log` is a JSONL transcript file, or None. `max_retries`,
     `backoff` (first delay, seconds, doubled per retry, with jitter) and
-    `max_backoff` bound the retry loop.
+    `max_backoff` bound the retry loop. `request_timeout` is the deadline of
+    one whole call, from the request to the last byte of the reply, retries
+    and their waits included; `max_reply_bytes` caps the body read. `budget_calls`
+    and `budget_tokens` (None = no cap) stop the client making new calls once
+    that many calls were made or tokens spent (cache hits are free).
     """
 
     model: str
@@ -51,6 +57,9 @@ class ModelConfig:
     max_retries: int = 6
     backoff: float = 0.5
     max_backoff: float = 30.0
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    budget_calls: int | None = None
+    budget_tokens: int | None = None
 
     def __post_init__(self):
         if not self.model:
@@ -61,6 +70,8 @@ class ModelConfig:
             raise ModelConfigError("--offline answers from the response cache, but the cache is off (--no-cache)")
         if not self.offline and not self.base_url:
             raise ModelConfigError("no endpoint: set NLQ_BASE_URL or give --base-url")
+        if self.max_reply_bytes < 1:
+            raise ModelConfigError(f"max_reply_bytes must be at least 1, not {self.max_reply_bytes}")
         if self.concurrency < 1:
             raise ModelConfigError(f"concurrency must be at least 1, not {self.concurrency}")
 

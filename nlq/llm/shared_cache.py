@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import uuid
+from typing import Callable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
@@ -89,29 +90,48 @@ def connect(uri: str, what: str, default_collection: str = DEFAULT_COLLECTION):
 class MongoResponseCache:
     """The response cache in one MongoDB collection (thread-safe: pymongo's client is).
 
-    With `claim` (the default; off for `--offline`), a miss also claims the key for
-    `claim_s` seconds (`{_id: key, state: "pending", owner, expires}`): another runner
-    that misses the same key meanwhile waits for the reply instead of asking the model
-    too, so runners sharing the cache make each distinct request once. A claim whose
-    owner gave up (`abandon`, after a model fault) or died (its time ran out) is taken
-    over."""
+    The same interface as the SQLite ResponseCache: a reply is stored under the
+    logical request's key and the identity of the endpoint that gave it
+    (`{_id: "<endpoint> <key>", key, endpoint, request, response}`); `get(key, None)`
+    (an `--offline` replay without `--base-url`) serves the entry of any endpoint.
+    `mask(bytes)` is applied to what is stored (the API key); `warn` reports a
+    damaged entry or an unreachable cache, once.
 
-    def __init__(self, uri: str, *, claim: bool = True, claim_s: float = CLAIM_S, poll_s: float = POLL_S):
+    With `claim` (the default; off for `--offline`), a miss also claims the key for
+    `claim_s` seconds (`state: "pending", owner, expires`): another runner that misses
+    the same key meanwhile waits for the reply instead of asking the model too, so
+    runners sharing the cache make each distinct request once. A claim whose owner
+    gave up (`abandon`, after a model fault) or died (its time ran out) is taken over."""
+
+    def __init__(self, uri: str, *, warn: Callable[[str], None] | None = None,
+                 mask: Callable[[bytes], bytes] | None = None, claim: bool = True, claim_s: float = CLAIM_S,
+                 poll_s: float = POLL_S):
         self.uri = uri
         self.path = shown(uri)  # what messages name (as ResponseCache.path)
         self._client, self._collection = connect(uri, "response cache")
         self._claim, self._claim_s, self._poll_s = claim, claim_s, poll_s
+        self._warn_to = warn or _stderr_warning
+        self._mask = mask or (lambda data: data)
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._warned = False
+        self._warned: set[str] = set()
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> dict | None:
-        """The stored reply of `key`, or None (after claiming the key, when claims are on)."""
+    @staticmethod
+    def _id(key: str, endpoint: str | None) -> str:
+        return f"{endpoint or ''} {key}"
+
+    def get(self, key: str, endpoint: str | None) -> dict | None:
+        """The stored reply of `key` from `endpoint` (any endpoint when None), or None (after
+        claiming the key, when claims are on and an endpoint is named)."""
         from pymongo.errors import DuplicateKeyError, PyMongoError
 
         try:
+            if endpoint is None:
+                doc = self._collection.find_one({"key": key, "response": {"$exists": True}})
+                return self._reply(doc) if doc is not None else None
+            _id = self._id(key, endpoint)
             while True:
-                doc = self._collection.find_one({"_id": key})
+                doc = self._collection.find_one({"_id": _id})
                 if doc is not None and "response" in doc:
                     return self._reply(doc)
                 if not self._claim:
@@ -119,21 +139,21 @@ class MongoResponseCache:
                 now = time.time()
                 if doc is None:
                     try:
-                        self._collection.insert_one({"_id": key, "state": "pending", "owner": self._owner,
-                                                     "expires": now + self._claim_s})
+                        self._collection.insert_one({"_id": _id, "key": key, "endpoint": endpoint, "state": "pending",
+                                                     "owner": self._owner, "expires": now + self._claim_s})
                         return None
                     except DuplicateKeyError:
                         continue  # another runner claimed it first: read its claim
                 if doc.get("owner") == self._owner or float(doc.get("expires") or 0) <= now:
                     taken = self._collection.find_one_and_update(
-                        {"_id": key, "response": {"$exists": False}, "expires": doc.get("expires")},
+                        {"_id": _id, "response": {"$exists": False}, "expires": doc.get("expires")},
                         {"$set": {"state": "pending", "owner": self._owner, "expires": now + self._claim_s}})
                     if taken is not None:
                         return None
                     continue
                 time.sleep(self._poll_s)  # another runner is asking the model: wait for its reply
         except PyMongoError as exc:
-            self._warn(f"the response cache at {self.path} cannot be read ({exc}); asking the model")
+            self._once("read", f"the response cache at {self.path} cannot be read ({exc}): asking the model")
             return None
 
     def _reply(self, doc: dict) -> dict | None:
@@ -142,30 +162,36 @@ class MongoResponseCache:
             if not isinstance(response, dict) or not isinstance(response.get("text"), str):
                 raise ValueError("not a stored reply")
         except (KeyError, TypeError, ValueError) as exc:
-            self._warn(f"a damaged entry of the response cache at {self.path} ({exc}) is read as a miss")
+            self._once("row", f"a damaged entry of the response cache at {self.path} ({exc}) is read as a miss")
             return None
         return response
 
-    def put(self, key: str, request: dict, response: dict) -> None:
+    def put(self, key: str, endpoint: str | None, request: dict, response: dict) -> bool:
         """Store a response; the first reply stored for a key stands (a claim is filled, a reply is
-        never replaced)."""
+        never replaced). False when it could not be written (warned once): the reply is used all the same."""
         from pymongo.errors import DuplicateKeyError, PyMongoError
 
-        doc = {"state": "done", "request": orjson.dumps(request, option=orjson.OPT_SORT_KEYS).decode(),
-               "response": orjson.dumps(response).decode(), "created": time.time()}
+        doc = {"key": key, "endpoint": endpoint or "", "state": "done",
+               "request": self._mask(orjson.dumps(request, option=orjson.OPT_SORT_KEYS, default=str)).decode(),
+               "response": self._mask(orjson.dumps(response, default=str)).decode(), "created": time.time()}
         try:
-            self._collection.update_one({"_id": key, "response": {"$exists": False}}, {"$set": doc}, upsert=True)
+            self._collection.update_one({"_id": self._id(key, endpoint), "response": {"$exists": False}},
+                                        {"$set": doc}, upsert=True)
         except DuplicateKeyError:
             pass  # another runner stored this reply first: theirs stands
         except PyMongoError as exc:
-            self._warn(f"the response cache at {self.path} cannot be written ({exc}); the reply is used, not kept")
+            self._once("write", f"the response cache at {self.path} cannot be written ({exc}): the reply is used, "
+                                "not kept")
+            return False
+        return True
 
-    def abandon(self, key: str) -> None:
+    def abandon(self, key: str, endpoint: str | None) -> None:
         """Give up this runner's claim on `key` (the model call failed): a waiting runner takes it over."""
         from pymongo.errors import PyMongoError
 
         try:
-            self._collection.delete_one({"_id": key, "owner": self._owner, "response": {"$exists": False}})
+            self._collection.delete_one({"_id": self._id(key, endpoint), "owner": self._owner,
+                                         "response": {"$exists": False}})
         except PyMongoError:
             pass  # the claim then runs out by itself
 
@@ -176,19 +202,23 @@ class MongoResponseCache:
     def close(self) -> None:
         self._client.close()
 
-    def _warn(self, message: str) -> None:
+    def _once(self, what: str, message: str) -> None:
         with self._lock:
-            if self._warned:
+            if what in self._warned:
                 return
-            self._warned = True
-        print(f"nlq: warning: {message}", file=sys.stderr)
+            self._warned.add(what)
+        self._warn_to(message)
 
 
-def open_cache(spec, *, claim: bool = True):
+def _stderr_warning(message: str) -> None:
+    print(f"nlq: warning: {message}", file=sys.stderr, flush=True)
+
+
+def open_cache(spec, *, warn=None, mask=None, claim: bool = True):
     """The response cache `spec` names: a MongoDB URI (MongoResponseCache; `claim` as there) or a
-    SQLite file."""
+    SQLite file (ResponseCache)."""
     if is_uri(spec):
-        return MongoResponseCache(spec, claim=claim)
+        return MongoResponseCache(spec, warn=warn, mask=mask, claim=claim)
     from nlq.llm.cache import ResponseCache
 
-    return ResponseCache(spec)
+    return ResponseCache(spec, warn=warn, mask=mask)

@@ -7,7 +7,8 @@
 
 The budget (`--max-steps`, default 50) counts model turns, repair turns
 included; using it up without a submission is a typed `budget_exhausted`
-failure, never a forced answer. The prediction records `steps` (model turns)
+failure, never a forced answer (also when the last turns were garbled: the
+budget cut their repair turns short). The prediction records `steps` (model turns)
 and `trace` (each action and its observation).
 """
 
@@ -79,8 +80,15 @@ class ReactMethod:
         schema = action_schema(names)
         trace, turns = [], 0
         while turns < budget:
-            decoded = chat_decoded(context.model, messages, decode_action, schema=schema,
-                                   repairs=min(REPAIR_TURNS, budget - turns - 1))
+            allowed = min(REPAIR_TURNS, budget - turns - 1)
+            try:
+                decoded = chat_decoded(context.model, messages, decode_action, schema=schema, repairs=allowed)
+            except ModelBadOutputError as exc:
+                if allowed < REPAIR_TURNS:  # the budget, not the model, cut the repair turns short
+                    raise BudgetExhaustedError(f"react: no pipeline submitted within {budget} model turns "
+                                               f"({len(trace)} actions; the last reply was not a valid action: "
+                                               f"{exc.message})") from None
+                raise
             turns += 1 + decoded.repairs
             action, messages = decoded.value, decoded.messages
             if action["collection"] not in names:

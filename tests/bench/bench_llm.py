@@ -1,4 +1,6 @@
-"""Model access against the fake server: concurrency speedup, cached replay, fault mix.
+"""Model access against the fake server: concurrency speedup, cached replay, fault mix,
+and hostile replies (a 200 MB reply, a gzip bomb, a slow drip): peak RSS and wall time
+of an `nlq generate` process (target < 300 MB, and the request timeout plus 1 s per retry).
 
     python -m tests.bench llm
 """
@@ -6,16 +8,21 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+import orjson
+
 from nlq.errors import NlqError
 from nlq.generate import ordered_map
 from nlq.llm import ChatClient, ModelConfig, chat_decoded, decode_pipeline, pipeline_schema
-from tests.fakellm import FakeLLM, dropped, non_json, rate_limited, reply, status
+from tests.fakellm import FakeLLM, drip, dropped, gzip_bomb, huge, non_json, rate_limited, reply, status
 
 SCHEMA = pipeline_schema(["c"])
 
@@ -105,11 +112,76 @@ def fault_mix(fake: FakeLLM, records: int = 1000) -> None:
           f"{len(fake.requests) - before} requests, {elapsed:.1f} s (target >= 97%)")
 
 
+# Runs `nlq generate` in this child and reports its own peak RSS (VmHWM: a forked child's
+# rusage would count the parent's pages, the fake server's included).
+_CHILD = """
+import atexit, sys, time
+started = time.perf_counter()
+def report():
+    peak = next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM'))
+    sys.stderr.write(f'BENCH {peak} {time.perf_counter() - started:.3f}\\n')
+atexit.register(report)
+from nlq.commands import cli
+sys.argv = ['nlq'] + sys.argv[1:]
+cli()
+"""
+
+
+def _generate_process(fake: FakeLLM, folder: Path, index: Path, *extra: str) -> tuple[dict, float, float]:
+    """One record through `nlq generate -m card` in a child process: (record, seconds of the
+    command itself, peak RSS MB)."""
+    from tests.conftest import ROOT
+
+    task = folder / "task.jsonl"
+    task.write_text(json.dumps({"id": 1, "db": "clinic", "question": "How many patients are there?"}) + "\n")
+    env = {**os.environ, "NLQ_BASE_URL": fake.url, "NLQ_MODEL": "fake-model", "NLQ_API_KEY": "sk-bench-0123456789"}
+    done = subprocess.run([sys.executable, "-c", _CHILD, "generate", "-m", "card", "--index", str(index),
+                           "--no-cache", *extra, str(task)], cwd=ROOT, env=env, capture_output=True, check=False)
+    line = next(line for line in done.stderr.decode().splitlines() if line.startswith("BENCH "))
+    _, peak_kb, seconds = line.split()
+    return orjson.loads(done.stdout.splitlines()[0]), float(seconds), int(peak_kb) / 1024
+
+
+def untrusted(fake: FakeLLM) -> None:
+    from nlq import index as grounding
+    from nlq.backends import EmbeddedBackend
+    from tests.conftest import WORLDS
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        index = folder / "clinic.index.jsonl"
+        index.write_bytes(grounding.dumps(next(iter(grounding.build(EmbeddedBackend(WORLDS), ["clinic"])))) + b"\n")
+        answer = json.dumps({"collection": "patients", "pipeline": [{"$count": "n"}]})
+        cases = [
+            ("a normal reply (baseline)", [reply(answer)], ["--request-timeout", "5"], 0),
+            ("a 200 MB reply (Content-Length)", [huge(200 << 20)], ["--request-timeout", "30"], 0),
+            ("a 200 MB reply (chunked)", [huge(200 << 20, chunked=True)], ["--request-timeout", "30"], 0),
+            ("a 7 MB reply (under the 8 MiB default cap)", [huge(7 << 20)], ["--request-timeout", "30"], 0),
+            ("a gzip bomb inflating to 200 MB", [gzip_bomb(200 << 20)], ["--request-timeout", "30"], 0),
+            ("a drip of 1 byte every 0.5 s", [drip(answer, 0.5)], ["--request-timeout", "5"], 0),
+            ("two 503s, then the drip", [status(503), status(503), drip(answer, 0.5)], ["--request-timeout", "5"], 2),
+        ]
+        for name, specs, extra, retries in cases:
+            fake.reset()
+            fake.enqueue(*specs)
+            fake.responder = lambda body: reply(answer)
+            record, elapsed, rss = _generate_process(fake, folder, index, *extra)
+            timeout = float(extra[-1])
+            outcome = record["failure"]["type"] if record.get("failure") else "prediction"
+            spent = (record.get("failure") or record.get("prediction") or {}).get("usage", {})
+            bound = timeout + retries
+            print(f"{name}: {outcome}, {spent.get('http_attempts')} http attempt(s), model calls "
+                  f"{spent.get('ms', 0) / 1000:.2f} s (bound {bound:g} s = --request-timeout {timeout:g} + 1 s x "
+                  f"{retries} retries), whole command {elapsed:.2f} s (imports and index included), "
+                  f"peak RSS {rss:.0f} MB (target < 300 MB)", flush=True)
+
+
 def main() -> None:
     with FakeLLM() as fake:
         concurrency(fake)
         cached_replay(fake)
         fault_mix(fake)
+        untrusted(fake)
 
 
 if __name__ == "__main__":

@@ -18,29 +18,30 @@ from nlq.ledger import Ledger
 from nlq.llm.shared_cache import MongoResponseCache
 
 REPLY = {"text": "{}", "usage": {}, "ms": 1.0}
+EP = "http://127.0.0.1:8000/v1"
 
 
 def check(uri: str) -> list[str]:
     problems: list[str] = []
     cache_uri = f"{uri.rstrip('/')}/nlq_wire?collection=llm_cache"
     first, second = MongoResponseCache(cache_uri), MongoResponseCache(cache_uri, poll_s=0.01)
-    if first.get("k") is not None:
+    if first.get("k", EP) is not None:
         problems.append("cache: a fresh key is not a miss")
     got: list = []
-    waiter = threading.Thread(target=lambda: got.append(second.get("k")))
+    waiter = threading.Thread(target=lambda: got.append(second.get("k", EP)))
     waiter.start()
     time.sleep(0.3)
     if got:
         problems.append("cache: a second runner did not wait for the first one's claim")
-    first.put("k", {"messages": []}, REPLY)
-    first.put("k", {"messages": []}, {**REPLY, "text": "later"})
+    first.put("k", EP, {"messages": []}, REPLY)
+    first.put("k", EP, {"messages": []}, {**REPLY, "text": "later"})
     waiter.join(10)
     if got != [REPLY]:
         problems.append(f"cache: the waiting runner got {got!r}, not the first reply")
-    if first.get("k") != REPLY or len(first) != 1:
+    if first.get("k", EP) != REPLY or len(first) != 1:
         problems.append("cache: the first reply did not stand")
-    first._collection.update_one({"_id": "k"}, {"$set": {"response": "{damaged"}})
-    if MongoResponseCache(cache_uri, claim=False).get("k") is not None:
+    first._collection.update_one({"key": "k"}, {"$set": {"response": "{damaged"}})
+    if MongoResponseCache(cache_uri, claim=False).get("k", EP) is not None:
         problems.append("cache: a damaged document is not a miss")
 
     ledger_uri = f"{uri.rstrip('/')}/nlq_wire?collection=ledger"
@@ -63,7 +64,7 @@ def check(uri: str) -> list[str]:
         t.join(60)
     if sorted(handled) != sorted(r["id"] for r in records):
         problems.append(f"ledger: records handled {sorted(handled)}, not each once")
-    if outputs.get("a") != outputs.get("b") or len(outputs.get("a") or []) != len(records):
+    if outputs.get("a", EP) != outputs.get("b", EP) or len(outputs.get("a", EP) or []) != len(records):
         problems.append("ledger: the two runners did not write the same records")
     dead = Ledger(ledger_uri, "expiring", lease=0.5, owner="dead")
     dead.claim("w/1")
