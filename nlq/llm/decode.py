@@ -82,8 +82,7 @@ def decode_pipeline(text: str, collections) -> dict:
     for piece in candidates(text):
         for source, rest in _query_sources(piece):
             try:
-                io.check_nesting(source)  # a reply nested past the input limit is bad output, not a crash
-                query = parse_query(source)
+                query = parse_query(source)  # a reply nested past MongoDB's limit is bad output, not a crash
             except (ParseError, InputError) as exc:
                 first_error = first_error or exc
                 continue
