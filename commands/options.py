@@ -310,3 +310,53 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):  # io.UnsupportedOperation is both
         pass
+
+
+def profile_options(command: str):
+    """`--profile paper|nlq` (env NLQ_PROFILE) and one option per profile element `command` reads
+    (nlq.profiles), collected into one `profile` dict argument: every element's value, the
+    profile's default unless the option is given, plus `name` (the profile in effect)."""
+    from nlq import profiles
+
+    elements = profiles.for_command(command)
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            name = kwargs.pop("profile_name")
+            explicit = {e.name: kwargs.pop("profile_" + e.name) for e in elements}
+            with errors_as_click():
+                values = profiles.resolve(name, explicit)
+                values["name"] = profiles.profile_name(name)
+            kwargs["profile"] = values
+            return fn(*args, **kwargs)
+
+        for element in reversed(elements):
+            flag = "--" + element.name.replace("_", "-")
+            nlq_default, paper_default = element.nlq, element.paper
+            shown = f" (nlq: {_shown(nlq_default)}; paper: {_shown(paper_default)})"
+            if element.choices == (False, True) or element.choices == (True, False):
+                option = click.option(f"{flag}/--no-{flag[2:]}", "profile_" + element.name, default=None,
+                                      help=element.help[0].upper() + element.help[1:] + "." + shown)
+            elif element.choices is None:
+                kind = str if element.name == "reasoning_effort" else click.IntRange(min=0)
+                option = click.option(flag, "profile_" + element.name, type=kind, default=None,
+                                      help=element.help[0].upper() + element.help[1:] + "." + shown)
+            else:
+                option = click.option(flag, "profile_" + element.name, type=click.Choice(element.choices),
+                                      default=None, help=element.help[0].upper() + element.help[1:] + "." + shown)
+            wrapper = option(wrapper)
+        wrapper = click.option("--profile", "profile_name", type=click.Choice(sorted(profiles.PROFILES)),
+                               envvar=profiles.ENV, default=None,
+                               help="Defaults of the elements below: paper (SAG as published) or nlq "
+                                    "(this toolkit's; the default). Env NLQ_PROFILE.")(wrapper)
+        return wrapper
+    return decorate
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
