@@ -7,7 +7,7 @@ import contextlib
 import click
 
 from nlq.commands.options import (backend_options, errors_as_click, io_options, model_client, model_config_from,
-                                  model_options, open_backend_from, question_limit, with_progress)
+                                  model_options, open_backend_from, profile_options, question_limit, with_progress)
 from nlq import generate, io, methods
 from nlq import index as grounding
 
@@ -50,9 +50,10 @@ Example:
               help="sag: attempts voted in result space (default: the rung's, 3 for sag, else 1).")
 @backend_options
 @model_options
+@profile_options("generate")
 def cli(input, output, append, strict, progress, limits, max_question_chars, method, index_path, min_confidence,
         candidates, fallback, threshold, max_steps, ladder, card_kind, no_gate, no_witnesses, no_bisection, contract,
-        fail_closed, rounds, attempts, data, uri, timeout, max_rows, model_options):
+        fail_closed, rounds, attempts, data, uri, timeout, max_rows, model_options, profile):
     """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
@@ -72,6 +73,10 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
       nlq generate -m card --index racing.index.jsonl fixtures/tasks/racing.jsonl
       nlq generate -m sampled --data fixtures/worlds --index racing.index.jsonl TASKS
       nlq generate -m sag --data fixtures/worlds --index racing.index.jsonl --ladder gated-repair TASKS
+
+    --profile paper (or NLQ_PROFILE=paper) runs SAG and the baselines as the
+    paper did; each element below is also an option of its own, and the
+    prediction records `profile = {name, overrides}` (docs/REPRODUCTION.md).
     """
     if method == "cascade" and (fallback is None or threshold is None):
         raise click.UsageError("--method cascade needs --fallback METHOD and --threshold T")
@@ -87,10 +92,11 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
 
         settings = Settings(ladder=ladder or "sag", gate=not no_gate, witnesses=not no_witnesses,
                             bisection=not no_bisection, card=card_kind or "full", contract=contract,
-                            rounds=rounds, attempts=attempts, fail_closed=fail_closed)
+                            rounds=rounds, attempts=attempts, fail_closed=fail_closed, profile=profile)
     with errors_as_click():  # a plugin that cannot be loaded: exit 1 with its message
         impl = methods.get(method)
     options = {"fallback": fallback}
+    model_options = with_reasoning_effort(model_options, profile)
     config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", options),
                                what=f"--method {method}")
     backend = open_backend_from(data, uri, timeout) if methods.needs(impl, "needs_backend", options) else None
@@ -98,7 +104,18 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
         indexes = grounding.load(index_path)
         context = generate.Context(indexes, backend=backend, model=model, min_confidence=min_confidence,
                                    max_steps=max_steps, timeout=timeout, max_rows=max_rows,
-                                   candidates=candidates, fallback=fallback, threshold=threshold, sag=settings)
+                                   candidates=candidates, fallback=fallback, threshold=threshold, sag=settings,
+                                   profile=profile)
         records = with_progress(io.read_records(input, strict=strict, stage="generate", **limits), progress, "generate")
         io.write_records(generate.run(records, method, context, max_question_chars=max_question_chars), output,
                          append=append)
+
+
+def with_reasoning_effort(model_options: dict, profile: dict) -> dict:
+    """The model options with the profile's `reasoning_effort` as a request field (an explicit
+    `--option reasoning_effort=...` wins)."""
+    effort = profile.get("reasoning_effort")
+    extra = dict(model_options.get("option") or {})
+    if effort and "reasoning_effort" not in extra:
+        extra["reasoning_effort"] = effort
+    return {**model_options, "option": extra}

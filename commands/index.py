@@ -38,8 +38,6 @@ def cli(data, uri, timeout, max_rows, dbs, db_options, sample, seed, output, pro
     """
     named = list(dict.fromkeys(list(dbs) + list(db_options)))  # each database once, first mention's order
     with open_backend_from(data, uri, timeout) as backend, errors_as_click():
-        if profile["max_depth"] < 1:
-            raise click.BadParameter("must be at least 1", param_hint="--max-depth")
         io.write_records(grounding.build(backend, named, sample=sample, seed=seed, max_depth=profile["max_depth"],
                                          sampling=profile["sampling"], array_elements=profile["array_elements"],
                                          map_rule=profile["map_rule"], collapse_rule=profile["collapse_rule"]),

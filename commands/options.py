@@ -339,7 +339,8 @@ def profile_options(command: str):
                 option = click.option(f"{flag}/--no-{flag[2:]}", "profile_" + element.name, default=None,
                                       help=element.help[0].upper() + element.help[1:] + "." + shown)
             elif element.choices is None:
-                kind = str if element.name == "reasoning_effort" else click.IntRange(min=0)
+                kind = str if element.name == "reasoning_effort" else \
+                    click.IntRange(min=1 if element.name == "max_depth" else 0)
                 option = click.option(flag, "profile_" + element.name, type=kind, default=None,
                                       help=element.help[0].upper() + element.help[1:] + "." + shown)
             else:

@@ -169,7 +169,9 @@ class ChatClient:
             except _Retry as fault:
                 if retries >= self.config.max_retries:
                     error = fault.error
-                    raise type(error)(f"{error.message} (gave up after {retries} retries)", hint=error.hint) from None
+                    gave_up = type(error)(f"{error.message} (gave up after {retries} retries)", hint=error.hint)
+                    gave_up.transient = True  # a transport fault: another call may succeed
+                    raise gave_up from None
                 time.sleep(self._delay(retries, fault.wait))
                 retries += 1
                 continue
