@@ -137,7 +137,7 @@ def find(question: str, index: dict, *, hard_max: int = DEFAULT_HARD_MAX, litera
 _PAPER_QUOTED = re.compile(r"'([^']{2,60})'|\"([^\"]{2,60})\"")
 _PAPER_CAPS = re.compile(r"\b[A-Z][A-Z0-9_]{1,}(?:\s+[A-Z][A-Z0-9_]{1,}){0,4}\b")
 _PAPER_DATE = re.compile(r"\b\d{4}[-/]\d{2}(?:[-/]\d{2})?\b")
-_PAPER_YEAR = re.compile(r"(?<![\w.])(?:1[5-9]|20)\d{2}(?![\w.])")
+_PAPER_YEAR = re.compile(r"(?<![\w.])(?:1[5-9]|20)\d{2}(?!\w|\.\d)")
 _PAPER_TITLE = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,3}\b")
 _PAPER_SHORT_WORD = re.compile(r"[\d_:]")
 
