@@ -211,7 +211,7 @@ def model_options(fn):
     `--cache FILE` (env NLQ_CACHE) / `--no-cache`, `--offline`, `--log FILE`.
     Turn it into a ModelConfig with `model_config_from`."""
     names = ("model", "base_url", "api_key", "temperature", "max_tokens", "option", "json_mode", "concurrency",
-             "request_timeout", "cache", "no_cache", "offline", "log")
+             "request_timeout", "cache", "no_cache", "offline", "log", "draw")
 
     @click.option("--model", envvar="NLQ_MODEL", help="Model name sent to the endpoint (env NLQ_MODEL).")
     @click.option("--base-url", envvar="NLQ_BASE_URL",
@@ -237,6 +237,9 @@ def model_options(fn):
     @click.option("--offline", is_flag=True, help="Answer only from the cache; a miss is a `cache_miss` failure.")
     @click.option("--log", type=click.Path(dir_okay=False), default=None,
                   help="Append one JSONL transcript line per model call to FILE.")
+    @click.option("--draw", type=click.IntRange(min=0), default=0, show_default=True,
+                  help="Another draw of the same requests: a part of the cache key, never sent (unlike "
+                       "--option seed=N).")
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         kwargs["model_options"] = {name: kwargs.pop(name) for name in names}
@@ -267,7 +270,8 @@ def model_config_from(model_options: dict, *, needed: bool, what: str = "this co
         return ModelConfig(model=o["model"], base_url=o["base_url"], api_key=o["api_key"] or None,
                            temperature=o["temperature"], max_tokens=o["max_tokens"], options=o["option"],
                            json_mode=o["json_mode"], request_timeout=o["request_timeout"],
-                           concurrency=o["concurrency"], cache=cache, offline=o["offline"], log=o["log"])
+                           concurrency=o["concurrency"], cache=cache, offline=o["offline"], log=o["log"],
+                           draw=o.get("draw") or 0)
     except ModelConfigError as exc:
         raise click.UsageError(exc.message) from None
 

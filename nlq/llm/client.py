@@ -139,7 +139,8 @@ class ChatClient:
         c = self.config
         return {"model": c.model, "messages": messages, "temperature": c.temperature, "max_tokens": c.max_tokens,
                 "options": c.options, "json_mode": c.json_mode if schema is not None else "none",
-                "schema": schema, "schema_name": schema_name, "sample": sample}
+                "schema": schema, "schema_name": schema_name, "sample": sample,
+                **({"draw": c.draw} if c.draw else {})}
 
     def _body(self, messages, schema, schema_name, mode) -> dict:
         c = self.config

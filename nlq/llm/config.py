@@ -33,7 +33,9 @@ class ModelConfig:
     SQLite response cache file, or None for no cache; `offline` answers only
     from the cache. `log` is a JSONL transcript file, or None. `max_retries`,
     `backoff` (first delay, seconds, doubled per retry, with jitter) and
-    `max_backoff` bound the retry loop.
+    `max_backoff` bound the retry loop. `draw` > 0 is another draw of the same
+    requests (a compute-matched control without a request seed): it keys the
+    cache and is never sent.
     """
 
     model: str
@@ -51,6 +53,7 @@ class ModelConfig:
     max_retries: int = 6
     backoff: float = 0.5
     max_backoff: float = 30.0
+    draw: int = 0  # another draw of the same requests: part of the cache key, never sent
 
     def __post_init__(self):
         if not self.model:
