@@ -146,8 +146,8 @@ def find_paper(question: str, index: dict, *, hard_max: int = 6) -> list[dict]:
     """The paper's witnesses: quoted strings (2-60 characters), ALL-CAPS codes (3+ characters),
     dates and bare years are hard; title-case phrases (a sentence's first word alone excluded) are
     soft; a short plain quoted word (one word under 6 characters, not all capitals, no digit, `_`
-    or `:`) is demoted to soft, being usually an output label. Only literals found in the value
-    index are reported; a witness is `hard` when its class is and its exact matches lie in at most
+    or `:`) is demoted to soft, being usually an output label. Only literals stored as strings or
+    map keys are reported (the paper's value index holds no numbers or dates); a witness is `hard` when its class is and its exact matches lie in at most
     `hard_max` locations."""
     values = index.get("values") or {}
     found: dict[str, tuple[str, bool]] = {}
@@ -173,7 +173,9 @@ def find_paper(question: str, index: dict, *, hard_max: int = 6) -> list[dict]:
     out, seen = [], set()
     for term, (source, hard) in found.items():
         key = normalize(term)
-        matches = values.get(key, [])
+        # the paper's value index holds strings and map keys only (its reference indexes no number,
+        # date or year of a date): a literal matches the stored strings and keys
+        matches = [m for m in values.get(key, []) if isinstance(m.get("stored"), str) and "part" not in m]
         if not key or key in seen or not matches:
             continue
         seen.add(key)
