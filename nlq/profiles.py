@@ -94,6 +94,9 @@ ELEMENTS = {e.name: e for e in (
     Element("documents", ("generate",), "seeded", "first-compact", ("seeded", "first-compact"),
             "sampled/data-rich/sql-pivot documents: the seeded sample raw, or the first k compacted with "
             "string-value summaries"),
+    Element("react", ("generate",), "nlq", "paper", ("nlq", "paper"),
+            "ReAct: nlq's prompt and step count, or the paper's (grading and output conventions in the prompt, "
+            "a nudge in the last 3 steps, repair turns outside the step budget)"),
     Element("reasoning_effort", ("generate", "repair"), None, "max", None,
             "the request's reasoning_effort (none: not sent)"),
     Element("transport_retry", ("generate", "repair"), "end-attempt", "keep-trying", ("end-attempt", "keep-trying"),

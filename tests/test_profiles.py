@@ -317,3 +317,26 @@ def test_id_exists_even_when_the_data_was_exported_without_it():
     grouped = Query("c", [{"$group": {"_id": "$_id", "n": {"$sum": 1}}}])
     assert gate.run(grouped, ix, "") == []
     assert gate.run(Query("c", [{"$group": {"_id": "$kk"}}]), ix, "")
+
+
+def test_react_conventions_nudge_and_repair_turns_outside_the_budget(fake_llm, indexes, backend):
+    probe = json.dumps({"thought": "look", "action": "execute", "collection": "lab_histories",
+                        "pipeline": [{"$limit": 1}]})
+    submit = json.dumps({"thought": "done", "action": "submit", **GOLD})
+    script = (probe, "not json at all", probe, probe, submit)
+
+    def run(profile):
+        fake_llm.reset()
+        fake_llm.enqueue(*script)
+        context = generate.Context(indexes, backend=backend, model=client(fake_llm), profile=profile, max_steps=4)
+        return list(generate.run(iter([task(1)]), "react", context))[0]
+
+    paper = run(PAPER)
+    assert paper["prediction"]["pipeline"] == GOLD["pipeline"] and paper["prediction"]["steps"] == 4
+    system = fake_llm.bodies[0]["messages"][0]["content"]
+    assert "How your answer is graded" in system
+    assert "turn(s) left: submit your final pipeline now" in fake_llm.bodies[-1]["messages"][-1]["content"]
+    nlq = run(NLQ)
+    assert nlq["failure"]["type"] == "budget_exhausted"  # the repair turn counted: no turn left to submit
+    assert all("How your answer is graded" not in json.dumps(b["messages"]) for b in fake_llm.bodies)
+    assert all("turn(s) left" not in json.dumps(b["messages"]) for b in fake_llm.bodies)
