@@ -127,10 +127,18 @@ def gate_checks(values: dict):
     return run
 
 
-def measure(name: str, backend, tasks: list, profile: str) -> dict:
-    values = profiles.resolve(profile)
+INDEX_ELEMENTS = ("sampling", "max_depth", "array_elements", "map_rule", "collapse_rule")
+# the elements measured one at a time (nlq's profile with that one element set to the paper's)
+FLIPPED = INDEX_ELEMENTS + ("card_cap", "map_line", "underscore_paths", "literals", "hard_max", "value_check")
+_INDEXES: dict = {}
+
+
+def measure(name: str, backend, tasks: list, values: dict) -> dict:
     dbs = sorted({t["db"] for t in tasks})
-    indexes = build_indexes(backend, dbs, values)
+    key = (name,) + tuple(values[k] for k in INDEX_ELEMENTS)
+    if key not in _INDEXES:
+        _INDEXES[key] = build_indexes(backend, dbs, values)
+    indexes = _INDEXES[key]
     cards = {db: card.build(ix, max_entries=CARD_CAP, card_cap=values["card_cap"], map_line=values["map_line"],
                             underscore_paths=values["underscore_paths"]) for db, ix in indexes.items()}
     shown = {db: card_paths(c["card"], indexes[db]["collections"]) for db, c in cards.items()}
@@ -177,9 +185,14 @@ def pct(a: float, b: float) -> str:
     return f"{100 * a / b:.1f}%" if b else "n/a"
 
 
+def recall_of(r: dict) -> tuple[int, int]:
+    return sum(h[0] for h in r["hits"].values()), sum(h[1] for h in r["hits"].values())
+
+
 def main() -> None:
     for name, backend, tasks in corpora():
-        results = {p: measure(name, backend, tasks, p) for p in ("nlq", "paper")}
+        _INDEXES.clear()
+        results = {p: measure(name, backend, tasks, profiles.resolve(p)) for p in ("nlq", "paper")}
         print(f"{name}: {len(tasks)} golds, {len(results['nlq']['hits'])} databases")
         for p, r in results.items():
             got = sum(h[0] for h in r["hits"].values())
@@ -202,6 +215,15 @@ def main() -> None:
             losses += x < y
             ties += x == y
         print(f"  card recall per database, paper vs nlq: {wins} better, {losses} worse, {ties} equal")
+        print("  one element at a time (nlq with the element set to the paper's): card recall, lines, "
+              "witness recall, noise, gold flags, value-mutant recall")
+        for element in FLIPPED:
+            r = measure(name, backend, tasks, profiles.resolve("nlq", {element: profiles.ELEMENTS[element].paper}))
+            got, total = recall_of(r)
+            value_mutants = [sum(r["caught"][k][i] for k in ("miscased_literal", "wrong_path_literal")) for i in (0, 1)]
+            print(f"    {element:<17} {pct(got, total):>6} {statistics.mean(r['lines']):5.0f}  "
+                  f"{pct(*r['lits']):>6} {pct(r['reported'] - r['used'], r['reported']):>6}  "
+                  f"{len(r['flagged']):>3}  {pct(*value_mutants):>6}")
 
 
 if __name__ == "__main__":
