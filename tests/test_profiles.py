@@ -340,3 +340,49 @@ def test_react_conventions_nudge_and_repair_turns_outside_the_budget(fake_llm, i
     assert nlq["failure"]["type"] == "budget_exhausted"  # the repair turn counted: no turn left to submit
     assert all("How your answer is graded" not in json.dumps(b["messages"]) for b in fake_llm.bodies)
     assert all("turn(s) left" not in json.dumps(b["messages"]) for b in fake_llm.bodies)
+
+
+def test_the_paper_request_carries_the_paper_index_and_card(fake_llm, tmp_path, backend):
+    """`nlq index --profile paper | nlq generate -m sag --profile paper`: the card in the request is the
+    one of the first 400 documents per collection, walked 7 deep with 8 elements per array, the paper's
+    map and collapse rules, 400 lines per collection, DYNAMIC-KEY MAP lines and no `_`-prefixed path."""
+    from click.testing import CliRunner
+    index = tmp_path / "clinic.index.jsonl"
+    env = {"NLQ_PROFILE": "paper", "NLQ_BASE_URL": fake_llm.url, "NLQ_MODEL": "fake-model", "NLQ_CACHE": None}
+    runner = CliRunner()
+    assert runner.invoke(cli, ["index", "--data", str(WORLDS), "clinic", "-o", str(index)], env=env).exit_code == 0
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text(json.dumps(task(1)) + "\n")
+    fake_llm.responder = lambda body: reply(json.dumps(GOLD))
+    result = runner.invoke(cli, ["generate", "-m", "sag", "--data", str(WORLDS), "--index", str(index),
+                                 "--attempts", "1", "--no-cache", str(tasks)], env=env)
+    assert result.exit_code == 0, result.output
+    system = fake_llm.bodies[0]["messages"][0]["content"]
+    first = {c: backend.aggregate("clinic", c, [{"$limit": 400}]) for c in backend.collections("clinic")}
+    expected = grounding.index_documents("clinic", first, counts={c: backend.count("clinic", c) for c in first},
+                                         sample=400, max_depth=7, sampling="first", array_elements=8,
+                                         map_rule="paper", collapse_rule="segment")
+    shown = card.render(expected, card_cap="collection", map_line=True, underscore_paths=False)
+    assert system.endswith("Path card:\n" + shown)
+    assert "  _id:" not in shown and "DYNAMIC-KEY MAP" in shown
+    record = json.loads(result.stdout)
+    assert record["prediction"]["profile"] == {"name": "paper", "overrides": {}}
+    assert record["repair"]["profile"]["name"] == "paper"
+
+
+def test_the_loop_feeds_back_gate_violations_only_when_it_does_not_execute(fake_llm, indexes, backend):
+    """Algorithm 1 under paper: an inadmissible candidate is not executed, so its repair turn holds the
+    gate's violations only; under nlq it was run too and the turn adds the execution feedback."""
+    def script(body):
+        repaired = "It has these problems" in body["messages"][-1]["content"]
+        return reply(json.dumps(GOLD if repaired else BAD_PATH))
+
+    turns = {}
+    for name, profile in (("paper", PAPER), ("nlq", NLQ)):
+        fake_llm.reset()
+        fake_llm.responder = script
+        [out] = solve(fake_llm, indexes, backend, profile, attempts=1)
+        assert out["prediction"]["pipeline"] == GOLD["pipeline"] and out["repair"]["rounds"] == [2]
+        turns[name] = fake_llm.bodies[1]["messages"][-1]["content"]
+    assert "[path]" in turns["paper"] and "[empty]" not in turns["paper"]
+    assert "[path]" in turns["nlq"] and "[empty]" in turns["nlq"]
