@@ -81,6 +81,9 @@ ELEMENTS = {e.name: e for e in (
     Element("value_check", ("generate", "repair"), "literals", "witnesses", ("literals", "witnesses"),
             "the value check: every compared string literal, or the question's hard witnesses with the "
             "omission check"),
+    Element("check_order", ("generate", "repair"), "together", "path-first", ("together", "path-first"),
+            "run every gate check in one round, or the value and limit checks only once the path check "
+            "finds nothing"),
     Element("join_probe", ("generate", "repair"), "empty", "gate", ("empty", "gate"),
             "probe $lookup join edges after an empty result only, or in the gate (fail-open)"),
     Element("id_leak", ("generate", "repair"), "objectid", "synthetic", ("objectid", "synthetic"),

@@ -91,6 +91,7 @@ class Options:
     execute: str = "all"            # or "gate-clean": only gate-clean candidates run (Algorithm 1)
     voters: str = "admissible"      # or "attempts": every attempt's best votes, ranked by violations
     value_check: str = "literals"   # or "witnesses": the question's hard witnesses, with the omission check
+    check_order: str = "together"   # or "path-first": value and limit checks only after a clean path check
     join_probe: str = "empty"       # or "gate": $lookup join edges probed in the gate (fail-open)
     id_leak: str = "objectid"       # or "synthetic" (ObjectIds and '::' keys), or "off"
     literals: str = "nlq"           # the witnesses' literal classes (for value_check="witnesses")
@@ -153,14 +154,20 @@ def evaluate(submitted, position: int, record: dict, backend, index: dict, optio
         return candidate
     question = record.get("question") or ""
     checks = options.gate_checks()
+    if checks and options.check_order == "path-first" and gate.check_path in checks:
+        found = gate.check_path(candidate.query, index, question)
+        if found:
+            checks, candidate.violations = (), found  # the reference's order: paths before literals
+        else:
+            checks = tuple(c for c in checks if c is not gate.check_path)
     if checks:
         if options.value_check == "witnesses" and gate.check_value in checks:
-            candidate.violations = gate.run(candidate.query, index, question,
-                                            checks=tuple(c for c in checks if c is not gate.check_value))
+            candidate.violations += gate.run(candidate.query, index, question,
+                                             checks=tuple(c for c in checks if c is not gate.check_value))
             candidate.violations += gate.check_witnessed(candidate.query, index, question,
                                                          witnesses_of(record, index, options))
         else:
-            candidate.violations = gate.run(candidate.query, index, question, checks=checks)
+            candidate.violations += gate.run(candidate.query, index, question, checks=checks)
     if options.gate and options.join_probe == "gate":
         candidate.violations += feedback.join_probe(candidate.query, backend, record["db"],
                                                     fail_closed=options.fail_closed, timeout=options.timeout)

@@ -386,3 +386,14 @@ def test_the_loop_feeds_back_gate_violations_only_when_it_does_not_execute(fake_
         turns[name] = fake_llm.bodies[1]["messages"][-1]["content"]
     assert "[path]" in turns["paper"] and "[empty]" not in turns["paper"]
     assert "[path]" in turns["nlq"] and "[empty]" in turns["nlq"]
+
+
+def test_path_first_check_order():
+    """The reference runs the value and limit checks only when the path check finds nothing."""
+    ix = grounding.index_documents("w", {"labs": [{"name": "Central Lab", "kind": "A"}] * 3})
+    both = {"collection": "labs", "pipeline": [{"$match": {"nmae": "x", "name": "central lab"}}]}
+    record = {"db": "w", "question": "Show the top 5 labs."}
+    together = repair.evaluate(both, 0, record, None, ix, repair.Options(execute="gate-clean"))
+    first = repair.evaluate(both, 0, record, None, ix, repair.Options(execute="gate-clean", check_order="path-first"))
+    assert [v.check for v in together.violations] == ["path", "value", "limit"]
+    assert [v.check for v in first.violations] == ["path"]

@@ -144,7 +144,8 @@ class Settings:
         return repair.Options(timeout=timeout, max_rows=max_rows, gate=bool(checks), checks=checks,
                               bisection=self.uses_bisection, contract=self.contract, fail_closed=self.fail_closed,
                               min_vote=min_vote, execute=p["execute"], voters=p["voters"],
-                              value_check=p["value_check"], join_probe=p["join_probe"], id_leak=self.id_leak,
+                              value_check=p["value_check"], check_order=p["check_order"],
+                              join_probe=p["join_probe"], id_leak=self.id_leak,
                               literals=p["literals"], hard_max=p["hard_max"],
                               profile=profiles.describe(p.get("name"), p, [e.name for e in profiles.for_command("repair")]))
 
