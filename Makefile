@@ -91,7 +91,6 @@ MODEL    ?=
 BASE_URL ?=
 JOBS     ?= 4
 CACHE    ?= $(OUT)/llm.sqlite
-MEMORY   ?=
 NLQ      := $(abspath $(BIN))/nlq
 # One backend for every command, through the environment (URI wins when both are given).
 ifneq ($(URI),)
@@ -101,24 +100,35 @@ PAPER_ENV := NLQ_DATA='$(DATA)' NLQ_URI=
 endif
 PAPER_ENV += NLQ_CACHE='$(CACHE)'
 # No memory of verified answers unless asked (MEMORY=FILE): the paper's methods keep nothing between questions.
+MEMORY   ?=
 PAPER_ENV += NLQ_MEMORY='$(MEMORY)'
+# BUDGET=calls=N,tokens=M caps each arm's new model calls (a capped arm exits 1 and keeps its .part
+# file; a rerun resumes from CACHE).
+ifneq ($(BUDGET),)
+PAPER_ENV += NLQ_BUDGET='$(BUDGET)'
+endif
+# Every arm runs in the paper's profile (docs/REPRODUCTION.md), the reasoning effort passed through as
+# the request's `reasoning_effort`; the `sag-nlq` arm is the full solver in this toolkit's profile.
+PROFILE   ?= paper
+REASONING ?= max
+PAPER_ENV += NLQ_PROFILE='$(PROFILE)'
+GEN_FLAGS := $(if $(REASONING),--reasoning-effort $(REASONING))
 ifneq ($(MODEL),)
 PAPER_ENV += NLQ_MODEL='$(MODEL)'
 endif
 ifneq ($(BASE_URL),)
 PAPER_ENV += NLQ_BASE_URL='$(BASE_URL)'
 endif
-# BUDGET=calls=N,tokens=M caps each arm's new model calls (a capped arm exits 1 and keeps its .part
-# file; a rerun resumes from CACHE).
-ifneq ($(BUDGET),)
-PAPER_ENV += NLQ_BUDGET='$(BUDGET)'
-endif
 
 # Table III: the seven arms. Table V: the cumulative ladder, the knockouts, the compute-matched
 # control and the output-contract arm (DIA's shape declaration added to the full solver).
-MAIN_ARMS     ?= nlq-only schema sampled data-rich sql-pivot react sag
+MAIN_ARMS     ?= nlq-only schema sampled data-rich sql-pivot react sag sag-nlq
 LADDER_ARMS   ?= card gated-repair value-bisection sag
-KNOCKOUT_ARMS ?= no-gate no-witnesses no-bisection top-level-card no-collapse
+KNOCKOUT_ARMS ?= sag-batch no-gate no-witnesses no-bisection top-level-card no-collapse
+# The paper's task subsets: the knockouts (and their same-batch full solver) on financial+superhero,
+# the compute-matched control on financial/superhero/toxicology (empty: every task).
+KNOCKOUT_DBS  ?= financial superhero
+CONTROL_DBS   ?= financial superhero toxicology
 CONTROL_ARMS  ?= control
 ADDED_ARMS    ?= contract
 PAPER_REF     ?= sag
@@ -142,9 +152,15 @@ GEN_no-bisection    := --method sag --no-bisection
 GEN_top-level-card  := --method sag --card top-level
 GEN_no-collapse     := --method sag --card no-collapse
 GEN_contract        := --method sag --contract
+GEN_sag-nlq         := --method sag --profile nlq --index $(OUT)/index.nlq.jsonl
+GEN_sag-batch       := --method sag
+# A run's row name in the tables (default: the arm).
+NAME_sag-nlq        := sag (nlq profile)
+NAME_sag-batch      := sag (same batch)
 # The compute-matched control (§IV-D): the strongest one-shot arm, CONTROL, drawn three times (its
-# own run and two more with another request `seed`), voted in result space by `nlq repair` with no
-# gate and no model: exactly SAG's k=3 selection rule without the admissibility gate.
+# own run and two more draws, `--draw N`: a cache key only, no request seed, as the paper's control),
+# voted in result space by `nlq repair` with no gate and no model: exactly SAG's k=3 selection rule
+# without the admissibility gate.
 CONTROL       ?= data-rich
 CONTROL_SEEDS ?= 1 2
 
@@ -157,6 +173,7 @@ SHARDS   ?=
 LEDGER   ?=
 LEASE    ?= 900
 RUN_DIR  := $(OUT)$(if $(SHARD),/shard-$(subst /,-of-,$(SHARD)))
+LEDGER_FLAGS = $(if $(LEDGER),--ledger '$(LEDGER)' --arm $(1) --lease $(LEASE))
 PAPER_RUNS     := $(RUN_DIR)/runs
 MAIN_SCORED    := $(patsubst %,$(PAPER_RUNS)/%.scored.jsonl,$(MAIN_ARMS))
 ABLATION_SCORED := $(patsubst %,$(PAPER_RUNS)/%.scored.jsonl,$(ABLATION_ARMS))
@@ -191,44 +208,85 @@ $(OUT)/index.jsonl: | $(STAMP)
 	@mkdir -p $(@D)
 	$(PAPER_ENV) $(NLQ) index -o $@.part && mv $@.part $@
 
+$(OUT)/index.nlq.jsonl: | $(STAMP)
+	@mkdir -p $(@D)
+	$(PAPER_ENV) $(NLQ) index --profile nlq -o $@.part && mv $@.part $@
+
+# A shard's tasks (all of them without SHARD), witnessed.
+SHARD_TASKS = $(if $(SHARD),$(NLQ) shard select $(SHARD) $(TASKS) | ,)
+SHARD_INPUT = $(if $(SHARD),-,$(TASKS))
+
 $(RUN_DIR)/witnessed.jsonl: $(TASKS) $(OUT)/index.jsonl
 	@mkdir -p $(@D)
-	$(if $(SHARD),$(NLQ) shard select $(SHARD) $(TASKS) | ,)$(PAPER_ENV) $(NLQ) witness --index $(OUT)/index.jsonl \
-	  $(if $(SHARD),-,$(TASKS)) -o $@.part && mv $@.part $@
+	$(SHARD_TASKS)$(PAPER_ENV) $(NLQ) witness --index $(OUT)/index.jsonl $(SHARD_INPUT) -o $@.part && mv $@.part $@
+
+$(RUN_DIR)/witnessed.nlq.jsonl: $(TASKS) $(OUT)/index.nlq.jsonl
+	@mkdir -p $(@D)
+	$(SHARD_TASKS)$(PAPER_ENV) $(NLQ) witness --profile nlq --index $(OUT)/index.nlq.jsonl $(SHARD_INPUT) \
+	  -o $@.part && mv $@.part $@
+
+$(PAPER_RUNS)/sag-nlq.pred.jsonl: $(RUN_DIR)/witnessed.nlq.jsonl $(OUT)/index.nlq.jsonl
+	@mkdir -p $(@D)
+	$(PAPER_ENV) $(NLQ) generate $(GEN_sag-nlq) $(GEN_FLAGS) $(call LEDGER_FLAGS,sag-nlq) $< -o $@.part && mv $@.part $@
 
 $(PAPER_RUNS)/%.pred.jsonl: $(RUN_DIR)/witnessed.jsonl $(OUT)/index.jsonl
 	@mkdir -p $(@D)
 	$(if $(GEN_$*),,$(error arm '$*' has no GEN_$* (known arms: $(patsubst GEN_%,%,$(filter GEN_%,$(.VARIABLES))))))
-	$(PAPER_ENV) $(NLQ) generate --index $(OUT)/index.jsonl $(GEN_$*) \
-	  $(if $(LEDGER),--ledger '$(LEDGER)' --arm $* --lease $(LEASE)) $< -o $@.part && mv $@.part $@
+	$(PAPER_ENV) $(NLQ) generate --index $(OUT)/index.jsonl $(GEN_$*) $(GEN_FLAGS) $(call LEDGER_FLAGS,$*) $< \
+	  -o $@.part && mv $@.part $@
 
-$(PAPER_RUNS)/control.seed%.pred.jsonl: $(RUN_DIR)/witnessed.jsonl $(OUT)/index.jsonl
+# The tasks of a subset of databases (all of them when the list is empty).
+SUBSET = $(abspath $(BIN))/python -c "import json, sys; keep = set(sys.argv[2:]); \
+  sys.stdout.buffer.writelines(l for l in open(sys.argv[1], 'rb') if l.strip() and (not keep or json.loads(l).get('db') in keep))"
+
+$(RUN_DIR)/witnessed.knockout.jsonl: $(RUN_DIR)/witnessed.jsonl
+	$(SUBSET) $< $(KNOCKOUT_DBS) > $@.part && mv $@.part $@
+
+$(RUN_DIR)/witnessed.control.jsonl: $(RUN_DIR)/witnessed.jsonl
+	$(SUBSET) $< $(CONTROL_DBS) > $@.part && mv $@.part $@
+
+define knockout_rule
+$(PAPER_RUNS)/$(1).pred.jsonl: $(RUN_DIR)/witnessed.knockout.jsonl $(OUT)/index.jsonl
+	@mkdir -p $$(@D)
+	$$(PAPER_ENV) $$(NLQ) generate --index $(OUT)/index.jsonl $$(GEN_$(1)) $$(GEN_FLAGS) $$(call LEDGER_FLAGS,$(1)) $$< \
+	  -o $$@.part && mv $$@.part $$@
+endef
+$(foreach a,$(KNOCKOUT_ARMS),$(eval $(call knockout_rule,$(a))))
+
+# draw 0 is the CONTROL arm's own requests (replayed from the cache), draws 1 and 2 the others
+$(PAPER_RUNS)/control.seed%.pred.jsonl: $(RUN_DIR)/witnessed.control.jsonl $(OUT)/index.jsonl
 	@mkdir -p $(@D)
-	$(PAPER_ENV) $(NLQ) generate --index $(OUT)/index.jsonl $(GEN_$(CONTROL)) --option seed=$* \
-	  $(if $(LEDGER),--ledger '$(LEDGER)' --arm control.seed$* --lease $(LEASE)) $< -o $@.part \
-	  && mv $@.part $@
+	$(PAPER_ENV) $(NLQ) generate --index $(OUT)/index.jsonl $(GEN_$(CONTROL)) $(GEN_FLAGS) --draw $* \
+	  $(call LEDGER_FLAGS,control.seed$*) $< -o $@.part && mv $@.part $@
 
-$(PAPER_RUNS)/control.pred.jsonl: $(PAPER_RUNS)/$(CONTROL).pred.jsonl \
+$(PAPER_RUNS)/control.pred.jsonl: $(PAPER_RUNS)/control.seed0.pred.jsonl \
     $(patsubst %,$(PAPER_RUNS)/control.seed%.pred.jsonl,$(CONTROL_SEEDS)) $(OUT)/index.jsonl
-	$(PAPER_ENV) $(NLQ) repair --no-model --no-gate --index $(OUT)/index.jsonl $< \
+	$(PAPER_ENV) $(NLQ) repair --no-model --no-gate --knockouts nlq --index $(OUT)/index.jsonl $< \
 	  $(patsubst %,--runs $(PAPER_RUNS)/control.seed%.pred.jsonl,$(CONTROL_SEEDS)) -o $@.part && mv $@.part $@
 
 $(PAPER_RUNS)/%.scored.jsonl: $(PAPER_RUNS)/%.pred.jsonl
 	$(PAPER_ENV) $(NLQ) score $< -o $@.part && mv $@.part $@
 
 # table3.*: Tables III and IV (the claim-axis slices) in the paper's layout; table5.*: Table V.
+# Each run is named by its NAME_<arm>, else the arm.
+MAIN_NAMES     = $(foreach a,$(MAIN_ARMS),--name '$(or $(NAME_$(a)),$(a))')
+ABLATION_NAMES = $(foreach a,$(ABLATION_ARMS),--name '$(or $(NAME_$(a)),$(a))')
 # The tables from scored files (a recipe of its own: `paper-join` builds them from joined shards too).
 define table3
-	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --width 100 $(REPORT_ARGS) -o $(OUT)/table3.txt.part
-	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --format markdown $(REPORT_ARGS) -o $(OUT)/table3.md
-	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --format latex $(REPORT_ARGS) -o $(OUT)/table3.tex
-	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --format html $(REPORT_ARGS) -o $(OUT)/table3.html
+	$(NLQ) report $(1) $(MAIN_NAMES) --layout paper --ref $(PAPER_REF) --width 100 $(REPORT_ARGS) -o $(OUT)/table3.txt.part
+	$(NLQ) report $(1) $(MAIN_NAMES) --layout paper --ref $(PAPER_REF) --format markdown $(REPORT_ARGS) \
+	  -o $(OUT)/table3.md
+	$(NLQ) report $(1) $(MAIN_NAMES) --layout paper --ref $(PAPER_REF) --format latex $(REPORT_ARGS) -o $(OUT)/table3.tex
+	$(NLQ) report $(1) $(MAIN_NAMES) --layout paper --ref $(PAPER_REF) --format html $(REPORT_ARGS) -o $(OUT)/table3.html
 	mv $(OUT)/table3.txt.part $(OUT)/table3.txt
 endef
 define table5
-	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --by db --width 100 $(REPORT_ARGS) -o $(OUT)/table5.txt.part
-	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --by db --format markdown $(REPORT_ARGS) -o $(OUT)/table5.md
-	$(NLQ) report $(1) --layout paper --ref $(PAPER_REF) --by db --format latex $(REPORT_ARGS) -o $(OUT)/table5.tex
+	$(NLQ) report $(1) $(ABLATION_NAMES) --layout paper --ref $(PAPER_REF) --by db --width 100 $(REPORT_ARGS) \
+	  -o $(OUT)/table5.txt.part
+	$(NLQ) report $(1) $(ABLATION_NAMES) --layout paper --ref $(PAPER_REF) --by db --format markdown $(REPORT_ARGS) \
+	  -o $(OUT)/table5.md
+	$(NLQ) report $(1) $(ABLATION_NAMES) --layout paper --ref $(PAPER_REF) --by db --format latex $(REPORT_ARGS) \
+	  -o $(OUT)/table5.tex
 	mv $(OUT)/table5.txt.part $(OUT)/table5.txt
 endef
 

@@ -8,7 +8,8 @@ import click
 
 from nlq.commands.options import (backend_options, check_budget, errors_as_click, io_options, ledger_options,
                                   memory_option, model_client, model_config_from, model_options, open_backend_from,
-                                  open_memory, question_limit, reject_model_only, with_model_progress, with_progress)
+                                  open_memory, profile_options, question_limit, reject_model_only, with_model_progress,
+                                  with_progress)
 from nlq import generate, io, methods
 from nlq import index as grounding
 
@@ -55,9 +56,11 @@ Example:
 @backend_options
 @model_options
 @ledger_options
+@profile_options("generate")
 def cli(input, output, append, strict, progress, limits, max_question_chars, method, index_path, min_confidence,
         candidates, fallback, threshold, max_steps, ladder, card_kind, no_gate, no_witnesses, no_bisection, contract,
-        fail_closed, rounds, attempts, memory_path, shots, data, uri, timeout, max_rows, model_options, ledger):
+        fail_closed, rounds, attempts, memory_path, shots, data, uri, timeout, max_rows, model_options, ledger,
+        profile):
     """Add `prediction = {collection, pipeline, method, confidence, ir, disclosure}`.
 
     Methods never see `gold`, `gold_mql` or `labels`; the prediction records the
@@ -77,6 +80,10 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
       nlq generate -m card --index racing.index.jsonl example:tasks/racing.jsonl
       nlq generate -m sampled --data example --index racing.index.jsonl TASKS
       nlq generate -m sag --data example --index racing.index.jsonl --ladder gated-repair TASKS
+
+    --profile paper (or NLQ_PROFILE=paper) runs SAG and the baselines as the
+    paper did; each element below is also an option of its own, and the
+    prediction records `profile = {name, overrides}` (docs/REPRODUCTION.md).
     """
     if method == "cascade" and (fallback is None or threshold is None):
         raise click.UsageError("--method cascade needs --fallback METHOD and --threshold T")
@@ -92,10 +99,11 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
 
         settings = Settings(ladder=ladder or "sag", gate=not no_gate, witnesses=not no_witnesses,
                             bisection=not no_bisection, card=card_kind or "full", contract=contract,
-                            rounds=rounds, attempts=attempts, fail_closed=fail_closed)
+                            rounds=rounds, attempts=attempts, fail_closed=fail_closed, profile=profile)
     with errors_as_click():  # a plugin that cannot be loaded: exit 1 with its message
         impl = methods.get(method)
     options = {"fallback": fallback}
+    model_options = with_reasoning_effort(model_options, profile)
     config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", options),
                                what=f"--method {method}")
     reject_model_only(config, why=f"--method {method} calls none"
@@ -108,7 +116,7 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
         context = generate.Context(indexes, backend=backend, model=model, min_confidence=min_confidence,
                                    max_steps=max_steps, timeout=timeout, max_rows=max_rows,
                                    candidates=candidates, fallback=fallback, threshold=threshold, sag=settings,
-                                   memory=memory, shots=shots)
+                                   memory=memory, shots=shots, profile=profile)
         records = io.read_records(input, strict=strict, stage="generate", **limits)
         if model is None:
             records = with_progress(records, progress, "generate")
@@ -119,3 +127,13 @@ def cli(input, output, append, strict, progress, limits, max_question_chars, met
                                                                   max_question_chars=max_question_chars)))
         io.write_records(with_model_progress(out, model, progress, input, "generate"), output, append=append)
         check_budget(model)
+
+
+def with_reasoning_effort(model_options: dict, profile: dict) -> dict:
+    """The model options with the profile's `reasoning_effort` as a request field (an explicit
+    `--option reasoning_effort=...` wins)."""
+    effort = profile.get("reasoning_effort")
+    extra = dict(model_options.get("option") or {})
+    if effort and "reasoning_effort" not in extra:
+        extra["reasoning_effort"] = effort
+    return {**model_options, "option": extra}

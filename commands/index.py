@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from nlq.commands.options import backend_options, errors_as_click, open_backend_from
+from nlq.commands.options import backend_options, errors_as_click, open_backend_from, profile_options
 from nlq import index as grounding
 from nlq import io
 
@@ -23,18 +23,22 @@ Example:
               help="Documents sampled per collection.")
 @click.option("--seed", type=int, default=grounding.DEFAULT_SEED, show_default=True,
               help="Sampling seed (same seed, same index).")
-@click.option("--max-depth", type=click.IntRange(min=1), default=grounding.DEFAULT_MAX_DEPTH, show_default=True,
-              help="Deepest path walked (fields, array elements and map keys each count one).")
 @click.option("-o", "--output", default="-", type=click.Path(allow_dash=True), show_default=True,
               help="Where to write the index JSONL ('-' = stdout).")
-def cli(data, uri, timeout, max_rows, dbs, db_options, sample, seed, max_depth, output):
+@profile_options("index")
+def cli(data, uri, timeout, max_rows, dbs, db_options, sample, seed, output, profile):
     """Induce the grounding index: one JSON document per database.
 
     Samples each collection through the backend and writes the path lattice
     (with dynamic-key maps collapsed to <*>), valid prefixes, top-level
     fields, data-witnessed join edges and the value index (docs/COMMANDS.md, "nlq index").
+    --profile paper indexes as the paper's reference implementation did (the
+    first 400 documents, depth 7, 8 elements per array, its map and collapse
+    rules); docs/REPRODUCTION.md lists every element.
     """
     named = list(dict.fromkeys(list(dbs) + list(db_options)))  # each database once, first mention's order
     with open_backend_from(data, uri, timeout) as backend, errors_as_click():
-        io.write_records(grounding.build(backend, named, sample=sample,
-                                         seed=seed, max_depth=max_depth), output, encode=grounding.dumps)
+        io.write_records(grounding.build(backend, named, sample=sample, seed=seed, max_depth=profile["max_depth"],
+                                         sampling=profile["sampling"], array_elements=profile["array_elements"],
+                                         map_rule=profile["map_rule"], collapse_rule=profile["collapse_rule"]),
+                         output, encode=grounding.dumps)

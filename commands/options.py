@@ -258,7 +258,7 @@ def model_options(fn):
     from nlq.llm.config import DEFAULT_MAX_REPLY_BYTES
 
     names = ("model", "base_url", "api_key", "temperature", "max_tokens", "option", "json_mode", "concurrency",
-             "request_timeout", "cache", "no_cache", "offline", "log", "max_reply_bytes", "budget")
+             "request_timeout", "cache", "no_cache", "offline", "log", "max_reply_bytes", "budget", "draw")
 
     @click.option("--model", envvar="NLQ_MODEL", help="Model name sent to the endpoint (env NLQ_MODEL).")
     @click.option("--base-url", envvar="NLQ_BASE_URL",
@@ -294,6 +294,9 @@ def model_options(fn):
     @click.option("--offline", is_flag=True, help="Answer only from the cache; a miss is a `cache_miss` failure.")
     @click.option("--log", type=click.Path(dir_okay=False), default=None,
                   help="Append one JSONL transcript line per model call to FILE.")
+    @click.option("--draw", type=click.IntRange(min=0), default=0, show_default=True,
+                  help="Another draw of the same requests: a part of the cache key, never sent (unlike "
+                       "--option seed=N).")
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         kwargs["model_options"] = {name: kwargs.pop(name) for name in names}
@@ -325,7 +328,7 @@ def model_config_from(model_options: dict, *, needed: bool, what: str = "this co
                            temperature=o["temperature"], max_tokens=o["max_tokens"], options=o["option"],
                            json_mode=o["json_mode"], request_timeout=o["request_timeout"],
                            concurrency=o["concurrency"], cache=cache, offline=o["offline"], log=o["log"],
-                           **_reply_limits(o))
+                           draw=o.get("draw") or 0, **_reply_limits(o))
     except ModelConfigError as exc:
         raise click.UsageError(exc.message) from None
 
@@ -442,3 +445,54 @@ def ledger_options(fn):
             ledger = Ledger(ledger_uri, arm, lease=lease)
         return fn(*args, ledger=ledger, **kwargs)
     return wrapper
+
+
+def profile_options(command: str):
+    """`--profile paper|nlq` (env NLQ_PROFILE) and one option per profile element `command` reads
+    (nlq.profiles), collected into one `profile` dict argument: every element's value, the
+    profile's default unless the option is given, plus `name` (the profile in effect)."""
+    from nlq import profiles
+
+    elements = profiles.for_command(command)
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            name = kwargs.pop("profile_name")
+            explicit = {e.name: kwargs.pop("profile_" + e.name) for e in elements}
+            with errors_as_click():
+                values = profiles.resolve(name, explicit)
+                values["name"] = profiles.profile_name(name)
+            kwargs["profile"] = values
+            return fn(*args, **kwargs)
+
+        for element in reversed(elements):
+            flag = "--" + element.name.replace("_", "-")
+            nlq_default, paper_default = element.nlq, element.paper
+            shown = f" (nlq: {_shown(nlq_default)}; paper: {_shown(paper_default)})"
+            if element.choices == (False, True) or element.choices == (True, False):
+                option = click.option(f"{flag}/--no-{flag[2:]}", "profile_" + element.name, default=None,
+                                      help=element.help[0].upper() + element.help[1:] + "." + shown)
+            elif element.choices is None:
+                kind = str if element.name == "reasoning_effort" else \
+                    click.IntRange(min=1 if element.name == "max_depth" else 0)
+                option = click.option(flag, "profile_" + element.name, type=kind, default=None,
+                                      help=element.help[0].upper() + element.help[1:] + "." + shown)
+            else:
+                option = click.option(flag, "profile_" + element.name, type=click.Choice(element.choices),
+                                      default=None, help=element.help[0].upper() + element.help[1:] + "." + shown)
+            wrapper = option(wrapper)
+        wrapper = click.option("--profile", "profile_name", type=click.Choice(sorted(profiles.PROFILES)),
+                               envvar=profiles.ENV, default=None,
+                               help="Defaults of the elements below: paper (SAG as published) or nlq "
+                                    "(this toolkit's; the default). Env NLQ_PROFILE.")(wrapper)
+        return wrapper
+    return decorate
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from nlq.commands.options import (backend_options, check_budget, errors_as_click, io_options, model_client,
-                                  model_config_from, model_options, open_backend_from, reject_model_only,
-                                  with_model_progress, with_progress)
+                                  model_config_from, model_options, open_backend_from, profile_options,
+                                  reject_model_only, with_model_progress, with_progress)
 
 
 @click.command(epilog="""\b
@@ -39,8 +39,9 @@ Example:
 @click.option("--no-model", is_flag=True,
               help="Vote among the given candidates only, even when NLQ_MODEL is set.")
 @model_options
+@profile_options("repair")
 def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, limits, index_path, runs, min_vote,
-        contract, no_gate, no_bisection, fail_closed, rounds, attempts, no_model, model_options):
+        contract, no_gate, no_bisection, fail_closed, rounds, attempts, no_model, model_options, profile):
     """Repair each record: gate, execute and cluster its `prediction` and `candidates` by result.
 
     Adds `repair = {violations, rounds, attempts, clusters, vote_share, rows,
@@ -60,11 +61,17 @@ def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, l
 
     \b
       nlq repair --data example --index out/clinic.index.jsonl out/rules.jsonl
+
+    --profile paper (or NLQ_PROFILE=paper) gates, executes and votes as the
+    paper's Algorithm 1 does; each element below is also an option of its own
+    (docs/REPRODUCTION.md).
     """
     from nlq import index as grounding
     from nlq import io, repair
+    from nlq.commands.generate import with_reasoning_effort
     from nlq.methods.sag import Settings, repair_loop
 
+    model_options = with_reasoning_effort(model_options, profile)
     config = model_config_from(model_options, needed=bool(model_options["model"]) and not no_model,
                                what="nlq repair with a model")
     reject_model_only(config, "rounds", "attempts",
@@ -75,7 +82,7 @@ def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, l
         indexes = grounding.load(index_path)
         # one description of the knockouts serves the candidates' checks and, with a model, the loop
         settings = Settings(gate=not no_gate, bisection=not no_bisection, contract=contract, rounds=rounds,
-                            attempts=attempts, fail_closed=fail_closed)
+                            attempts=attempts, fail_closed=fail_closed, profile=profile)
         options = settings.options(timeout=timeout, max_rows=max_rows, min_vote=min_vote)
         loop = repair_loop(model, settings, start_from_prediction=True) if model is not None else None
         records = io.read_records(input, strict=strict, stage="repair", **limits)

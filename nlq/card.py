@@ -66,25 +66,40 @@ def tree_key(path: str) -> tuple:
 
 
 def render(index: dict, *, max_entries: int = DEFAULT_MAX_ENTRIES, collapse: bool = True,
-           top_level: bool = False) -> str:
+           top_level: bool = False, **profile) -> str:
     """The card text of one index document (no trailing newline)."""
-    card = build(index, max_entries=max_entries, collapse=collapse, top_level=top_level)
+    card = build(index, max_entries=max_entries, collapse=collapse, top_level=top_level, **profile)
     return card["card"]
 
 
+CAP_SCOPES = ("database", "collection")
+
+
 def build(index: dict, *, max_entries: int = DEFAULT_MAX_ENTRIES, collapse: bool = True,
-          top_level: bool = False) -> dict:
-    """`{db, card, paths, cut}`: the card text and how many path lines it kept and cut."""
+          top_level: bool = False, card_cap: str = "database", map_line: bool = False,
+          underscore_paths: bool = True) -> dict:
+    """`{db, card, paths, cut}`: the card text and how many path lines it kept and cut.
+
+    The profile elements (nlq.profiles): `card_cap` `collection` bounds each collection's lines
+    by `max_entries` (the paper's reference) instead of the whole card's; `map_line` renders a
+    dynamic map as `DYNAMIC-KEY MAP — keys are data values, e.g. [...]; value = SHAPE; enumerate
+    with $objectToArray -> {k,v}`; `underscore_paths=False` leaves out top-level `_`-prefixed
+    paths (`_id` among them)."""
     if max_entries < 0:
         raise InputError("--max-entries must be at least 0")
+    if card_cap not in CAP_SCOPES:
+        raise InputError(f"unknown card cap {card_cap!r}; choose one of: {', '.join(CAP_SCOPES)}")
     for key in ("db", "collections", "lattice"):
         if key not in index:
             raise InputError(f"not an index document: no {key!r} (build one with `nlq index`)")
     collections = index["collections"]
     lines_by_coll: dict[str, list[tuple]] = {coll: [] for coll in collections}
     not_kept = 0
+    by_path = {(e["collection"], e["path"]): e for e in index["lattice"]} if map_line else {}
     for entry in index["lattice"]:
         if top_level and path_depth(entry["path"]) != 1:
+            continue
+        if not underscore_paths and entry["path"].startswith("_"):
             continue
         lines_by_coll.setdefault(entry["collection"], [])
         sampled = collections.get(entry["collection"], {}).get("sampled") or 0
@@ -95,14 +110,20 @@ def build(index: dict, *, max_entries: int = DEFAULT_MAX_ENTRIES, collapse: bool
                 lines_by_coll[entry["collection"]].append(
                     (concrete, share, f"  {safe_name(concrete)}: {_types(entry, collapse=False)}"))
         else:
-            lines_by_coll[entry["collection"]].append(
-                (entry["path"], share, _line(entry, sampled, collapse=collapse and not top_level)))
+            if map_line and entry["kind"] == "dynamic_map" and collapse and not top_level:
+                text = _map_line(entry, by_path)
+            else:
+                text = _line(entry, sampled, collapse=collapse and not top_level)
+            lines_by_coll[entry["collection"]].append((entry["path"], share, text))
     if not collapse:
         for lines in lines_by_coll.values():
             lines.sort(key=lambda line: tree_key(line[0]))
 
     total = sum(len(lines) for lines in lines_by_coll.values())
-    cut = _cut(lines_by_coll, max_entries)
+    if card_cap == "collection":
+        cut = set().union(*(_cut({coll: lines}, max_entries) for coll, lines in lines_by_coll.items()))
+    else:
+        cut = _cut(lines_by_coll, max_entries)
     out = [f"# database {safe_name(index['db'])}", "collections:"]
     for coll, info in collections.items():
         sampled = info.get("sampled", info.get("count"))
@@ -123,7 +144,8 @@ def build(index: dict, *, max_entries: int = DEFAULT_MAX_ENTRIES, collapse: bool
                    f"path, parents before children]")
     if cut:
         out.append("")
-        out.append(f"[{len(cut)} of {total} paths cut to fit --max-entries {max_entries}: "
+        scope = " per collection" if card_cap == "collection" else ""
+        out.append(f"[{len(cut)} of {total} paths cut to fit --max-entries {max_entries}{scope}: "
                    f"deepest and least present first]")
     return {"db": index["db"], "card": "\n".join(out), "paths": kept, "cut": len(cut)}
 
@@ -174,6 +196,38 @@ def _line(entry: dict, sampled: int, *, collapse: bool) -> str:
         markers.append(f"keys {keys} ({entry.get('distinct_keys', len(entry.get('example_keys', [])))} distinct)")
     text = f"  {safe_name(entry['path'])}: {_types(entry, collapse=collapse)}"
     return text + ("  " + ", ".join(markers) if markers else "")
+
+
+def _map_line(entry: dict, by_path: dict) -> str:
+    """The paper's line of a dynamic map: its example keys, the shape of its values, how to read it."""
+    keys = ", ".join(json_string(k) for k in entry.get("example_keys", [])[:4])
+    shape = _shape(entry["collection"], entry["path"] + ".<*>", by_path, 0)
+    return (f"  {safe_name(entry['path'])}: DYNAMIC-KEY MAP — keys are data values, e.g. [{keys}]; value = {shape}; "
+            "enumerate with $objectToArray -> {k,v}")
+
+
+def _shape(collection: str, path: str, by_path: dict, depth: int) -> str:
+    """`OBJECT{a, b:ARRAY of [...]}`, `ARRAY of [...]` or the types of the values at a lattice path."""
+    entry = by_path.get((collection, path))
+    if entry is None:
+        return "?"
+    if entry["kind"] in ("object", "dynamic_map"):
+        prefix = path + "."
+        children = sorted({p[len(prefix):] for c, p in by_path if c == collection and p.startswith(prefix)
+                           and "." not in p[len(prefix):] and "[" not in p[len(prefix):]})[:8]
+        if depth >= 2:
+            return "OBJECT{" + ",".join(safe_name(child) for child in children) + "}"
+        parts = []
+        for child in children:
+            sub = by_path.get((collection, prefix + child))
+            if sub is not None and sub["kind"] == "array":
+                parts.append(f"{safe_name(child)}:{_shape(collection, prefix + child, by_path, depth + 1)}")
+            else:
+                parts.append(safe_name(child))
+        return "OBJECT{" + ", ".join(parts) + "}"
+    if entry["kind"] == "array":
+        return f"ARRAY of [{_shape(collection, path + '[]', by_path, depth + 1)}]"
+    return _types(entry, collapse=True)
 
 
 def lines_for(index: dict, fields: Iterable[tuple[str, str]]) -> list[str]:

@@ -83,19 +83,25 @@ def concise(message: str) -> str:
 
 def diagnose(query: Query, ran: Execution, backend, db: str, *, question: str = "", contract: dict | None = None,
              bisection: bool = True, fail_closed: bool = False, timeout: float = DEFAULT_TIMEOUT,
-             max_rows: int = DEFAULT_MAX_ROWS) -> list[Violation]:
+             max_rows: int = DEFAULT_MAX_ROWS, id_leak: str = "objectid",
+             join_on_empty: bool = True) -> list[Violation]:
     """The execution feedback of one run (see the module docstring); `fail_closed` makes a join
-    probe that cannot run a violation (:func:`join_probe`)."""
+    probe that cannot run a violation (:func:`join_probe`); `id_leak` is the leaked-`_id` check
+    (:func:`leaked_id`, `synthetic`: :func:`leaked_synthetic_id`, `off`: none); `join_on_empty=False`
+    leaves the join probe to the gate."""
     if ran.error is not None:
         check = "forbidden" if ran.error["type"] == ForbiddenOperatorError.type else "exec"
         return [Violation(check, f"the pipeline failed: {concise(ran.error['message'])}", None)]
     if not ran.rows:
         if not bisection:
             return [Violation("empty", "the pipeline returns no rows", None)]
-        return [bisect(query, backend, db, timeout=timeout, max_rows=max_rows)] + join_probe(
-            query, backend, db, fail_closed=fail_closed, timeout=timeout)
+        found = [bisect(query, backend, db, timeout=timeout, max_rows=max_rows)]
+        if join_on_empty:
+            found += join_probe(query, backend, db, fail_closed=fail_closed, timeout=timeout)
+        return found
     out = []
-    leaked = leaked_id(ran.rows, question)
+    leaked = {"objectid": leaked_id, "synthetic": leaked_synthetic_id}.get(id_leak, lambda rows, q: None)(
+        ran.rows, question)
     if leaked is not None:
         out.append(leaked)
     if contract:
@@ -258,6 +264,28 @@ def leaked_id(rows: list, question: str) -> Violation | None:
     return None
 
 
+# The paper's rule (§III-E: "a pipeline that leaks synthetic _id values is repaired unless the
+# question asks for them"): its reference looks at the first 5 rows for string keys like 'db::42'
+# (TEND-native's) and never exempts a question; the text's exemption is kept, for a question that
+# names the document key itself (`_id`, "document id", "object id"), not any mention of an id.
+SYNTHETIC_ID_ROWS = 5
+_ASKS_FOR_DOCUMENT_ID = re.compile(r"(?<![\w$])_id\b|\b(?:document|object) ?(?:id|key)s?\b", re.I)
+
+
+def leaked_synthetic_id(rows: list, question: str) -> Violation | None:
+    """A `leaked_id` violation when one of the first 5 rows carries a synthetic `_id` (an ObjectId, or
+    a string holding '::' such as 'financial::42') and the question does not ask for the `_id`."""
+    if _ASKS_FOR_DOCUMENT_ID.search(question or ""):
+        return None
+    for row in rows[:SYNTHETIC_ID_ROWS]:
+        value = row.get("_id") if isinstance(row, dict) else None
+        if isinstance(value, ObjectId) or (isinstance(value, str) and "::" in value):
+            return Violation("leaked_id", f"the rows carry the internal document _id ({_show(value)}), which the "
+                             "question does not ask for: exclude it with {$project: {_id: 0, ...}} in the final "
+                             "stage", None, path="_id")
+    return None
+
+
 _ORDER = re.compile(r"^by\s+(\S+)(?:\s+(asc|desc))?$", re.I)
 
 
@@ -291,7 +319,7 @@ def check_contract(rows: list, contract: dict) -> list[Violation]:
     return out
 
 
-__all__ = ["Execution", "execute", "diagnose", "bisect", "leaked_id", "check_contract", "filtered_paths", "concise"]
+__all__ = ["Execution", "execute", "diagnose", "bisect", "leaked_id", "leaked_synthetic_id", "check_contract", "filtered_paths", "concise"]
 
 
 # -- join edges ----------------------------------------------------------------------------------

@@ -86,6 +86,11 @@ class Grounding:
             inside = entry.get("kind") in ("object", "dynamic_map", "array")
             if inside and ((coll, path) not in parents or path.count(".") + 1 >= depth):
                 unknown.setdefault(coll, []).append(path)
+        # a server gives every stored document an `_id` (data exported without one, as TEND v1's
+        # files are, still has it once loaded): the path exists whether the sample showed it or not
+        for paths in by_collection.values():
+            if "_id" not in paths:
+                paths.append("_id")
         self.schema = {c: scope.Node.from_paths(c, paths, unknown.get(c, ())) for c, paths in by_collection.items()}
         self.values = index.get("values") or {}
         collections = index.get("collections") or {}
@@ -270,6 +275,80 @@ def _literal_violation(comp: scope.Comparison, g: Grounding, query: Query) -> Vi
                      f"{', '.join(lives[:4])}", comp.stage, path=comp.path, value=literal)
 
 
+# -- value, question-driven (the paper's) -----------------------------------------------------------
+
+# Terms the paper's value check never enforces (states and flags that many paths hold).
+GENERIC = frozenset({"missing", "present", "null", "empty", "none", "unknown", "n/a", "yes", "no", "true", "false"})
+MAX_ENFORCED_PATHS = 4  # a hard witness at more static paths is too spread out to say where it must be read
+MAX_EXACT_FORMS = 3     # a stored-form mismatch is reported when the term has at most this many stored forms
+
+
+def check_witnessed(query, index: dict, question: str = "", witnesses=None) -> list[Violation]:
+    """The paper's value check (§III-D, `A_value` over the enforceable witnesses `E_x`): for each
+    hard witness of the question, a comparison-position string of its normal form must be one of its
+    exact stored forms, and when the witness lives in the query's collection (at most 4 static paths:
+    the path up to its first `<*>`), the query must read one of those paths: comparing the term
+    elsewhere, or never mentioning it nor reading any of them (the omission check), is a violation.
+    `witnesses` are `nlq witness` records (computed from the question with the paper's literal
+    classes when None)."""
+    query, g = _query(query), prepare(index)
+    if witnesses is None:
+        from nlq.witness import find_paper
+        witnesses = find_paper(question, index)
+    walked = scope.walk(query, g.schema)
+    compared: dict[str, str] = {}
+    for comp in walked.comparisons:
+        if isinstance(comp.value, str) and not comp.value.startswith("$"):
+            compared.setdefault(normalize(comp.value), comp.value)
+    mentioned = {normalize(v) for v in _strings(query.pipeline)}
+    read = {r.path for r in walked.references if not r.path.startswith("$$")}
+    out = []
+    for witness in witnesses:
+        if not witness.get("hard"):
+            continue
+        term = witness.get("term") or ""
+        n = normalize(term)
+        if not n or term.strip().lower() in GENERIC or n in GENERIC:
+            continue
+        exact = {m["stored"] for m in witness.get("matches") or [] if "part" not in m}
+        if not exact:
+            continue
+        if n in compared and len(exact) <= MAX_EXACT_FORMS and compared[n] not in exact:
+            forms = " or ".join(repr(s) for s in sorted(map(str, exact))[:2])
+            out.append(Violation("value", f"comparison value {compared[n]!r} is stored as {forms}: copy the stored "
+                                 "form verbatim (exact case, spacing, underscores)", None, value=compared[n]))
+        here = sorted({grounding.mql_path(m["path"].split(".<*>")[0].split("<*>")[0].rstrip("."))
+                       for m in witness.get("matches") or []
+                       if "part" not in m and m.get("collection") == query.collection})
+        here = [p for p in here if p]
+        if not here or len(here) > MAX_ENFORCED_PATHS:
+            continue
+        if any(p == r or p.startswith(r + ".") or r.startswith(p + ".") for p in here for r in read):
+            continue
+        kind = " (a dynamic-map key: read it as a literal key or with $objectToArray)" \
+            if any(m.get("kind") == "key" for m in witness["matches"]) else ""
+        where = ", ".join(f"'{p}'" for p in here[:3])
+        if n in compared:
+            out.append(Violation("value", f"{term!r} lives at {where}{kind}; the query compares it against a "
+                                 "different path: filter on a witnessed path", None, value=term))
+        elif n not in mentioned:
+            out.append(Violation("value", f"the question's term {term!r} matches data at {where}{kind}, but the "
+                                 "query never reads any of those paths", None, value=term))
+    return out
+
+
+def _strings(value):
+    if isinstance(value, str):
+        if not value.startswith("$"):
+            yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
 # -- limit ----------------------------------------------------------------------------------------
 
 _NUMBER_WORDS = {w: i for i, w in enumerate(
@@ -313,4 +392,4 @@ def run(query, index: dict, question: str = "", *, checks=CHECKS) -> list[Violat
     return [v for check in checks for v in check(query, index, question)]
 
 
-__all__ = ["Violation", "CHECKS", "run", "check_path", "check_value", "check_limit", "requested_limit", "prepare"]
+__all__ = ["Violation", "CHECKS", "run", "check_path", "check_value", "check_witnessed", "check_limit", "requested_limit", "prepare"]

@@ -39,8 +39,9 @@ from nlq import io, methods
 from nlq.errors import InputError, ModelConfigError, NlqError, UnknownDatabaseError, failure
 from nlq.llm import usage as llm_usage
 from nlq.io import has_failure
-from nlq.witness import DEFAULT_MAX_QUESTION_CHARS, database_of, missing_db, question_of
+from nlq.witness import DEFAULT_HARD_MAX, DEFAULT_MAX_QUESTION_CHARS, database_of, missing_db, question_of
 from nlq.witness import find as find_witnesses
+from nlq import profiles
 
 STAGE = "generate"
 
@@ -100,7 +101,10 @@ def with_witnesses(record: dict, context: Context, *, max_question_chars: int = 
     """The record with the `witnesses` that `nlq witness` (default --hard-max) would add, so
     that `generate` alone and `witness | generate` give the same prediction."""
     index = context.index_for(database_of(record))
-    return {**record, "witnesses": find_witnesses(question_of(record, max_chars=max_question_chars), index)}
+    profile = context.options.get("profile") or {}
+    return {**record, "witnesses": find_witnesses(question_of(record, max_chars=max_question_chars), index,
+                                                  hard_max=profile.get("hard_max", DEFAULT_HARD_MAX),
+                                                  literals=profile.get("literals", "nlq"))}
 
 
 def run(records: Iterable[dict], method: str, context: Context, *,
@@ -161,6 +165,7 @@ def _generate_one(impl, context: Context, needs_model: bool, max_question_chars:
             return _failed(record, failure(STAGE, "internal_error", f"{type(exc).__name__}: {exc}"),
                            meter if needs_model else None)
     prediction.setdefault("method", impl.name)
+    prediction["profile"] = profile_record(context.options.get("profile"))
     # a method that delegates (cascade) adds the channels its delegate observed
     prediction["disclosure"] = sorted(set(impl.channels) | set(prediction.get("disclosure", ())))
     if needs_model:
@@ -170,6 +175,13 @@ def _generate_one(impl, context: Context, needs_model: bool, max_question_chars:
     repaired = prediction.pop("repair", None)  # a method that repairs (sag) reports as `nlq repair` does
     return {**record, "prediction": prediction, **({"candidates": candidates} if candidates is not None else {}),
             **({"repair": repaired} if repaired is not None else {})}
+
+
+def profile_record(values: dict | None) -> dict:
+    """`prediction.profile = {name, overrides}`: the profile in effect and the elements of
+    `generate` set away from its defaults (nlq.profiles)."""
+    values = values or {**profiles.resolve(), "name": profiles.profile_name()}
+    return profiles.describe(values.get("name"), values, [e.name for e in profiles.for_command("generate")])
 
 
 def _failed(record: dict, failure_: dict, meter) -> dict:

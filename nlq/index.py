@@ -142,6 +142,20 @@ JOIN_MIN_OVERLAP = 0.8
 JOIN_KEY_UNIQUENESS = 0.95
 
 MAP = "<*>"
+SAMPLINGS = ("uniform", "first")
+MAP_RULES = ("nlq", "paper")
+COLLAPSE_RULES = ("map", "segment")
+
+# The paper's rule (its reference implementation): data-like keys are dates (`1987-03`, `1987/03`),
+# ALL-CAPS codes of 3+ characters (`POPLATEK_MESICNE`) and single capitals (`F`, `M`); field-like
+# keys are lower-case identifiers. A segment collapses whatever its parent when it is a date,
+# holds `::` or is an ALL-CAPS code of 4+ characters.
+_PAPER_DATE = re.compile(r"^\d{4}[-/]\d{2}")
+_PAPER_CODE = re.compile(r"^[A-Z][A-Z0-9_:]{2,}$")
+_PAPER_SHORT = re.compile(r"^[A-Z]$")
+_PAPER_FIELD = re.compile(r"^[a-z][a-z0-9_]*$")
+PAPER_PROLIFERATION_RATIO = 3.0
+PAPER_DATA_LIKE_SHARE = 0.6
 
 _NUMBER_KEY = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
 _DATE_KEY = re.compile(r"^\d{4}-\d{2}(?:-\d{2})?(?:[T ].*)?$")
@@ -154,24 +168,48 @@ _CODE_KEY = re.compile(r"^(?=.*\d)[A-Z0-9][A-Z0-9_.-]*$")
 
 
 def build(backend, dbs: Iterable[str] | None = None, *, sample: int = DEFAULT_SAMPLE,
-          seed: int = DEFAULT_SEED, max_depth: int = DEFAULT_MAX_DEPTH) -> Iterator[dict]:
-    """One index document per database of the backend (all of them when `dbs` is empty)."""
+          seed: int = DEFAULT_SEED, max_depth: int = DEFAULT_MAX_DEPTH, sampling: str = "uniform",
+          array_elements: int = 0, map_rule: str = "nlq", collapse_rule: str = "map") -> Iterator[dict]:
+    """One index document per database of the backend (all of them when `dbs` is empty).
+
+    `sampling`: `uniform` (the backend's seeded sample) or `first` (the first `sample` documents
+    of each collection in natural order, as the paper's reference implementation reads them);
+    `array_elements`, `map_rule`, `collapse_rule`: see `index_documents`."""
     if sample < 1:
         raise InputError("--sample must be at least 1")
     if max_depth < 1:
         raise InputError("--max-depth must be at least 1")
+    if sampling not in SAMPLINGS:
+        raise InputError(f"unknown sampling {sampling!r}; choose one of: {', '.join(SAMPLINGS)}")
     for db in (list(dbs) if dbs else backend.databases()):
         samples, counts = {}, {}
         for coll in backend.collections(db):
             counts[coll] = backend.count(db, coll)
-            samples[coll] = backend.sample(db, coll, sample, seed)
-        yield index_documents(db, samples, counts=counts, sample=sample, seed=seed, max_depth=max_depth)
+            if sampling == "first":
+                samples[coll] = backend.aggregate(db, coll, [{"$limit": sample}], max_rows=sample)
+            else:
+                samples[coll] = backend.sample(db, coll, sample, seed)
+        yield index_documents(db, samples, counts=counts, sample=sample, seed=seed, max_depth=max_depth,
+                              sampling=sampling, array_elements=array_elements, map_rule=map_rule,
+                              collapse_rule=collapse_rule)
 
 
 def index_documents(db: str, samples: dict[str, list[dict]], *, counts: dict[str, int] | None = None,
                     sample: int | None = None, seed: int = DEFAULT_SEED,
-                    max_depth: int = DEFAULT_MAX_DEPTH) -> dict:
-    """The index document of one database from sampled documents per collection."""
+                    max_depth: int = DEFAULT_MAX_DEPTH, sampling: str = "uniform", array_elements: int = 0,
+                    map_rule: str = "nlq", collapse_rule: str = "map") -> dict:
+    """The index document of one database from sampled documents per collection.
+
+    `array_elements` > 0 walks only that many elements of each array (0: all); `map_rule`
+    `paper` detects dynamic maps by the paper's rule (see the module docstring); `collapse_rule`
+    `segment` also collapses any key that looks like data (a date, `::`, an ALL-CAPS code of
+    4+ characters) under `<*>`, whatever its parent."""
+    if map_rule not in MAP_RULES:
+        raise InputError(f"unknown map rule {map_rule!r}; choose one of: {', '.join(MAP_RULES)}")
+    if collapse_rule not in COLLAPSE_RULES:
+        raise InputError(f"unknown collapse rule {collapse_rule!r}; choose one of: {', '.join(COLLAPSE_RULES)}")
+    if array_elements < 0:
+        raise InputError("--array-elements must be at least 0")
     gathered: list[set[str]] = []
 
     def value_terms() -> set[str]:  # gathered the first time a map decision needs them
@@ -186,7 +224,8 @@ def index_documents(db: str, samples: dict[str, list[dict]], *, counts: dict[str
     for coll in sorted(samples):
         docs = samples[coll]
         collections[coll] = {"count": len(docs) if counts is None else counts[coll], "sampled": len(docs)}
-        walker = _Walker(coll, len(docs), max_depth, value_terms)
+        walker = _Walker(coll, len(docs), max_depth, value_terms, array_elements=array_elements,
+                         map_rule=map_rule, segment_collapse=collapse_rule == "segment")
         walker.visit_root(docs)
         lattice.extend(walker.entries)
         for path, counter in walker.scalars.items():
@@ -195,7 +234,10 @@ def index_documents(db: str, samples: dict[str, list[dict]], *, counts: dict[str
             keys[(coll, path)] = counter
     return {
         "db": db,
-        "params": {"sample": sample, "seed": seed, "max_depth": max_depth},
+        "params": {"sample": sample, "seed": seed, "max_depth": max_depth,
+                   **({} if (sampling, array_elements, map_rule, collapse_rule) == ("uniform", 0, "nlq", "map") else
+                      {"sampling": sampling, "array_elements": array_elements, "map_rule": map_rule,
+                       "collapse_rule": collapse_rule})},
         "collections": collections,
         "lattice": lattice,
         "prefixes": _prefixes(lattice),
@@ -308,7 +350,11 @@ class _Walker:
     of the common JSON types is scanned type by type (`_scan_plain`), any other
     one value by value (`_scan_items`); both give the same statistics."""
 
-    def __init__(self, collection: str, sampled: int, max_depth: int, value_terms: Callable[[], set[str]]):
+    def __init__(self, collection: str, sampled: int, max_depth: int, value_terms: Callable[[], set[str]], *,
+                 array_elements: int = 0, map_rule: str = "nlq", segment_collapse: bool = False):
+        self.array_elements = array_elements
+        self.map_rule = map_rule
+        self.segment_collapse = segment_collapse
         self.collection = collection
         self.sampled = sampled
         self.max_depth = max_depth
@@ -374,6 +420,9 @@ class _Walker:
             self._children(objects, path, depth)
         if arrays is not None:
             a_ds, a_vs, a_cs, _ = arrays
+            if self.array_elements:
+                cap = self.array_elements
+                a_vs = [arr[:cap] if len(arr) > cap else arr for arr in a_vs]
             e_ds = [d for d, arr in zip(a_ds, a_vs) for _ in arr]
             if e_ds:
                 e_vs = [v for arr in a_vs for v in arr]
@@ -501,6 +550,11 @@ class _Walker:
     def _children(self, objects: tuple, path: str, depth: int) -> None:
         """Visit the fields of a column of objects, in field order."""
         o_ds, o_vs, o_cs, plain = objects
+        if self.segment_collapse:
+            data_keys = {k for k in set().union(*o_vs) if paper_collapses(k)}
+            if data_keys:
+                self._children_collapsing(objects, path, depth, data_keys)
+                return
         if o_cs is None and plain:
             keys = set().union(*o_vs)
             if len(keys) * len(o_vs) <= _DENSE_FIELDS * sum(map(len, o_vs)):
@@ -539,6 +593,33 @@ class _Walker:
             g_ds, g_vs, g_cs = grouped[key]
             self._visit(_child(path, key), g_ds, g_vs, g_cs, depth + 1)
 
+    def _children_collapsing(self, objects: tuple, path: str, depth: int, data_keys: set[str]) -> None:
+        """`_children` with the data-like keys (`paper_collapses`) visited as one `<*>` child."""
+        o_ds, o_vs, o_cs, _ = objects
+        grouped: dict[str, tuple] = {}
+        setdefault = self.concrete_parent.setdefault
+        key_counts: Counter = Counter()
+        for d, obj, c in zip(o_ds, o_vs, o_cs or repeat(None)):
+            for key, value in obj.items():
+                collapsed = key in data_keys
+                name = MAP if collapsed else key
+                group = grouped.get(name)
+                if group is None:
+                    group = grouped[name] = ([], [], [] if (collapsed or c is not None) else None)
+                group[0].append(d)
+                group[1].append(value)
+                if group[2] is not None:
+                    concrete = _child(path if c is None else c, key)
+                    setdefault(concrete, c)
+                    group[2].append(concrete)
+                if collapsed:
+                    key_counts[key] += 1
+        if path:
+            self.keys.setdefault(path, Counter()).update(key_counts)
+        for key in sorted(grouped, key=_field_order):
+            g_ds, g_vs, g_cs = grouped[key]
+            self._visit(_child(path, key), g_ds, g_vs, g_cs, depth + 1)
+
     def _keep_concrete(self, entry: dict, concrete: Counter) -> None:
         """The entry's `concrete` list: closed under parents, siblings taken in turns, bounded."""
         siblings: dict[str | None, list[tuple[int, str]]] = defaultdict(list)
@@ -572,11 +653,35 @@ class _Walker:
                         shapes[_shape(value)] += 1
         if not distinct or not shapes:
             return False
+        if self.map_rule == "paper":
+            return _paper_map(distinct, objects)
         if max(shapes.values()) < HOMOGENEOUS_SHARE * sum(shapes.values()):
             return False
         if _data_like_keys(distinct, self.value_terms):
             return True
         return _proliferating_keys(distinct, objects)
+
+
+def _paper_data_like(key: str) -> bool:
+    return bool(_PAPER_DATE.match(key) or _PAPER_CODE.match(key) or _PAPER_SHORT.match(key))
+
+
+def paper_collapses(key: str) -> bool:
+    """Whether the paper's rule collapses a key whatever its parent: a date, `::`, an ALL-CAPS code of 4+."""
+    return bool(_PAPER_DATE.match(key) or "::" in key or (_PAPER_CODE.match(key) and len(key) >= 4))
+
+
+def _paper_map(distinct: set[str], objects: list[dict]) -> bool:
+    """The paper's map rule: key proliferation (more than max(8, 3x the mean keys per object) and
+    more than 6 distinct keys), or data-like keys dominating (at least 2 and 60% of the keys, and no
+    fewer than the field-like ones)."""
+    mean_keys = sum(map(len, objects)) / len(objects) if objects else 0.0
+    n = len(distinct)
+    if n > max(8, PAPER_PROLIFERATION_RATIO * mean_keys) and n > 6:
+        return True
+    data_like = sum(1 for k in distinct if _paper_data_like(k))
+    field_like = sum(1 for k in distinct if _PAPER_FIELD.match(k))
+    return n >= 2 and data_like >= max(2, PAPER_DATA_LIKE_SHARE * n) and data_like >= field_like
 
 
 def _most_frequent(counter: Counter, n: int) -> list[str]:

@@ -87,6 +87,16 @@ class Options:
     contract: bool = False     # check a candidate's declared output contract
     fail_closed: bool = False  # a `$lookup` join probe that cannot run is a violation
     min_vote: float | None = None
+    # the profile elements of the gate and the loop (nlq.profiles; docs/REPRODUCTION.md)
+    execute: str = "all"            # or "gate-clean": only gate-clean candidates run (Algorithm 1)
+    voters: str = "admissible"      # or "attempts": every attempt's best votes, ranked by violations
+    value_check: str = "literals"   # or "witnesses": the question's hard witnesses, with the omission check
+    check_order: str = "together"   # or "path-first": value and limit checks only after a clean path check
+    join_probe: str = "empty"       # or "gate": $lookup join edges probed in the gate (fail-open)
+    id_leak: str = "objectid"       # or "synthetic" (ObjectIds and '::' keys), or "off"
+    literals: str = "nlq"           # the witnesses' literal classes (for value_check="witnesses")
+    hard_max: int = 3               # their hard bound
+    profile: dict | None = None     # `repair.profile` = {name, overrides} (nlq.profiles.describe)
 
     def gate_checks(self) -> tuple:
         """The gate's check functions these options run (none without the gate)."""
@@ -119,6 +129,11 @@ class Candidate:
         """Best first within one attempt: executed, fewer violations, non-empty, later round."""
         return (not self.executed, len(self.violations), not self.rows, -self.round)
 
+    def paper_rank(self) -> tuple:
+        """The paper's BestByViolations: fewer violations, then a non-empty execution (a candidate
+        not run counts as not empty, as in its reference), then the later round."""
+        return (len(self.violations), self.executed and not self.rows, -self.round)
+
 
 def evaluate(submitted, position: int, record: dict, backend, index: dict, options: Options) -> Candidate:
     """Parse, gate, execute and diagnose one candidate of a record."""
@@ -139,21 +154,61 @@ def evaluate(submitted, position: int, record: dict, backend, index: dict, optio
         return candidate
     question = record.get("question") or ""
     checks = options.gate_checks()
+    if checks and options.check_order == "path-first" and gate.check_path in checks:
+        found = gate.check_path(candidate.query, index, question)
+        if found:
+            checks, candidate.violations = (), found  # the reference's order: paths before literals
+        else:
+            checks = tuple(c for c in checks if c is not gate.check_path)
     if checks:
-        candidate.violations = gate.run(candidate.query, index, question, checks=checks)
+        if options.value_check == "witnesses" and gate.check_value in checks:
+            candidate.violations += gate.run(candidate.query, index, question,
+                                             checks=tuple(c for c in checks if c is not gate.check_value))
+            candidate.violations += gate.check_witnessed(candidate.query, index, question,
+                                                         witnesses_of(record, index, options))
+        else:
+            candidate.violations += gate.run(candidate.query, index, question, checks=checks)
+    if options.gate and options.join_probe == "gate":
+        candidate.violations += feedback.join_probe(candidate.query, backend, record["db"],
+                                                    fail_closed=options.fail_closed, timeout=options.timeout)
     candidate.admissible = not candidate.violations
+    if options.execute == "gate-clean" and candidate.violations:
+        return candidate  # Algorithm 1: an inadmissible candidate is not executed (see `execute_unrun`)
     ran = feedback.execute(candidate.query, backend, record["db"], timeout=options.timeout,
                            max_rows=options.max_rows)
     contract = submitted.get("contract") if options.contract and isinstance(submitted, dict) else None
     candidate.violations += feedback.diagnose(candidate.query, ran, backend, record["db"], question=question,
                                               contract=contract, bisection=options.bisection,
                                               fail_closed=options.fail_closed, timeout=options.timeout,
-                                              max_rows=options.max_rows)
+                                              max_rows=options.max_rows, id_leak=options.id_leak,
+                                              join_on_empty=options.join_probe == "empty")
     if ran.error is not None:
         candidate.problem = f"{ran.error['type']}: {feedback.concise(ran.error['message'])}"
     else:
         candidate.rows = ran.rows
     return candidate
+
+
+def witnesses_of(record: dict, index: dict, options: Options) -> list:
+    """The record's `witnesses`, or those the options' literal classes find in its question."""
+    listed = record.get("witnesses")
+    if isinstance(listed, list):
+        return listed
+    from nlq.witness import find
+    return find(record.get("question") or "", index, hard_max=options.hard_max, literals=options.literals)
+
+
+def execute_unrun(candidates: list[Candidate], record: dict, backend, options: Options) -> None:
+    """Run the parsed candidates that the gate kept from running (`execute="gate-clean"`), for the
+    vote only: their result joins the clusters and no feedback is added (the paper's reference
+    executes each attempt's best candidate once more at the end)."""
+    for c in candidates:
+        if c.query is not None and not c.executed and c.problem is None:
+            ran = feedback.execute(c.query, backend, record["db"], timeout=options.timeout, max_rows=options.max_rows)
+            if ran.error is None:
+                c.rows = ran.rows
+            else:
+                c.problem = f"{ran.error['type']}: {feedback.concise(ran.error['message'])}"
 
 
 @dataclass
@@ -211,12 +266,13 @@ def weights(voters: list[Candidate], weighted: bool) -> dict[int, float] | None:
     return None if any(w is None for w in found.values()) else found
 
 
-def vote(candidates: list[Candidate], weighted: bool = False) -> Vote:
+def vote(candidates: list[Candidate], weighted: bool = False, voters: str = "admissible") -> Vote:
     """The heaviest result cluster among the voters (see the module docstring): the largest, or,
     `weighted` and with every voter carrying a confidence, the one most likely right (the
-    noisy-OR of its members' confidences)."""
+    noisy-OR of its members' confidences). `voters="attempts"`: every executed candidate votes,
+    admissible or not (the paper's LargestResultCluster over the attempts' best candidates)."""
     executed = [c for c in candidates if c.executed]
-    voters = [c for c in executed if c.admissible] or executed
+    voters = executed if voters == "attempts" else [c for c in executed if c.admissible] or executed
     weight = weights(voters, weighted)
     groups: dict = {}
     for c in voters:
@@ -256,7 +312,9 @@ def repair_record(record: dict, backend, index: dict, options: Options) -> dict:
     """One record with `repair` added and `prediction` replaced (LLM-free)."""
     started = time.perf_counter()
     candidates = [evaluate(s, i, record, backend, index, options) for i, s in enumerate(_candidates(record))]
-    vote_ = vote(candidates, weighted=True)
+    if options.execute == "gate-clean":
+        execute_unrun(candidates, record, backend, options)
+    vote_ = vote(candidates, weighted=True, voters=options.voters)
     out = finish(record, candidates, vote_, started, options, rounds=0, attempts=len(candidates))
     spent = candidates_usage([c for c in candidates if c is not vote_.winner])
     if spent is not None and "repair" in out:
@@ -288,6 +346,8 @@ def finish(record: dict, candidates: list[Candidate], vote_: Vote, started: floa
               "rounds": rounds, "attempts": attempts, "clusters": _summary(vote_), "vote_share": share,
               "rows": len(winner.rows) if winner else None, "ms": round((time.perf_counter() - started) * 1000, 3),
               "original": record.get("prediction")}
+    if options.profile is not None:
+        report["profile"] = options.profile
     out = {**record, "repair": report}
     if winner is None:
         problems = "; ".join(f"candidate {c.position}: {c.problem or 'not executed'}" for c in candidates)
@@ -308,6 +368,7 @@ def finish(record: dict, candidates: list[Candidate], vote_: Vote, started: floa
 
 DEFAULT_ROUNDS = 6
 DEFAULT_ATTEMPTS = 3
+KEEP_TRYING_CALLS = 100  # the paper's reference retries without end; a dead endpoint still ends the run
 
 
 class NoValidCandidateError(NlqError):
@@ -358,6 +419,20 @@ class Loop:
     attempts: int = DEFAULT_ATTEMPTS
     schema: Callable | None = None
     start_from_prediction: bool = False
+    transport_retry: str = "end-attempt"  # or "keep-trying": a transport fault is retried, the attempt goes on
+
+    def _chat(self, conversation: list, schema, number: int) -> str:
+        """One decode; with `keep-trying`, a transport fault the client gave up on (timeouts, dropped
+        connections, 429s and 5xx after its retries) is called again, up to KEEP_TRYING_CALLS times."""
+        calls = 0
+        while True:
+            try:
+                return self.model.chat(conversation, schema=schema, schema_name="answer", sample=number).text
+            except NlqError as exc:
+                if self.transport_retry != "keep-trying" or not getattr(exc, "transient", False) \
+                        or calls >= KEEP_TRYING_CALLS:
+                    raise
+                calls += 1
 
     def attempt(self, number: int, record: dict, backend, index: dict, options: Options,
                 every: list[Candidate]) -> list[Candidate]:
@@ -371,7 +446,7 @@ class Loop:
                 submitted, text = record["prediction"], None
             else:
                 try:
-                    text = self.model.chat(conversation, schema=schema, schema_name="answer", sample=number).text
+                    text = self._chat(conversation, schema, number)
                 except (BackendError, CallBudgetExhaustedError):  # the run's --budget: the record stops here
                     raise
                 except NlqError as exc:  # a model fault ends this attempt
@@ -407,7 +482,10 @@ class Loop:
             tried = self.attempt(number, record, backend, index, options, every)
             rounds.append(len(tried))
             if tried:
-                best.append(min(tried, key=lambda c: (c.rank(), c.position)))
+                rank = Candidate.paper_rank if options.voters == "attempts" else Candidate.rank
+                best.append(min(tried, key=lambda c: (rank(c), c.position)))
+        if options.execute == "gate-clean":
+            execute_unrun(best, record, backend, options)
         return best, every, rounds
 
     def __call__(self, record: dict, backend, index: dict, options: Options) -> dict:
@@ -415,7 +493,8 @@ class Loop:
         voted `prediction`, or a typed failure."""
         started = time.perf_counter()
         best, every, rounds = self.solve(record, backend, index, options)
-        out = finish(record, every, vote(best), started, options, rounds=rounds, attempts=self.attempts)
+        out = finish(record, every, vote(best, voters=options.voters), started, options, rounds=rounds,
+                     attempts=self.attempts)
         found = lessons(every)
         if found:
             out["repair"]["lessons"] = found

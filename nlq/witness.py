@@ -62,8 +62,16 @@ _TITLE_WORD = r"[A-Z][\w'’&.-]*"
 _TITLE = re.compile(_TITLE_WORD + r"(?:\s+(?:(?:of|de|la|del|the|and|da|do|van|von|y)\s+)?" + _TITLE_WORD + r")*")
 
 
-def find(question: str, index: dict, *, hard_max: int = DEFAULT_HARD_MAX) -> list[dict]:
-    """The witnesses of one question against one index document."""
+LITERALS = ("nlq", "paper")
+
+
+def find(question: str, index: dict, *, hard_max: int = DEFAULT_HARD_MAX, literals: str = "nlq") -> list[dict]:
+    """The witnesses of one question against one index document (`literals="paper"`: the paper's
+    literal classes, see `find_paper`)."""
+    if literals == "paper":
+        return find_paper(question, index, hard_max=hard_max)
+    if literals != "nlq":
+        raise InputError(f"unknown literal classes {literals!r}; choose one of: {', '.join(LITERALS)}")
     values = index.get("values") or {}
     out: list[dict] = []
     seen: set[str] = set()
@@ -122,6 +130,63 @@ def find(question: str, index: dict, *, hard_max: int = DEFAULT_HARD_MAX) -> lis
     return out
 
 
+# The paper's literal classes (§III-D: "quoted strings, dates, all-caps codes, and selected
+# title-case phrases"; its reference implementation's patterns). A bare year counts as a date: the
+# paper's case study (Table VI) resolves "1987" to a witnessed map key, which the reference's
+# patterns never extract; the text is followed.
+_PAPER_QUOTED = re.compile(r"'([^']{2,60})'|\"([^\"]{2,60})\"")
+_PAPER_CAPS = re.compile(r"\b[A-Z][A-Z0-9_]{1,}(?:\s+[A-Z][A-Z0-9_]{1,}){0,4}\b")
+_PAPER_DATE = re.compile(r"\b\d{4}[-/]\d{2}(?:[-/]\d{2})?\b")
+_PAPER_YEAR = re.compile(r"(?<![\w.])(?:1[5-9]|20)\d{2}(?!\w|\.\d)")
+_PAPER_TITLE = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,3}\b")
+_PAPER_SHORT_WORD = re.compile(r"[\d_:]")
+
+
+def find_paper(question: str, index: dict, *, hard_max: int = 6) -> list[dict]:
+    """The paper's witnesses: quoted strings (2-60 characters), ALL-CAPS codes (3+ characters),
+    dates and bare years are hard; title-case phrases (a sentence's first word alone excluded) are
+    soft; a short plain quoted word (one word under 6 characters, not all capitals, no digit, `_`
+    or `:`) is demoted to soft, being usually an output label. Only literals stored as strings or
+    map keys are reported (the paper's value index holds no numbers or dates); a witness is `hard` when its class is and its exact matches lie in at most
+    `hard_max` locations."""
+    values = index.get("values") or {}
+    found: dict[str, tuple[str, bool]] = {}
+
+    def take(term: str, source: str, hard: bool) -> None:
+        found.setdefault(term, (source, hard))
+
+    for m in _PAPER_QUOTED.finditer(question):
+        take(m.group(1) or m.group(2), "quoted", True)
+    for m in _PAPER_CAPS.finditer(question):
+        if len(m.group(0)) >= 3 and m.group(0).lower() not in STOPWORDS:
+            take(m.group(0), "code", True)
+    for m in _PAPER_DATE.finditer(question):
+        take(m.group(0), "date", True)
+    for m in _PAPER_YEAR.finditer(question):
+        take(m.group(0), "date", True)
+    for m in _PAPER_TITLE.finditer(question):
+        term, start = m.group(0), m.start()
+        opening = start == 0 or question[max(0, start - 2):start].strip() in ("", ".", "?", "!", ":", ";")
+        words = [w for w in term.split() if w.lower() not in STOPWORDS]
+        if words and not (opening and len(words) < 2):
+            take(term, "title", False)
+    out, seen = [], set()
+    for term, (source, hard) in found.items():
+        key = normalize(term)
+        # the paper's value index holds strings and map keys only (its reference indexes no number,
+        # date or year of a date): a literal matches the stored strings and keys
+        matches = [m for m in values.get(key, []) if isinstance(m.get("stored"), str) and "part" not in m]
+        if not key or key in seen or not matches:
+            continue
+        seen.add(key)
+        if " " not in term and len(term) < 6 and not term.isupper() and not _PAPER_SHORT_WORD.search(term):
+            hard = False
+        locations = {(m["collection"], m["path"]) for m in matches if "part" not in m}
+        out.append({"term": term, "source": source, "matches": [dict(m) for m in matches],
+                    "hard": hard and 1 <= len(locations) <= hard_max})
+    return out
+
+
 def _add_date(add, text: str, year: int, month: int, day: int) -> None:
     if 1 <= month <= 12 and 1 <= day <= 31:
         add(text, "date", key=normalize(f"{year:04d}-{month:02d}-{day:02d}"))
@@ -144,7 +209,7 @@ def _ngrams(text: str, add) -> None:
 
 
 def run(records: Iterable[dict], indexes: dict[str, dict], *, hard_max: int = DEFAULT_HARD_MAX,
-        max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> Iterator[dict]:
+        max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS, literals: str = "nlq") -> Iterator[dict]:
     """Add `witnesses` to every task record (failures pass through unchanged).
 
     A record that cannot be handled gets a typed `failure` and flows on:
@@ -155,13 +220,15 @@ def run(records: Iterable[dict], indexes: dict[str, dict], *, hard_max: int = DE
     """
     if hard_max < 0:
         raise InputError("--hard-max must be at least 0")
+    if literals not in LITERALS:
+        raise InputError(f"unknown literal classes {literals!r}; choose one of: {', '.join(LITERALS)}")
     for record in records:
         if io.has_failure(record):
             yield record
             continue
         try:
             record["witnesses"] = find(question_of(record, max_chars=max_question_chars),
-                                       index_of(record, indexes), hard_max=hard_max)
+                                       index_of(record, indexes), hard_max=hard_max, literals=literals)
         except NlqError as exc:
             record["failure"] = exc.to_failure(STAGE)
         except Exception as exc:  # noqa: BLE001 - a bug must not lose the record
@@ -209,4 +276,4 @@ def index_of(record: dict, indexes: dict[str, dict]) -> dict:
     return index
 
 
-__all__ = ["find", "run", "question_of", "database_of", "index_of", "missing_db", "DEFAULT_HARD_MAX", "DEFAULT_MAX_QUESTION_CHARS"]
+__all__ = ["find", "find_paper", "LITERALS", "run", "question_of", "database_of", "index_of", "missing_db", "DEFAULT_HARD_MAX", "DEFAULT_MAX_QUESTION_CHARS"]

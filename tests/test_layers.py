@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # group -> module name prefixes (the longest matching prefix wins)
 GROUPS = {
     "language": ("nlq.mql",),
-    "foundation": ("nlq.errors", "nlq.text", "nlq.examples"),
+    "foundation": ("nlq.errors", "nlq.text", "nlq.examples", "nlq.profiles"),
     "io": ("nlq.io", "nlq.importers", "nlq.shard"),
     "backends": ("nlq.backends",),
     "grounding": ("nlq.index", "nlq.card", "nlq.witness"),

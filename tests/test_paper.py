@@ -77,9 +77,9 @@ def test_an_unknown_arm_is_an_error_naming_the_known_ones(paper_out):
     assert "arm 'nonesuch' has no GEN_nonesuch" in result.stderr and "rules" in result.stderr
 
 
-MAIN = ["nlq-only", "schema", "sampled", "data-rich", "sql-pivot", "react", "sag"]
-ABLATION = ["card", "gated-repair", "value-bisection", "sag", "no-gate", "no-witnesses", "no-bisection",
-            "top-level-card", "no-collapse", "control", "contract"]
+MAIN = ["nlq-only", "schema", "sampled", "data-rich", "sql-pivot", "react", "sag", "sag (nlq profile)"]
+ABLATION = ["card", "gated-repair", "value-bisection", "sag", "sag (same batch)", "no-gate", "no-witnesses",
+            "no-bisection", "top-level-card", "no-collapse", "control", "contract"]
 
 
 def answer_with_gold(tasks: list[dict]):
@@ -111,7 +111,8 @@ def test_paper_runs_every_arm_against_a_model_and_replays_from_the_cache(paper_o
     (paper_out / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
     fake_llm.responder = answer_with_gold(tasks)
     settings = {"TASKS": str(paper_out / "tasks.jsonl"), "DATA": str(worlds), "MODEL": "fake-model",
-                "BASE_URL": fake_llm.url, "REPORT_ARGS": "--bootstrap 50", "JOBS": "2"}
+                "BASE_URL": fake_llm.url, "REPORT_ARGS": "--bootstrap 50", "JOBS": "2",
+                "KNOCKOUT_DBS": "clinic", "CONTROL_DBS": "clinic"}
     first = _make(paper_out, "paper", **settings)
     assert first.returncode == 0, first.stderr[-3000:]
     assert fake_llm.unscripted == 0 and fake_llm.requests
@@ -136,6 +137,17 @@ def test_paper_runs_every_arm_against_a_model_and_replays_from_the_cache(paper_o
     control = records("control.pred.jsonl")
     assert all(r["repair"]["attempts"] == 3 and r["repair"]["usage"]["model_calls"] == 2 for r in control)
 
+    # every arm in the paper's profile, the reasoning effort sent, no request seed in the control; the
+    # nlq row in this toolkit's profile (its card in the user turn, no reasoning effort of its own)
+    assert all(b.get("reasoning_effort") == "max" and "seed" not in b for b in fake_llm.bodies)
+    assert all(r["prediction"]["profile"]["name"] == "paper" for r in sag)
+    nlq_row = records("sag-nlq.pred.jsonl")
+    assert all(r["prediction"]["profile"] == {"name": "nlq", "overrides": {"reasoning_effort": "max"}}
+               for r in nlq_row)
+    sag_systems = [b["messages"][0]["content"] for b in fake_llm.bodies if b["messages"][0]["content"].startswith(
+        "You translate questions about a MongoDB database")]
+    assert any("Path card:" in text for text in sag_systems) and any("Path card:" not in t for t in sag_systems)
+
     # an interrupted experiment: model arms' files are gone; they are made again from the cache alone
     sent = len(fake_llm.requests)
     before = {name: records(name) for name in ("sag.pred.jsonl", "react.pred.jsonl", "control.pred.jsonl")}
@@ -144,7 +156,7 @@ def test_paper_runs_every_arm_against_a_model_and_replays_from_the_cache(paper_o
             path.unlink()
     again = _make(paper_out, "paper", **settings)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stdout.count(" generate ") == 5 and len(fake_llm.requests) == sent
+    assert again.stdout.count(" generate ") == 6 and len(fake_llm.requests) == sent
     for name, old in before.items():
         assert [r["prediction"]["pipeline"] for r in records(name)] == [r["prediction"]["pipeline"] for r in old]
     for name in ("sag.pred.jsonl", "react.pred.jsonl", "control.seed1.pred.jsonl"):

@@ -81,7 +81,7 @@ def test_a_wrong_path_is_repaired_after_feedback(fake_llm, indexes, backend):
     assert out["prediction"]["sag"] == {"ladder": "sag", "knockouts": [], "rounds": 6, "attempts": 1,
                                         "checks": ["path", "value", "limit"], "witnesses": True,
                                         "bisection": True, "card": "full", "contract": False,
-                                        "fail_closed": False}
+                                        "fail_closed": False, "id_leak": "objectid"}
     assert out["prediction"]["disclosure"] == ["execution_feedback", "path_card", "question", "value_witnesses"]
     assert out["prediction"]["method"] == "sag" and out["prediction"]["prompt"]["id"] == "sag"
 

@@ -205,7 +205,8 @@ class ChatClient:
         c = self.config
         return {"model": c.model, "messages": messages, "temperature": c.temperature, "max_tokens": c.max_tokens,
                 "options": c.options, "json_mode": c.json_mode if schema is not None else "none",
-                "schema": schema, "schema_name": schema_name, "sample": sample}
+                "schema": schema, "schema_name": schema_name, "sample": sample,
+                **({"draw": c.draw} if c.draw else {})}
 
     def _body(self, messages, schema, schema_name, mode) -> dict:
         c = self.config
@@ -243,7 +244,9 @@ class ChatClient:
                     why = (f"gave up after {retries} retries" if retries >= self.config.max_retries else
                            f"gave up after {retries} retries: the next would end past the "
                            f"{self.config.request_timeout:g} s --request-timeout")
-                    raise _attempted(type(error)(f"{error.message} ({why})", hint=error.hint), attempts) from None
+                    gave_up = type(error)(f"{error.message} ({why})", hint=error.hint)
+                    gave_up.transient = True  # a transport fault: another call may succeed
+                    raise _attempted(gave_up, attempts) from None
                 time.sleep(wait)
                 retries += 1
                 continue

@@ -39,7 +39,9 @@ class ModelConfig:
     one whole call, from the request to the last byte of the reply, retries
     and their waits included; `max_reply_bytes` caps the body read. `budget_calls`
     and `budget_tokens` (None = no cap) stop the client making new calls once
-    that many calls were made or tokens spent (cache hits are free).
+    that many calls were made or tokens spent (cache hits are free). `draw` > 0 is another draw of the same
+    requests (a compute-matched control without a request seed): it keys the
+    cache and is never sent.
     """
 
     model: str
@@ -60,6 +62,7 @@ class ModelConfig:
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     budget_calls: int | None = None
     budget_tokens: int | None = None
+    draw: int = 0  # another draw of the same requests: part of the cache key, never sent
 
     def __post_init__(self):
         if not self.model:

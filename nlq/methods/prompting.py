@@ -114,21 +114,87 @@ def field_names_text(index: dict) -> str:
                      for name, names in fields.items())
 
 
-def sample_documents_text(backend, db: str, index: dict, n: int) -> str:
-    """`sample_documents`: `n` raw documents per collection, the backend's seeded sample,
-    as relaxed Extended JSON (one document per line, each cut at MAX_DOCUMENT_CHARS)."""
+def sample_documents_text(backend, db: str, index: dict, n: int, rendering: str = "seeded") -> str:
+    """`sample_documents`: `n` documents per collection, one per line as relaxed Extended JSON.
+
+    `rendering` (the profile element `documents`): `seeded`, the backend's seeded sample raw, each
+    cut at MAX_DOCUMENT_CHARS; `first-compact`, the first `n` documents in natural order, compacted
+    (`compact`: strings of at most 160 characters, lists of 8 items, objects of 24 keys, 5 levels)
+    and followed by a summary of the string values they hold per path (as the paper's reference)."""
     if backend is None:
         raise BackendError("this method reads sample documents: give --data DIR or --uri URI")
+    if rendering not in ("seeded", "first-compact"):
+        raise InputError(f"unknown document rendering {rendering!r}; choose seeded or first-compact")
     blocks = []
     for name in collection_names(index):
         lines = []
-        for document in backend.sample(db, name, n, seed=SAMPLE_SEED):
-            text = escape_invisible(io.dumps(document).decode())
-            if len(text) > MAX_DOCUMENT_CHARS:
-                text = text[:MAX_DOCUMENT_CHARS] + " ...(document cut)"
-            lines.append(text)
+        if rendering == "first-compact":
+            documents = backend.aggregate(db, name, [{"$limit": n}], max_rows=n)
+            lines = [escape_invisible(io.dumps(compact(d)).decode()) for d in documents]
+            summary = string_summary(documents)
+            if summary:
+                lines.append("string values in these documents: " + summary)
+        else:
+            for document in backend.sample(db, name, n, seed=SAMPLE_SEED):
+                text = escape_invisible(io.dumps(document).decode())
+                if len(text) > MAX_DOCUMENT_CHARS:
+                    text = text[:MAX_DOCUMENT_CHARS] + " ...(document cut)"
+                lines.append(text)
         blocks.append(f"{safe_name(name)}:\n" + ("\n".join(lines) if lines else "(empty collection)"))
     return "\n\n".join(blocks)
+
+
+COMPACT_STRING, COMPACT_LIST, COMPACT_KEYS, COMPACT_DEPTH = 160, 8, 24, 5
+SUMMARY_PATHS, SUMMARY_VALUES, SUMMARY_CHARS = 24, 6, 40
+
+
+def compact(value, depth: int = 0):
+    """A document cut to size: strings to 160 characters, lists to 8 items, objects to 24 keys,
+    nesting to 5 levels (deeper values become "...")."""
+    if isinstance(value, str):
+        return value if len(value) <= COMPACT_STRING else value[:COMPACT_STRING] + "..."
+    if isinstance(value, list):
+        if depth >= COMPACT_DEPTH:
+            return "..."
+        return [compact(v, depth + 1) for v in value[:COMPACT_LIST]] + (["..."] if len(value) > COMPACT_LIST else [])
+    if isinstance(value, dict):
+        if depth >= COMPACT_DEPTH:
+            return "..."
+        items = list(value.items())
+        out = {k: compact(v, depth + 1) for k, v in items[:COMPACT_KEYS]}
+        if len(items) > COMPACT_KEYS:
+            out["..."] = f"{len(items) - COMPACT_KEYS} more keys"
+        return out
+    return value
+
+
+def string_summary(documents: list) -> str:
+    """`path: "a", "b", ...` for the string values the documents hold (distinct, first seen first)."""
+    seen: dict[str, list[str]] = {}
+
+    def walk(value, path: str):
+        if isinstance(value, str):
+            if len(value) <= SUMMARY_CHARS and path:
+                found = seen.setdefault(path, [])
+                if value not in found and len(found) < SUMMARY_VALUES:
+                    found.append(value)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{path}.{k}" if path else k)
+        elif isinstance(value, list):
+            for v in value[:COMPACT_LIST]:
+                walk(v, path)
+
+    for document in documents:
+        walk(document, "")
+    parts = [f"{path}: " + ", ".join(io.dumps(v).decode() for v in values)
+             for path, values in list(seen.items())[:SUMMARY_PATHS]]
+    return "; ".join(parts)
+
+
+def documents_rendering(context) -> str:
+    """The profile's document rendering of a generation context (`seeded` without a profile)."""
+    return (context.options.get("profile") or {}).get("documents", "seeded")
 
 
 def card_text(index: dict) -> str:

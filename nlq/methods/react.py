@@ -10,6 +10,12 @@ included; using it up without a submission is a typed `budget_exhausted`
 failure, never a forced answer (also when the last turns were garbled: the
 budget cut their repair turns short). The prediction records `steps` (model turns)
 and `trace` (each action and its observation).
+
+With the profile element `react` = `paper` (nlq.profiles), the loop follows
+the paper's reference: the system prompt also states how answers are graded
+and the output conventions, the observations of the last NUDGE_STEPS turns
+say how many are left and ask for a submission, and the turns that repair an
+undecodable reply do not count toward the budget.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ DEFAULT_MAX_STEPS = 50
 OBSERVATION_CHARS = 2000
 FIRST_ROWS = 5
 ACTIONS = ("execute", "submit")
+NUDGE_STEPS = 3
 
 
 def action_schema(collections) -> dict:
@@ -71,16 +78,17 @@ class ReactMethod:
         db = database(task, index)
         names = collection_names(index)
         budget = context.options.get("max_steps") or DEFAULT_MAX_STEPS
+        paper = (context.options.get("profile") or {}).get("react") == "paper"
         prompt = load(self.prompt_name)
         messages = prompt.messages(question=question_of(task), collections=collections_text(index),
-                                   max_steps=budget)
+                                   max_steps=budget, conventions=prompt.render("conventions") if paper else "")
         messages, shown = with_shots(messages, task, context, index, answer=lambda collection, pipeline: {
             "thought": "A verified answer to this question.", "action": "submit", "collection": collection,
             "pipeline": pipeline})
         schema = action_schema(names)
         trace, turns = [], 0
         while turns < budget:
-            allowed = min(REPAIR_TURNS, budget - turns - 1)
+            allowed = REPAIR_TURNS if paper else min(REPAIR_TURNS, budget - turns - 1)
             try:
                 decoded = chat_decoded(context.model, messages, decode_action, schema=schema, repairs=allowed)
             except ModelBadOutputError as exc:
@@ -89,7 +97,7 @@ class ReactMethod:
                                                f"({len(trace)} actions; the last reply was not a valid action: "
                                                f"{exc.message})") from None
                 raise
-            turns += 1 + decoded.repairs
+            turns += 1 if paper else 1 + decoded.repairs
             action, messages = decoded.value, decoded.messages
             if action["collection"] not in names:
                 observation = (f"ERROR: no collection {action['collection']!r} in this database "
@@ -101,7 +109,10 @@ class ReactMethod:
             else:
                 observation = self._execute(context, db, action)
             trace.append({**action, "observation": observation})
-            messages = messages + [{"role": "user", "content": prompt.render("observation", observation=observation)}]
+            content = prompt.render("observation", observation=observation)
+            if paper and 0 < budget - turns <= NUDGE_STEPS:
+                content += "\n" + prompt.render("nudge", left=budget - turns)
+            messages = messages + [{"role": "user", "content": content}]
         raise BudgetExhaustedError(f"react: no pipeline submitted within {budget} model turns "
                                    f"({len(trace)} actions)")
 

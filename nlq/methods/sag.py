@@ -31,9 +31,9 @@ No candidate that runs is a typed `no_valid_candidate` failure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from nlq import io, repair
+from nlq import io, profiles, repair
 from nlq.backends.base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq import card as path_card
 from nlq.errors import InputError, ModelBadOutputError
@@ -65,8 +65,13 @@ class Settings:
     attempts: int | None = None
     fail_closed: bool = False
     max_entries: int = path_card.DEFAULT_MAX_ENTRIES
+    # every profile element's value (nlq.profiles.resolve), `name` the profile in effect
+    profile: dict = field(default_factory=lambda: {**profiles.resolve(), "name": profiles.profile_name()})
 
     def __post_init__(self):
+        if "name" not in self.profile:
+            object.__setattr__(self, "profile", {**profiles.resolve(None, self.profile),
+                                                 "name": profiles.profile_name()})
         if self.ladder not in LADDER:
             raise InputError(f"unknown ladder rung {self.ladder!r}; choose one of: {', '.join(LADDER)}")
         if self.card not in CARDS:
@@ -81,11 +86,25 @@ class Settings:
         return LADDER.index(self.ladder)
 
     @property
+    def paper_knockouts(self) -> bool:
+        """The paper's knockout scopes: --no-gate drops the path check only, --no-witnesses also the
+        value and limit checks, the synthetic-_id check and bisection (its reference's switches)."""
+        return self.profile.get("knockouts") == "paper"
+
+    @property
     def checks(self) -> tuple:
         """The gate checks in effect."""
-        if not self.gate or self.rung == 0:
+        if self.rung == 0:
             return ()
-        return ("path",) if self.rung == 1 else repair.GATE_CHECKS
+        if not self.gate and not self.paper_knockouts:
+            return ()
+        checks = ("path",) if self.rung == 1 else repair.GATE_CHECKS
+        if self.paper_knockouts:
+            if not self.gate:
+                checks = tuple(c for c in checks if c != "path")
+            if not self.witnesses:
+                checks = tuple(c for c in checks if c not in ("value", "limit"))
+        return checks
 
     @property
     def uses_witnesses(self) -> bool:
@@ -93,7 +112,17 @@ class Settings:
 
     @property
     def uses_bisection(self) -> bool:
+        if self.paper_knockouts and not self.witnesses:
+            return False
         return self.bisection and self.rung >= 2
+
+    @property
+    def id_leak(self) -> str:
+        """The leaked-_id check in effect: the profile's, off below the value rung and with the
+        paper's --no-witnesses (its reference ties the check to value grounding)."""
+        if self.paper_knockouts and not self.uses_witnesses:
+            return "off"
+        return self.profile["id_leak"]
 
     @property
     def round_budget(self) -> int:
@@ -111,40 +140,62 @@ class Settings:
 
     def options(self, *, timeout: float, max_rows: int, min_vote: float | None = None) -> repair.Options:
         checks = self.checks
+        p = self.profile
         return repair.Options(timeout=timeout, max_rows=max_rows, gate=bool(checks), checks=checks,
                               bisection=self.uses_bisection, contract=self.contract, fail_closed=self.fail_closed,
-                              min_vote=min_vote)
+                              min_vote=min_vote, execute=p["execute"], voters=p["voters"],
+                              value_check=p["value_check"], check_order=p["check_order"],
+                              join_probe=p["join_probe"], id_leak=self.id_leak,
+                              literals=p["literals"], hard_max=p["hard_max"],
+                              profile=profiles.describe(p.get("name"), p, [e.name for e in profiles.for_command("repair")]))
 
     def describe(self) -> dict:
         """`prediction.sag`: the settings in effect."""
         return {"ladder": self.ladder, "knockouts": self.knockouts(), "rounds": self.round_budget,
                 "attempts": self.attempt_budget, "checks": list(self.checks), "witnesses": self.uses_witnesses,
                 "bisection": self.uses_bisection, "card": self.card, "contract": self.contract,
-                "fail_closed": self.fail_closed}
+                "fail_closed": self.fail_closed, "id_leak": self.id_leak}
 
 
 # -- the prompt and the answer format ---------------------------------------------------------
 
 def render_card(index: dict, settings: Settings) -> str:
     """The path card the settings show: full, top-level fields only, or without dynamic-key collapse."""
+    p = settings.profile
     return path_card.render(index, max_entries=settings.max_entries, collapse=settings.card != "no-collapse",
-                            top_level=settings.card == "top-level")
+                            top_level=settings.card == "top-level", card_cap=p["card_cap"], map_line=p["map_line"],
+                            underscore_paths=p["underscore_paths"])
+
+
+def has_presence(index: dict) -> bool:
+    """Whether the index holds presence-wrapped leaves (a path ending in `.presence_state`)."""
+    return any(e["path"].endswith(".presence_state") or e["path"] == "presence_state"
+               for e in index.get("lattice") or [])
 
 
 def messages(record: dict, index: dict, settings: Settings, card: str) -> list[dict]:
     """`[system, user]`: the instructions, the card, the witnesses (unless knocked out), the question.
 
-    A record without `witnesses` gets them as `nlq witness` computes them."""
+    The card is in the user turn, or with the profile's `card_turn` `system` in the system prompt
+    (Algorithm 1's `[SystemPrompt(I_D), Question(x, W_x)]`); `presence_line` adds the instruction
+    for presence-wrapped leaves when the index has any. A record without `witnesses` gets them as
+    `nlq witness` computes them under the settings' profile."""
     prompt = load(PROMPT)
     question = question_of(record)
-    system = prompt.render("system_contract" if settings.contract else "system")
+    p = settings.profile
+    presence = prompt.render("presence") if p["presence_line"] and has_presence(index) else ""
+    in_system = p["card_turn"] == "system"
+    section = ("system_contract" if settings.contract else "system") + ("_card" if in_system else "")
+    system = prompt.render(section, presence=presence, card=card)
     if settings.uses_witnesses:
         witnesses = record.get("witnesses")
         if witnesses is None:
-            witnesses = find_witnesses(question, index)
-        user = prompt.render("user", card=card, witnesses=witness_text(witnesses), question=question)
+            witnesses = find_witnesses(question, index, hard_max=p["hard_max"], literals=p["literals"])
+        user = prompt.render("user_question" if in_system else "user", card=card, witnesses=witness_text(witnesses),
+                             question=question)
     else:
-        user = prompt.render("user_without_witnesses", card=card, question=question)
+        user = prompt.render("user_question_without_witnesses" if in_system else "user_without_witnesses", card=card,
+                             question=question)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -190,15 +241,17 @@ def repair_loop(model, settings: Settings | None = None, *, start_from_predictio
             return cards[key]
 
     def prompt(record: dict, index: dict) -> list[dict]:
-        card = memo(("sag-card", index.get("db"), settings.card, settings.max_entries),
-                    lambda: render_card(index, settings))
+        p = settings.profile
+        card = memo(("sag-card", index.get("db"), settings.card, settings.max_entries, p["card_cap"], p["map_line"],
+                     p["underscore_paths"]), lambda: render_card(index, settings))
         shown = messages(record, index, settings, card)
         return shown[:1] + list(examples) + shown[1:]
 
     return repair.Loop(model, prompt, decode_with_contract if settings.contract else decode_pipeline,
                        feedback_turn, rounds=settings.round_budget, attempts=settings.attempt_budget,
                        schema=contract_schema if settings.contract else pipeline_schema,
-                       start_from_prediction=start_from_prediction)
+                       start_from_prediction=start_from_prediction,
+                       transport_retry=settings.profile["transport_retry"])
 
 
 # -- the method -------------------------------------------------------------------------------

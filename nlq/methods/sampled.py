@@ -5,7 +5,7 @@ seeded sample, so a rerun sends the same prompt and replays from the cache.
 
 from __future__ import annotations
 
-from nlq.methods.prompting import PromptedMethod, database, sample_documents_text
+from nlq.methods.prompting import PromptedMethod, database, documents_rendering, sample_documents_text
 
 
 class SampledMethod(PromptedMethod):
@@ -17,7 +17,9 @@ class SampledMethod(PromptedMethod):
 
     def slots(self, task: dict, context, index: dict) -> dict:
         db = database(task, index)
-        text = context.memo((self.name, db), lambda: sample_documents_text(context.backend, db, index, self.documents))
+        rendering = documents_rendering(context)
+        text = context.memo((self.name, db, rendering),
+                            lambda: sample_documents_text(context.backend, db, index, self.documents, rendering))
         return {"documents": text, "n": self.documents}
 
 

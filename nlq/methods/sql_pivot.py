@@ -8,8 +8,8 @@ prediction's `sql`.
 from __future__ import annotations
 
 from nlq.errors import ModelBadOutputError
-from nlq.methods.prompting import (collection_names, database, decode_answer, load, prediction,
-                                   sample_documents_text)
+from nlq.methods.prompting import (collection_names, database, decode_answer, documents_rendering, load,
+                                   prediction, sample_documents_text)
 from nlq.witness import question_of
 
 
@@ -24,8 +24,9 @@ class SqlPivotMethod:
     def generate(self, task: dict, context) -> dict:
         index = context.index_for(task.get("db"))
         db = database(task, index)
-        documents = context.memo(("sampled", db),
-                                 lambda: sample_documents_text(context.backend, db, index, self.documents))
+        rendering = documents_rendering(context)
+        documents = context.memo(("sampled", db, rendering),
+                                 lambda: sample_documents_text(context.backend, db, index, self.documents, rendering))
         prompt = load(self.prompt_name)
         messages = prompt.messages(question=question_of(task), documents=documents, n=self.documents)
         sketch = context.model.chat(messages).text.strip()
