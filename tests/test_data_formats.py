@@ -213,3 +213,59 @@ def test_jsonl_records_name_the_byte_too():
     [record] = io.read_records(BytesIO(LATIN1))
     assert record["line"] == 1 and record["failure"]["message"].startswith(
         "line 1: malformed JSON: not valid UTF-8: the byte 0xe9 at column 14")
+
+
+# -- warnings a user needs ------------------------------------------------------------------------
+
+def test_a_misspelled_field_is_warned_with_a_did_you_mean(tmp_path, runner):
+    world(tmp_path, {"hr/people.jsonl": lines(PEOPLE + [{"name": "Di", "address": {"city": "Oslo"}}])})
+    result = runner.invoke(cli, ["exec", "--data", str(tmp_path), "--db", "hr",
+                                 "db.people.countDocuments({nmae: 'Ann', 'address.ctiy': 'Oslo', age: 3})"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"count": 0}
+    assert "no document of the 4 sampled in 'people' has the field 'nmae' (did you mean 'name'?); " \
+           "it reads as missing" in result.stderr
+    assert "has the field 'address.ctiy' (did you mean 'address.city'?)" in result.stderr
+    assert "'age'" not in result.stderr and "'_id'" not in result.stderr  # stored fields, _id included
+
+
+def test_fields_inside_arrays_and_computed_fields_are_not_warned(tmp_path, runner):
+    world(tmp_path, {"hr/people.jsonl": lines([{"jobs": [{"title": "x"}], "n": 1}])})
+    result = runner.invoke(cli, ["exec", "--data", str(tmp_path), "--db", "hr",
+                                 "db.people.aggregate([{$match: {'jobs.title': 'x', 'jobs.0.title': 'x'}}, "
+                                 "{$addFields: {m: '$n'}}, {$match: {m: 1}}])"])
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
+
+
+def test_the_row_cap_error_names_the_option_that_lifts_it(tmp_path, runner):
+    world(tmp_path, {"hr/people.jsonl": lines(PEOPLE)})
+    result = runner.invoke(cli, ["exec", "--data", str(tmp_path), "--db", "hr", "--max-rows", "2", "db.people.find()"])
+    assert result.exit_code != 0
+    assert "more than 2 rows (the row cap; raise it with --max-rows)" in result.output + result.stderr
+
+
+def test_the_time_limit_error_names_the_option_that_lifts_it():
+    from nlq.errors import QueryTimeout
+    from nlq.mql.engine import aggregate
+
+    slow = [{"s": "a" * 30 + "!"} for _ in range(2000)]
+    with pytest.raises(QueryTimeout, match=r"raise it with --timeout"):
+        aggregate(slow, [{"$match": {"s": {"$regex": "(a+)+$"}}}], timeout=0.05)
+
+
+def test_an_unreachable_server_costs_one_wait_whatever_the_command_asks_first(monkeypatch, runner):
+    from nlq.backends.mongo import MongoBackend
+
+    pings = []
+    original = MongoBackend._reach
+
+    def counted(self):
+        pings.append(1)
+        return original(self)
+
+    monkeypatch.setattr(MongoBackend, "_reach", counted)
+    uri = "mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200"
+    result = runner.invoke(cli, ["exec", "--uri", uri, "--db", "shop", "db.c.find({a: 1})"])
+    assert result.exit_code == 1 and "cannot use MongoDB at" in result.stderr
+    assert len(pings) == 1  # exec used to wait once for the collection check and once more for the query
