@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import json
+import re
 from io import BytesIO
 
 import bson
@@ -183,10 +184,28 @@ def test_array_files_sample_like_reading_them_whole(tmp_path):
     assert lazy.documents("db", "c") == whole
 
 
-def test_an_array_file_element_that_is_not_a_document_is_reported_when_counting(tmp_path):
-    backend = world(tmp_path, {"db/c.json": b'[{"a": 1}, 5]'})
-    with pytest.raises(BackendError, match="element 2: expected a document, got a number"):
+@pytest.mark.parametrize("data,message", [
+    (b'[{"a": 1}, 5]', "element 2: expected a document, got a number"),
+    (b'[{"a": 1}, [{"b": 2}]]', "element 2: expected a document, got an array"),
+    (b'[{"a": 1}, {"$oid": "5f1d7a3b9c1e4b2a8d6f0a11"}]', "element 2: expected a document, got ObjectId"),
+    (b'[{"a": 1}', "malformed JSON: unexpected end of data"),
+    (b'[{"a": 1}] {"b": 2}', "malformed JSON"),
+    (b'[{"a": "}"}, {"b": "\\\"["}, 7]', "element 3: expected a document"),
+])
+def test_an_array_file_that_is_not_one_of_documents_is_reported_by_the_index(tmp_path, data, message):
+    backend = world(tmp_path, {"db/c.json": data})
+    with pytest.raises((BackendError, InputError), match=re.escape(message)):
         backend.count("db", "c")
+        backend.sample("db", "c", 10)  # a wrapper element is known once parsed
+    with pytest.raises((BackendError, InputError), match=re.escape(message)):
+        EmbeddedBackend(tmp_path).documents("db", "c")
+
+
+def test_array_spans_survive_brackets_quotes_and_escapes_in_strings(tmp_path):
+    docs = [{"s": "}{][,"}, {"s": 'a\\"b\\', "t": ["x", {"u": "]"}]}, {}, {"n": [[1, 2], {"v": {}}]}]
+    backend = world(tmp_path, {"db/c.json": json.dumps(docs).encode()})
+    assert backend.count("db", "c") == 4
+    assert plain(backend.sample("db", "c", 10)) == docs
 
 
 # -- decoding errors ----------------------------------------------------------------------------
@@ -204,7 +223,8 @@ def test_a_latin1_byte_in_a_line_file_is_reported_at_its_column(tmp_path):
 
 def test_a_latin1_byte_in_an_array_file_is_reported_at_its_line_and_column(tmp_path):
     backend = world(tmp_path, {"db/c.json": b'[{"a": 1},\n' + LATIN1.rstrip() + b"]"})
-    for read in (lambda: backend.count("db", "c"), lambda: EmbeddedBackend(tmp_path).documents("db", "c")):
+    assert backend.count("db", "c") == 2  # counting splits the array without parsing its documents
+    for read in (lambda: backend.sample("db", "c", 5), lambda: EmbeddedBackend(tmp_path).documents("db", "c")):
         with pytest.raises(InputError, match="not valid UTF-8: the byte 0xe9 at line 2 column 14"):
             read()
 

@@ -405,20 +405,21 @@ class EmbeddedBackend(Closing):
             return self._sample_lines(lines, db, collection, n, seed)
 
     def _sample_array(self, array: "_Array", db: str, collection: str, n: int, seed: int) -> list[dict]:
-        """The sample of an array file converting only the sampled documents: the same documents
-        as `sampling.sample` over the file read whole."""
-        from nlq.mql.values import sort_key
-
-        elements = array.elements
+        """The sample of an array file parsing only the elements it needs: the same documents as
+        `sampling.sample` over the file read whole."""
         id_seed = _id_seed(db, collection)
         order = None
-        if any("_id" in doc for doc in elements):
-            order = sampling.key_order([sort_key(from_extjson(doc["_id"])) if "_id" in doc
-                                        else sort_key(_synthetic(id_seed, i)) for i, doc in enumerate(elements)])
+        if b'"_id"' in array.text or _may_escape_ascii(array.text):
+            order = array.objectid_order()
+        if order is None and (b'"_id"' in array.text or _may_escape_ascii(array.text)):
+            keys = [array.id_key(i) for i in range(len(array))]
+            if any(k is not None for k in keys):
+                order = sampling.key_order([sort_key(_synthetic(id_seed, i)) if k is None else k
+                                            for i, k in enumerate(keys)])
         docs = []
-        for position in sampling.positions(len(elements), n, seed):
+        for position in sampling.positions(len(array), n, seed):
             i = position if order is None else order[position]
-            doc = decode_parsed(elements[i])
+            doc = array.element(i)
             if "_id" not in doc:
                 doc = {"_id": _synthetic(id_seed, i), **doc}
             elif next(iter(doc)) != "_id":
@@ -541,38 +542,124 @@ class _Lines:
 
 
 class _Array:
-    """An array file parsed but not converted: its elements as the JSON parser returns them,
-    Extended JSON wrappers left in place (`_sample_array` converts only the sampled ones). The
-    checks of `io.loads` run on the whole text, and an element that is not a document is
-    reported (fatal) as reading the file whole reports it."""
+    """An array file split into its elements' byte spans without building them: `_sample_array`
+    parses and converts only the sampled ones (and reads each element's `_id` when the
+    collection has any). The split is a vectorized bracket count outside strings (numpy);
+    a file it cannot split into documents (an element that is not one, brackets that do not
+    balance) is parsed whole instead, and what is wrong with it reported as reading the file
+    whole reports it. As with line files, an element outside the sample is checked only by the
+    commands that read the collection whole."""
 
     def __init__(self, path: Path):
         self.path = path
-        text = io.strip_bom(_read_bytes(path))
+        self.text = text = io.strip_bom(_read_bytes(path))
         try:
-            parsed = orjson.loads(text)
-            io.check_nesting(text)
             io.check_integers(text)
-        except orjson.JSONDecodeError as exc:
-            raise InputError(f"{path}: malformed JSON: {io.describe_json_error(exc, text)}") from None
-        except InputError as exc:  # InputTooDeep included
+        except InputError as exc:
             raise type(exc)(f"{path}: {exc}") from None
-        del text
+        spans = _element_spans(text)
+        if spans is None:  # not a plain array of documents: parse it whole to say what is wrong
+            self._whole()
+        self.starts, self.ends = spans
+
+    def _whole(self) -> None:
+        text = self.text
+        try:
+            parsed = io.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"{self.path}: malformed JSON: {io.describe_json_error(exc, text)}") from None
+        except InputError as exc:  # InputTooDeep included
+            raise type(exc)(f"{self.path}: {exc}") from None
         if not isinstance(parsed, list):
-            raise BackendError(f"{path}: expected a JSON array of documents")
+            raise BackendError(f"{self.path}: expected a JSON array of documents")
         problems: list[str] = []
-        for i, doc in enumerate(parsed, start=1):
-            if type(doc) is not dict or (len(doc) <= 2 and any(k.startswith("$") for k in doc)
-                                         and not isinstance(decode_parsed(dict(doc)), dict)):
-                problems.append(f"element {i}: expected a document, got {json_type(from_extjson(doc))}")
-                break
+        _documents(parsed, problems)
         if problems:
-            raise BackendError(f"{path}, {problems[0]}",
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise BackendError(f"{self.path}, {problems[0]}{more}",
                                hint="fix the file, or pass --skip-bad-lines to skip malformed lines")
-        self.elements: list[dict] = parsed
+        raise BackendError(f"{self.path}: cannot be split into its documents")  # not reached: spans or parse fail
 
     def __len__(self) -> int:
-        return len(self.elements)
+        return len(self.starts)
+
+    def raw(self, i: int) -> bytes:
+        return self.text[self.starts[i]:self.ends[i]]
+
+    def element(self, i: int) -> dict:
+        """The i-th document, parsed and converted (InputError naming the file when it cannot be)."""
+        line = io.parse_line(1, self.raw(i))
+        if line.error is not None:  # said with the file's own line and column
+            self._whole()
+        return line.record
+
+    def objectid_order(self) -> list[int] | None:
+        """`sampling.key_order` of the `_id`s when every element opens with an ObjectId `_id` it
+        holds once (read from the text, as `_Lines.objectid_order`), else None."""
+        text = self.text
+        if _may_escape_ascii(text) or text.count(b'"_id"') != len(self.starts):
+            return None
+        match = _ID_OBJECTID.match
+        found = [m.group(1) if (m := match(text, start)) else None for start in self.starts]
+        if None in found:
+            return None
+        if b"".join(found).translate(None, b"0123456789abcdef"):
+            found = [bytes.fromhex(hex_id.decode()) for hex_id in found]
+        return sorted(range(len(found)), key=found.__getitem__)
+
+    def id_key(self, i: int):
+        """The `sort_key` of the i-th element's `_id` (None without one), read from the text when
+        it opens with a plain ObjectId `_id` it holds once, else parsed."""
+        raw = self.raw(i)
+        if b'"_id"' not in raw and b"\\u00" not in raw:
+            return None
+        found = _ID_OBJECTID.match(raw) if raw.count(b'"_id"') == 1 and b"\\u00" not in raw else None
+        if found:
+            return (_OBJECTID_BRACKET, bytes.fromhex(found.group(1).decode()))
+        doc = self.element(i)
+        return sort_key(doc["_id"]) if "_id" in doc else None
+
+
+_STRUCTURE = bytes(1 if b in b'"[]{},' else 0 for b in range(256))  # the bytes the split looks at
+
+
+def _element_spans(text: bytes) -> tuple[list[int], list[int]] | None:
+    """(starts, ends) of the top-level elements of a JSON array of objects, or None when the text
+    is not one (a scalar or array element, a top-level value that is no array, unbalanced
+    brackets, something after the array).
+
+    Escaped backslashes and quotes are blanked (same length), so each remaining quote opens or
+    closes a string. Only the quotes, brackets and commas are looked at (their positions found
+    in one pass): the brackets outside strings give the depth; an element opens with a `{`
+    reaching depth 2 and closes with a `}` back at depth 1, and there must be one more of them
+    than commas at depth 1."""
+    import numpy as np
+
+    first, last = len(text) - len(text.lstrip()), len(text.rstrip()) - 1
+    if last < first or text[first] != 0x5B or text[last] != 0x5D:  # "[" ... "]"
+        return None
+    blanked = text.replace(b"\\\\", b"  ").replace(b'\\"', b"  ") if b"\\" in text else text
+    a = np.frombuffer(blanked, dtype=np.uint8)
+    at = np.flatnonzero(np.frombuffer(_STRUCTURE, dtype=np.uint8)[a])
+    chars = a[at]
+    quote = chars == 34
+    outside = ~(np.bitwise_xor.accumulate(quote) | quote)  # not within a string, not a quote
+    at, chars = at[outside], chars[outside]
+    step = np.zeros(len(chars), dtype=np.int32)
+    step[(chars == 123) | (chars == 91)] = 1
+    step[(chars == 125) | (chars == 93)] = -1
+    depth = np.cumsum(step)  # after each byte
+    if len(depth) == 0 or depth.min() < 0 or depth[-1] != 0 or at[0] != first or \
+            int(np.argmax(depth == 0)) != len(depth) - 1:  # the array's "]" closes it, at the end
+        return None
+    opening = (step == 1) & (depth == 2)
+    starts = at[opening & (chars == 123)]
+    ends = at[(chars == 125) & (depth == 1)] + 1
+    commas = int(((chars == 44) & (depth == 1)).sum())
+    if int(opening.sum()) != len(starts) or len(starts) != len(ends) or \
+            (len(starts) != commas + 1 if len(starts) else commas != 0):
+        return None  # an array or a scalar element
+    return starts.tolist(), ends.tolist()
 
 
 def _may_escape_ascii(text: bytes) -> bool:
