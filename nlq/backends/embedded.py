@@ -53,7 +53,6 @@ from nlq import io
 from nlq.backends import sampling
 from nlq.backends.base import Closing
 from nlq.errors import BackendError, InputError, json_type
-from nlq.mql.extjson import decode_parsed, from_extjson
 from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.mql.values import ObjectId, sort_key
 
