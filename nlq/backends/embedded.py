@@ -552,11 +552,7 @@ class _Array:
     def __init__(self, path: Path):
         self.path = path
         self.text = text = io.strip_bom(_read_bytes(path))
-        try:
-            io.check_integers(text)
-        except InputError as exc:
-            raise type(exc)(f"{path}: {exc}") from None
-        spans = _element_spans(text)
+        spans = _element_spans(text)  # each sampled element is checked as `io.loads` checks a text
         if spans is None:  # not a plain array of documents: parse it whole to say what is wrong
             self._whole()
         self.starts, self.ends = spans
@@ -619,46 +615,44 @@ class _Array:
         return sort_key(doc["_id"]) if "_id" in doc else None
 
 
-_STRUCTURE = bytes(1 if b in b'"[]{},' else 0 for b in range(256))  # the bytes the split looks at
+_STRUCTURE = bytes(b if b in b'"{}' else 0 for b in range(256))  # the bytes the split looks at, others 0
 
 
 def _element_spans(text: bytes) -> tuple[list[int], list[int]] | None:
     """(starts, ends) of the top-level elements of a JSON array of objects, or None when the text
     is not one (a scalar or array element, a top-level value that is no array, unbalanced
-    brackets, something after the array).
+    braces, something after the array).
 
     Escaped backslashes and quotes are blanked (same length), so each remaining quote opens or
-    closes a string. Only the quotes, brackets and commas are looked at (their positions found
-    in one pass): the brackets outside strings give the depth; an element opens with a `{`
-    reaching depth 2 and closes with a `}` back at depth 1, and there must be one more of them
-    than commas at depth 1."""
+    closes a string. Only quotes and braces are looked at (their positions found in one pass):
+    the braces outside strings give the object depth; an element opens with a `{` reaching
+    depth 1 and closes with the `}` back at depth 0. What lies between two elements must be one
+    comma (blanks aside), before the first `[`, after the last `]`: so no element is a scalar or
+    an array, and nothing follows the array."""
     import numpy as np
 
     first, last = len(text) - len(text.lstrip()), len(text.rstrip()) - 1
     if last < first or text[first] != 0x5B or text[last] != 0x5D:  # "[" ... "]"
         return None
     blanked = text.replace(b"\\\\", b"  ").replace(b'\\"', b"  ") if b"\\" in text else text
-    a = np.frombuffer(blanked, dtype=np.uint8)
-    at = np.flatnonzero(np.frombuffer(_STRUCTURE, dtype=np.uint8)[a])
-    chars = a[at]
+    structure = np.frombuffer(blanked.translate(_STRUCTURE), dtype=np.uint8)
+    at = np.flatnonzero(structure)
+    chars = structure[at]
+    del structure
     quote = chars == 34
     outside = ~(np.bitwise_xor.accumulate(quote) | quote)  # not within a string, not a quote
     at, chars = at[outside], chars[outside]
-    step = np.zeros(len(chars), dtype=np.int32)
-    step[(chars == 123) | (chars == 91)] = 1
-    step[(chars == 125) | (chars == 93)] = -1
-    depth = np.cumsum(step)  # after each byte
-    if len(depth) == 0 or depth.min() < 0 or depth[-1] != 0 or at[0] != first or \
-            int(np.argmax(depth == 0)) != len(depth) - 1:  # the array's "]" closes it, at the end
+    step = (chars == 123).astype(np.int32)
+    step -= chars == 125
+    depth = np.cumsum(step)  # after each brace
+    if len(depth) and (depth.min() < 0 or depth[-1] != 0):
         return None
-    opening = (step == 1) & (depth == 2)
-    starts = at[opening & (chars == 123)]
-    ends = at[(chars == 125) & (depth == 1)] + 1
-    commas = int(((chars == 44) & (depth == 1)).sum())
-    if int(opening.sum()) != len(starts) or len(starts) != len(ends) or \
-            (len(starts) != commas + 1 if len(starts) else commas != 0):
-        return None  # an array or a scalar element
-    return starts.tolist(), ends.tolist()
+    starts = at[(step == 1) & (depth == 1)].tolist()
+    ends = (at[(step == -1) & (depth == 0)] + 1).tolist()
+    gaps = zip([first + 1] + ends, starts + [last])
+    if any(blanked[i:j].strip() != (b"," if 0 < k < len(starts) else b"") for k, (i, j) in enumerate(gaps)):
+        return None  # a scalar or an array element, or text outside the array
+    return starts, ends
 
 
 def _may_escape_ascii(text: bytes) -> bool:
