@@ -31,8 +31,9 @@ sampled lines are parsed (plus, when the collection has `_id`s, each line's
 `_id`, read from the text when the line starts with a plain `_id` it holds
 once, else parsed), so a malformed line outside the sample is reported only by
 the commands that read the collection whole. Counting and sampling an array file
-parse it but convert and keep only the sampled documents (the parsed array is dropped
-after the sample). With `skip_bad_lines` the collection is read whole, so the count
+split it into its elements' byte spans (`_Array`) and parse only the sampled ones (and
+each element's `_id` when the collection has `_id`s), with the same reporting rule. With
+`skip_bad_lines` the collection is read whole, so the count
 leaves the malformed lines out. A `<db>.json` object and a `.bson` file are read whole.
 """
 
