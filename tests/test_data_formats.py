@@ -201,6 +201,19 @@ def test_an_array_file_that_is_not_one_of_documents_is_reported_by_the_index(tmp
         EmbeddedBackend(tmp_path).documents("db", "c")
 
 
+@pytest.mark.parametrize("text", [
+    json.dumps([{"s": "}{][,\\\"", "t": [{"u": "]"}, {}]}, {}, {"n": [[1, 2], {"v": {"w": "{"}}]}]).encode(),
+    b'[ {"a": 1} ,\n\n {"b": "x\\\\"} ]', b"[]", b'[{"a": "}"}, 7]', b'[{"a": 1}, {"b": "open}]',
+])
+def test_array_spans_are_the_same_whatever_the_piece_size(text):
+    from nlq.backends.embedded import _element_spans
+
+    whole = _element_spans(text, chunk=1 << 30)
+    assert all(_element_spans(text, chunk=k) == whole for k in (1, 2, 3, 5, 8, 13))
+    if whole:
+        assert [json.loads(text[i:j]) for i, j in zip(*whole)] == json.loads(text)
+
+
 def test_array_spans_survive_brackets_quotes_and_escapes_in_strings(tmp_path):
     docs = [{"s": "}{][,"}, {"s": 'a\\"b\\', "t": ["x", {"u": "]"}]}, {}, {"n": [[1, 2], {"v": {}}]}]
     backend = world(tmp_path, {"db/c.json": json.dumps(docs).encode()})

@@ -619,7 +619,10 @@ class _Array:
 _STRUCTURE = bytes(b if b in b'"{}' else 0 for b in range(256))  # the bytes the split looks at, others 0
 
 
-def _element_spans(text: bytes) -> tuple[list[int], list[int]] | None:
+SPAN_CHUNK = 1 << 20  # bytes of an array file `_element_spans` looks at in one piece
+
+
+def _element_spans(text: bytes, chunk: int = SPAN_CHUNK) -> tuple[list[int], list[int]] | None:
     """(starts, ends) of the top-level elements of a JSON array of objects, or None when the text
     is not one (a scalar or array element, a top-level value that is no array, unbalanced
     braces, something after the array).
@@ -636,23 +639,48 @@ def _element_spans(text: bytes) -> tuple[list[int], list[int]] | None:
     if last < first or text[first] != 0x5B or text[last] != 0x5D:  # "[" ... "]"
         return None
     blanked = text.replace(b"\\\\", b"  ").replace(b'\\"', b"  ") if b"\\" in text else text
-    structure = np.frombuffer(blanked.translate(_STRUCTURE), dtype=np.uint8)
-    at = np.flatnonzero(structure)
-    chars = structure[at]
-    del structure
-    quote = chars == 34
-    outside = ~(np.bitwise_xor.accumulate(quote) | quote)  # not within a string, not a quote
-    at, chars = at[outside], chars[outside]
-    step = (chars == 123).astype(np.int32)
-    step -= chars == 125
-    depth = np.cumsum(step)  # after each brace
-    if len(depth) and (depth.min() < 0 or depth[-1] != 0):
+    found_starts, found_ends = [], []
+    within, depth_before = False, 0  # the state at the start of each piece: in a string, object depth
+    for offset in range(0, len(blanked), chunk):  # in pieces: small temporaries, the same result
+        structure = np.frombuffer(blanked[offset:offset + chunk].translate(_STRUCTURE), dtype=np.uint8)
+        at = np.flatnonzero(structure)
+        chars = structure[at]
+        del structure
+        quote = chars == 34
+        inside = np.bitwise_xor.accumulate(quote)  # in a string after each byte (opening quote: yes)
+        if within:
+            inside = ~inside
+        if len(inside):
+            within = bool(inside[-1])
+        outside = ~(inside | quote)
+        at, chars = at[outside], chars[outside]
+        step = (chars == 123).astype(np.int32)
+        step -= chars == 125
+        depth = np.cumsum(step)  # after each brace
+        depth += depth_before
+        if len(depth):
+            if depth.min() < 0:
+                return None
+            depth_before = int(depth[-1])
+        found_starts.append(at[(step == 1) & (depth == 1)] + offset)
+        found_ends.append(at[(step == -1) & (depth == 0)] + (offset + 1))
+    if depth_before != 0 or within or not found_starts:
         return None
-    starts = at[(step == 1) & (depth == 1)].tolist()
-    ends = (at[(step == -1) & (depth == 0)] + 1).tolist()
-    gaps = zip([first + 1] + ends, starts + [last])
-    if any(blanked[i:j].strip() != (b"," if 0 < k < len(starts) else b"") for k, (i, j) in enumerate(gaps)):
-        return None  # a scalar or an array element, or text outside the array
+    starts, ends = np.concatenate(found_starts), np.concatenate(found_ends)
+    if len(starts) != len(ends):
+        return None
+    # the gaps between elements: "," or ",\n" (what JSON writers put there) checked at once,
+    # any other one by its text
+    a = np.frombuffer(blanked, dtype=np.uint8)
+    inner_starts, inner_ends = starts[1:], ends[:-1]
+    size = inner_starts - inner_ends
+    plain = (a[inner_ends] == 44) & ((size == 1) | ((size == 2) & (a[np.minimum(inner_ends + 1, len(a) - 1)] == 10)))
+    others = np.flatnonzero(~plain).tolist()
+    starts, ends = starts.tolist(), ends.tolist()
+    if any(blanked[ends[k]:starts[k + 1]].strip() != b"," for k in others):
+        return None  # a scalar or an array element
+    if blanked[first + 1:starts[0] if starts else last].strip() or (starts and blanked[ends[-1]:last].strip()):
+        return None  # text before the first element or after the last one
     return starts, ends
 
 
