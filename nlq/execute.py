@@ -138,8 +138,12 @@ class FieldCheck:
         key = (db, collection)
         if key not in self._paths:
             try:
-                docs = self.backend.sample(db, collection, self.sample) \
-                    if collection in self.backend.collections(db) else []
+                if collection not in self.backend.collections(db):
+                    docs = []
+                elif getattr(self.backend, "name", "") == "embedded":  # the seeded sample of `nlq index`
+                    docs = self.backend.sample(db, collection, self.sample)
+                else:  # one server query (the seeded sample would be one per document of a large collection)
+                    docs = self.backend.aggregate(db, collection, [{"$sample": {"size": self.sample}}])
             except NlqError:
                 docs = []
             self._paths[key] = (set().union(*map(_stored_paths, docs)), len(docs)) if docs else None
