@@ -40,8 +40,9 @@ def backend_options(fn):
     Exactly one of --data and --uri; a flag given on the command line overrides
     the other option's environment variable (see `backend_choice`)."""
     @click.option("--data", "data", type=click.Path(file_okay=False), envvar="NLQ_DATA",
-                  help="Folder of JSON/JSONL databases served by the embedded engine (env NLQ_DATA); "
-                       "`example` serves the worlds installed with nlq (clinic, club, racing).")
+                  help="Folder of databases served by the embedded engine: mongoexport output (.json, .jsonl), "
+                       "mongodump folders (.bson), gzip-compressed too (env NLQ_DATA); `example` serves the worlds "
+                       "installed with nlq (clinic, club, racing).")
     @click.option("--uri", envvar="NLQ_URI",
                   help="MongoDB connection string (read-only use), or file:DIR for --data DIR (env NLQ_URI). "
                        "A flag overrides the other option's environment variable.")

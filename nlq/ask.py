@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -58,8 +59,11 @@ def index_key(backend, db: str, params: dict) -> str | None:
     if content_hash is None:
         return None
     code = hashlib.sha256()
-    for module in (grounding, text_module):
-        code.update(Path(module.__file__).read_bytes())
+    # the backend's module too: it decides what the documents look like (the `_id` an
+    # embedded collection's documents are given)
+    for module in (grounding, text_module, sys.modules.get(type(backend).__module__)):
+        if getattr(module, "__file__", None):
+            code.update(Path(module.__file__).read_bytes())
     key = {"nlq": __version__, "code": code.hexdigest(), "db": db, "data": content_hash(db), "params": params}
     return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
 

@@ -98,6 +98,74 @@ class CollectionCheck:
         return self._collections[db]
 
 
+FIELD_SAMPLE = 1000  # documents a field check reads per collection (the seeded sample of `nlq index`)
+
+
+class FieldCheck:
+    """Tells `warn` once per (db, collection, path) when a query reads a stored field that no
+    sampled document of its collection has, with the closest existing path. MongoDB reads such
+    a field as missing (`{"count": 0}` for a misspelled filter): the warning only explains it.
+
+        no document of the 3 sampled in 'patients' has the field 'nmae' (did you mean 'name'?); it reads as missing
+    """
+
+    def __init__(self, backend, warn: Callable[[str], None] | None, sample: int = FIELD_SAMPLE):
+        self.backend, self.warn, self.sample = backend, warn, sample
+        self._paths: dict[tuple[str, str], tuple[set[str], int] | None] = {}
+        self._told: set[tuple[str, str, str]] = set()
+
+    def __call__(self, db: str, query) -> None:
+        if self.warn is None:
+            return
+        from nlq.mql.fields import read_paths
+
+        try:
+            wanted = read_paths(query.collection, query.pipeline)
+        except Exception:  # noqa: BLE001 - a pipeline the walk cannot read is reported by its execution
+            return
+        for collection, path in sorted(wanted):
+            path = ".".join(part for part in path.split(".") if not part.isdigit())  # array positions
+            if not path or (db, collection, path) in self._told:
+                continue
+            known = self._known(db, collection)
+            if known is None or path in known[0]:
+                continue
+            self._told.add((db, collection, path))
+            self.warn(f"no document of the {known[1]} sampled in {collection!r} has the field {path!r}"
+                      f"{_did_you_mean(path, known[0])}; it reads as missing")
+
+    def _known(self, db: str, collection: str) -> tuple[set[str], int] | None:
+        key = (db, collection)
+        if key not in self._paths:
+            try:
+                if collection not in self.backend.collections(db):
+                    docs = []
+                elif getattr(self.backend, "name", "") == "embedded":  # the seeded sample of `nlq index`
+                    docs = self.backend.sample(db, collection, self.sample)
+                else:  # one server query (the seeded sample would be one per document of a large collection)
+                    docs = self.backend.aggregate(db, collection, [{"$sample": {"size": self.sample}}])
+            except NlqError:
+                docs = []
+            self._paths[key] = (set().union(*map(_stored_paths, docs)), len(docs)) if docs else None
+        return self._paths[key]
+
+
+def _stored_paths(doc: dict, prefix: str = "") -> set[str]:
+    """The dotted paths of a document, through arrays of documents as MongoDB's paths go."""
+    out: set[str] = set()
+    stack = [(doc, prefix)]
+    while stack:
+        value, at = stack.pop()
+        if isinstance(value, dict):
+            for key, sub in value.items():
+                path = f"{at}.{key}" if at else key
+                out.add(path)
+                stack.append((sub, path))
+        elif isinstance(value, list):
+            stack.extend((item, at) for item in value if isinstance(item, (dict, list)))
+    return out
+
+
 def _did_you_mean(name: str, existing: set[str]) -> str:
     lowered = {n.lower(): n for n in existing}
     close = [lowered[name.lower()]] if name.lower() in lowered else \
@@ -109,12 +177,14 @@ def run_query(backend, db: str, source, *, timeout: float = DEFAULT_TIMEOUT,
               max_rows: int = DEFAULT_MAX_ROWS, warn: Callable[[str], None] | None = None) -> list[dict]:
     """Parse `source` (mongosh text, JSON text or a `{collection, pipeline}` dict) and run it on `db`.
 
-    `warn` is told about collections the query names that `db` does not hold, and about what
-    the parser noted (an ignored `.forEach(printjson)`)."""
+    `warn` is told about collections the query names that `db` does not hold, about stored
+    fields it reads that no sampled document has (`FieldCheck`), and about what the parser
+    noted (an ignored `.forEach(printjson)`)."""
     query = parse_query(source)
     for note in query.warnings if warn is not None else ():
         warn(note)
     CollectionCheck(backend, warn)(db, query)
+    FieldCheck(backend, warn)(db, query)
     return backend.aggregate(db, query.collection, query.pipeline, timeout=timeout, max_rows=max_rows)
 
 

@@ -70,6 +70,40 @@ def _check_integers(text: str | bytes) -> None:
         at = marks.find(_LONG_RUN, _DIGITS.match(cleaned, at).end())
 
 
+check_integers = _check_integers  # public name, for readers that parse with orjson themselves
+
+
+def utf8_error(text: bytes) -> tuple[int, int, str] | None:
+    """(line, byte column, what) of the first byte sequence of `text` that is not UTF-8, both
+    1-based (the column counts bytes from the line's start), or None when it all decodes."""
+    if isinstance(text, str):
+        return None
+    try:
+        bytes(text).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = exc.start
+        line_start = text.rfind(b"\n", 0, at) + 1
+        bad = bytes(text[at:exc.end])
+        what = f"the byte 0x{bad.hex()}" if len(bad) == 1 else f"the bytes 0x{bad.hex()}"
+        return text.count(b"\n", 0, at) + 1, at - line_start + 1, what
+    return None
+
+
+def describe_json_error(exc: orjson.JSONDecodeError, text: bytes, *, one_line: bool = False) -> str:
+    """orjson's complaint about `text` with where it is: 'MESSAGE (line L column C)' ('(column C)'
+    for `one_line`). A text that is not UTF-8 is named by its first bad byte and that byte's
+    own line and column (orjson reports such a text at column 1)."""
+    bad = utf8_error(text) if "UTF-8" in exc.msg else None
+    if bad is not None:
+        line, column, what = bad
+        where = f"column {column}" if one_line else f"line {line} column {column}"
+        return (f"not valid UTF-8: {what} at {where} (a Latin-1 or Windows-1252 file? re-save it as UTF-8, "
+                "as MongoDB stores strings)")
+    if one_line:
+        return f"{exc.msg} ({f'column {exc.colno}' if exc.lineno == 1 else 'at the end of the line'})"
+    return f"{exc.msg} (line {exc.lineno} column {exc.colno})"
+
+
 def _may_hold_wrappers(text: str | bytes) -> bool:
     """False when no key of the text can start with `$` (no Extended JSON wrapper in it):
     such a key is written `"$` or, escaped, `"\\u0024`."""
@@ -211,8 +245,7 @@ def parse_line(number: int, raw: bytes | None, *, max_nesting: int = DEFAULT_MAX
         return Line(number, None, f"line {number}: {exc}", exc.type)
     except orjson.JSONDecodeError as exc:
         # orjson counts lines and columns within this one line: name the column only
-        where = f"column {exc.colno}" if exc.lineno == 1 else "at the end of the line"
-        return Line(number, None, f"line {number}: malformed JSON: {exc.msg} ({where})")
+        return Line(number, None, f"line {number}: malformed JSON: {describe_json_error(exc, raw, one_line=True)}")
     except InputError as exc:
         return Line(number, None, f"line {number}: malformed JSON: {exc}")
     if not isinstance(record, dict):
@@ -370,11 +403,12 @@ def load_json_file(path) -> object:
     """Read a whole JSON file (Extended JSON aware, a leading byte order mark ignored)."""
     try:
         with open(path, "rb") as f:
-            return loads(strip_bom(f.read()))
+            text = strip_bom(f.read())
+        return loads(text)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}") from None
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"{path}: malformed JSON: {exc}") from None
+        raise InputError(f"{path}: malformed JSON: {describe_json_error(exc, text)}") from None
     except InputTooDeep as exc:
         raise InputTooDeep(f"{path}: {exc}") from None
 
@@ -387,4 +421,4 @@ def strip_bom(data: bytes) -> bytes:
 __all__ = ["from_extjson", "to_extjson", "loads", "dumps", "read_records", "write_records",
            "iter_lines", "raw_lines", "is_blank", "parse_line", "open_input", "open_output", "has_failure", "load_json_file", "strip_bom", "Line",
            "MISSING", "nesting_depth", "check_nesting", "DEFAULT_MAX_NESTING", "MAX_NESTING",
-           "DEFAULT_MAX_RECORD_BYTES"]
+           "DEFAULT_MAX_RECORD_BYTES", "check_integers", "utf8_error", "describe_json_error"]

@@ -13,13 +13,26 @@ from hypothesis import strategies as st
 from nlq import index as grounding
 from nlq import io
 from nlq.backends import EmbeddedBackend, sampling
+from nlq.backends.embedded import synthetic_id
 from nlq.errors import BackendError, InputError
 from nlq.mql.values import ObjectId
 from tests.conftest import ATLAS, TEND_V1, WORLDS, need
 
 
+def as_inserted(db: str, collection: str, docs: list[dict]) -> list[dict]:
+    """The documents as an insert stores them: `_id` first, the synthetic one when absent."""
+    return [{"_id": doc["_id"] if "_id" in doc else synthetic_id(db, collection, i), **doc}
+            for i, doc in enumerate(docs)]
+
+
 def eager_collections(root) -> dict[str, dict[str, list[dict]]]:
-    """Every database's collections read whole, file after file, as the backend always did."""
+    """Every database's collections read whole, file after file, as the backend always did
+    (then given their `_id`s as an insert would)."""
+    out = {db: {c: as_inserted(db, c, docs) for c, docs in colls.items()} for db, colls in _eager(root).items()}
+    return out
+
+
+def _eager(root) -> dict[str, dict[str, list[dict]]]:
     out: dict[str, dict[str, list[dict]]] = {}
     for single in sorted(root.glob("*.json")):
         out.setdefault(single.stem, {}).update(io.load_json_file(single))

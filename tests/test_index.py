@@ -504,7 +504,10 @@ def test_cli_index_writes_one_document_per_database(tmp_path, runner):
     assert [orjson.loads(line)["db"] for line in lines] == ["v", "w"]
     w = orjson.loads(lines[1])
     assert list(w) == ["db", "params", "collections", "lattice", "prefixes", "top_fields", "join_edges", "values"]
-    assert w["lattice"][0] == {"collection": "c", "path": "values_by_year", "kind": "dynamic_map",
+    # the documents hold no _id: each gets one at load, as an insert would, and the index lists it first
+    assert w["lattice"][0] == {"collection": "c", "path": "_id", "kind": "scalar", "types": {"objectId": 1},
+                               "present": 1, "null": 0, "missing": 0, "empty": 0, "array_len": None}
+    assert w["lattice"][1] == {"collection": "c", "path": "values_by_year", "kind": "dynamic_map",
                                "types": {"object": 1}, "present": 1, "null": 0, "missing": 0, "empty": 0,
                                "array_len": None, "example_keys": ["1987"], "distinct_keys": 1}
 

@@ -82,7 +82,8 @@ TO_STRING = [
     ({"$dateToString": {"format": "%H:%M:%S:%L%z", "date": "$date", "timezone": "America/New_York"}},
      "03:15:39:736-0500"),
     ({"$dateToString": {"format": "%Z", "date": "$date", "timezone": "America/New_York"}}, "-300"),
-    ({"$dateToString": {"format": "%Z", "date": "$date", "timezone": "+04:45"}}, "+285"),
+    ({"$dateToString": {"format": "%Z", "date": "$date", "timezone": "+04:30"}}, "270"),  # the manual's own output
+    ({"$dateToString": {"format": "%Z", "date": "$date", "timezone": "+04:45"}}, "285"),
     ({"$dateToString": {"format": "%z", "date": "$date"}}, "+0000"),
     ({"$dateToString": {"format": "%b %B", "date": "$date"}}, "Jan January"),
     ({"$dateToString": {"format": "%j %w %u %U %V %G", "date": "$date"}}, "001 4 3 00 01 2014"),
@@ -113,6 +114,8 @@ FROM_STRING = [
     ({"$dateFromString": {"dateString": "2017-02-08T12:10:40.787", "timezone": "America/New_York"}},
      D(2017, 2, 8, 17, 10, 40, 787000)),
     ({"$dateFromString": {"dateString": "2017-02-08"}}, D(2017, 2, 8)),
+    ({"$dateFromString": {"dateString": "2017-02-08 12:10 270", "format": "%Y-%m-%d %H:%M %Z"}},
+     D(2017, 2, 8, 7, 40)),  # %Z as $dateToString writes it (no sign when positive)
     ({"$dateFromString": {"dateString": "2017-02-08T12:10:40Z"}}, D(2017, 2, 8, 12, 10, 40)),
     ({"$dateFromString": {"dateString": "2017-02-08T12:10:40+0500"}}, D(2017, 2, 8, 7, 10, 40)),
     ({"$dateFromString": {"dateString": "2017-02-08 12:10:40.5-03:00"}}, D(2017, 2, 8, 15, 10, 40, 500000)),

@@ -1,35 +1,54 @@
-"""The embedded backend: JSON/JSONL files served by nlq's own MQL engine.
+"""The embedded backend: exported data files served by nlq's own MQL engine.
 
-Layouts of `--data DIR` (both may be mixed):
+Layouts of `--data DIR` (both may be mixed; docs/DATA.md for users):
 
 - `DIR/<db>.json` shaped `{"<collection>": [docs], ...}` (the TEND v1 layout);
-- `DIR/<db>/<collection>.json` (a JSON array) or `.jsonl` (Extended JSON lines).
+- `DIR/<db>/<collection>.<ext>`, one file per collection:
+  - `.jsonl`: Extended JSON, one document per line;
+  - `.json`: a JSON array of documents when its first non-blank byte is `[`
+    (`mongoexport --jsonArray`), else one document per line (mongoexport's default);
+  - `.bson`: a `mongodump` file (documents back to back); `<collection>.metadata.json`
+    beside it is mongodump's own and ignored, as is a `prelude.json` at the top of a dump;
+  - any of these gzip-compressed with `.gz` added (`mongodump --gzip`, `gzip export.json`).
 
-A malformed line of a `.jsonl` file (or an array element that is not a
-document) is reported once per file, with the file and the line: fatal
-(BackendError) by default, skipped with one warning with `skip_bad_lines`.
+Every document is served as an insert would store it (the MongoDB manual, "Documents":
+the `_id` field is always the first field; an insert adds an ObjectId `_id` to a document
+without one): a stored `_id` is moved first, and a document without one gets
+`synthetic_id(db, collection, position)`, a deterministic ObjectId of its 0-based position
+among the collection's documents. Every command and every run sees the same `_id`s, and
+they ascend in file order after every stored ObjectId (as fresh ones would).
+
+A malformed line of a line file (or an array element that is not a document) is
+reported once per file, with the file and the line: fatal (BackendError) by default,
+skipped with one warning with `skip_bad_lines`.
 
 Collections are read lazily, each when it is first used, and documents are
-never copied by the backend; the engine does not modify them either. A query
+never copied by the backend once served; the engine does not modify them either. A query
 reads its collection whole (and those its `$lookup`s name). Counting and
-sampling a `.jsonl` collection that has not been read (what `nlq index` does)
+sampling a line file that has not been read (what `nlq index` does)
 read only its lines: the count is its number of non-blank lines, and only the
 sampled lines are parsed (plus, when the collection has `_id`s, each line's
 `_id`, read from the text when the line starts with a plain `_id` it holds
 once, else parsed), so a malformed line outside the sample is reported only by
-the commands that read the collection whole. With `skip_bad_lines` the
-collection is read whole, so the count leaves the malformed lines out. A
-`.json` file (one array, or a `<db>.json` object) is always parsed whole.
+the commands that read the collection whole. Counting and sampling an array file
+split it into its elements' byte spans (`_Array`) and parse only the sampled ones (and
+each element's `_id` when the collection has `_id`s), with the same reporting rule. With
+`skip_bad_lines` the collection is read whole, so the count
+leaves the malformed lines out. A `<db>.json` object and a `.bson` file are read whole.
 """
 
 from __future__ import annotations
 
 import gc
+import gzip
 import hashlib
 import re
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
+
+import orjson
 
 from nlq import examples, io
 from nlq.backends import sampling
@@ -37,6 +56,90 @@ from nlq.backends.base import Closing
 from nlq.errors import BackendError, BadDatabaseNameError, InputError, json_type
 from nlq.mql.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from nlq.mql.values import ObjectId, sort_key
+
+LINES, ARRAY, BSON = "lines", "array", "bson"  # how a collection's file holds its documents
+_SUFFIXES = (".jsonl.gz", ".json.gz", ".bson.gz", ".jsonl", ".json", ".bson")
+
+
+def collection_name(path: Path) -> str | None:
+    """The collection a `<db>/` folder's file holds (None: not a data file, such as mongodump's
+    `<collection>.metadata.json`)."""
+    name = path.name
+    for suffix in _SUFFIXES:
+        if name.endswith(suffix):
+            stem = name[:-len(suffix)]
+            if not stem or (suffix.startswith(".json.") or suffix == ".json") and stem.endswith(".metadata"):
+                return None
+            return stem
+    return None
+
+
+def _id_seed(db: str, collection: str) -> int:
+    """39 bits of SHA-256 of the collection's name: the middle of its synthesized ObjectIds."""
+    return int.from_bytes(hashlib.sha256(f"{db}\0{collection}".encode()).digest()[:5], "big") >> 1
+
+
+def _synthetic(seed: int, position: int) -> ObjectId:
+    return ObjectId(((0xFFFFFFFF << 64) | (seed << 24) + position).to_bytes(12, "big"))
+
+
+def synthetic_id(db: str, collection: str, position: int) -> ObjectId:
+    """The `_id` the embedded backend gives the document at `position` (0-based, in file order)
+    of a collection when it has none: an ObjectId whose 4-byte timestamp is ffffffff (so it
+    sorts after every ObjectId a server made before 2106, as a fresh insert's would), then 39
+    bits of the collection's name hash, then the position (3 bytes, carrying into the middle
+    part past 16,777,215): the same for every command and every run, unique in the collection
+    and ascending in file order.
+
+        >>> synthetic_id("clinic", "patients", 0) < synthetic_id("clinic", "patients", 1)
+        True
+    """
+    return _synthetic(_id_seed(db, collection), position)
+
+
+def _open_data(path: Path):
+    """A binary stream of a data file, decompressed when its name ends in `.gz`."""
+    try:
+        return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
+    except OSError as exc:
+        raise BackendError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The whole (decompressed) content of a data file."""
+    with _open_data(path) as f:
+        try:
+            return f.read()
+        except OSError as exc:
+            raise BackendError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        except (EOFError, zlib.error) as exc:  # a damaged or truncated .gz
+            raise BackendError(f"{path}: cannot be decompressed ({exc})") from None
+
+
+def _bson_documents(data: bytes, problems: list[str]) -> list[dict]:
+    """The documents of a mongodump `.bson` file (back to back, each prefixed by its int32
+    size), decoded as pymongo decodes a server's replies (`tz_aware=True`); a damaged one
+    noted in `problems` with its number and byte offset, and the reading stops there."""
+    import bson
+    from bson.codec_options import CodecOptions
+
+    options = CodecOptions(tz_aware=True)
+    try:
+        return bson.decode_all(data, options)
+    except Exception:  # noqa: BLE001 - located below, document by document
+        pass
+    docs, at = [], 0
+    while at < len(data):
+        size = int.from_bytes(data[at:at + 4], "little") if at + 4 <= len(data) else 0
+        try:
+            if size < 5 or at + size > len(data):
+                raise ValueError(f"a document size of {size} bytes does not fit the {len(data) - at} left")
+            docs.append(bson.decode(data[at:at + size], options))
+        except Exception as exc:  # noqa: BLE001 - bson raises InvalidBSON, ValueError, OverflowError...
+            problems.append(f"document {len(docs) + 1} (byte {at}): not valid BSON: {exc}")
+            break
+        at += size
+    return docs
 
 # A line that opens with its `_id` (as mongoexport writes them): an ObjectId, a small
 # integer or a string without escapes, read from the text when "_id" occurs once in the line
@@ -88,14 +191,24 @@ class EmbeddedBackend(Closing):
         self._singles: dict[str, dict[str, list[dict]]] = {}  # the collections of <db>.json files
         self._docs: dict[tuple[str, str], list[dict]] = {}  # collections read whole
         self._counts: dict[tuple[str, str], int] = {}  # line counts of .jsonl collections not read
-        self._last_lines: _Lines | None = None
+        self._last_lines: _Lines | _Array | None = None
+        self._kinds: dict[Path, str] = {}  # data file -> LINES, ARRAY or BSON
+        self._file_ordered: set[tuple[str, str]] = set()  # collections whose _ids all were synthesized
 
     # -- discovery -----------------------------------------------------------------
     def databases(self) -> list[str]:
-        found = {p.stem for p in self.root.glob("*.json")}
-        found |= {p.name for p in self.root.iterdir()
-                  if p.is_dir() and any(p.glob("*.json*"))}
-        return sorted(found)
+        folders = {p.name: p for p in self.root.iterdir() if p.is_dir()
+                   and any(collection_name(f) is not None for f in p.iterdir() if f.is_file())}
+        found = {p.stem for p in self.root.glob("*.json") if not self._dump_prelude(p, folders.values())}
+        return sorted(found | set(folders))
+
+    @staticmethod
+    def _dump_prelude(path: Path, folders) -> bool:
+        """Whether a top-level .json file is the `prelude.json` mongodump writes beside its
+        database folders (of .bson files), not a database."""
+        return path.name == "prelude.json" and any(
+            collection_name(f) is not None and f.name.removesuffix(".gz").endswith(".bson")
+            for folder in folders for f in folder.iterdir())
 
     def _catalog(self, db: str) -> dict[str, Path]:
         """{collection: the file that holds it} (a later file holding a name wins, as it would
@@ -110,7 +223,7 @@ class EmbeddedBackend(Closing):
                 for name in self._single(db):
                     sources[name] = single
             else:
-                sources[path.stem] = path
+                sources[collection_name(path)] = path
         self._sources[db] = sources
         return sources
 
@@ -127,31 +240,84 @@ class EmbeddedBackend(Closing):
         collections = {name: _documents(docs, problems, where=f"collection {name!r}, ")
                        for name, docs in data.items()}
         self._bad(single, problems)
+        for name, docs in collections.items():
+            self._served(db, name, docs)
         self._singles[db] = collections
         return collections
 
     def _read(self, db: str, collection: str, path: Path) -> list[dict]:
-        """All documents of a collection's file (reported once: malformed lines or elements)."""
+        """All documents of a collection's file (reported once: malformed lines or elements),
+        as an insert stores them (see the module docstring)."""
         if path.name == f"{db}.json" and path.parent == self.root:
             return self._single(db)[collection]
+        kind = self._kind(path)
         with _collector_paused():
-            if path.suffix == ".jsonl":
+            if kind == BSON:
+                problems: list[str] = []
+                docs = _bson_documents(_read_bytes(path), problems)
+            elif kind == LINES:
                 problems, docs = [], []
-                with open(path, "rb") as f:
-                    for line in io.iter_lines(f):
-                        if line.error is None:
-                            docs.append(line.record)
-                        else:
-                            problems.append(line.error)
-                self._bad(path, problems)
-                return docs
-            docs = io.load_json_file(path)
-        if not isinstance(docs, list):
-            raise BackendError(f"{path}: expected a JSON array of documents")
-        problems = []
-        kept = _documents(docs, problems)
+                with _open_data(path) as f:
+                    try:
+                        for line in io.iter_lines(f):
+                            if line.error is None:
+                                docs.append(line.record)
+                            else:
+                                problems.append(line.error)
+                    except (OSError, EOFError, zlib.error) as exc:  # a damaged .gz
+                        raise BackendError(f"{path}: cannot be decompressed ({exc})") from None
+                if problems and not path.name.removesuffix(".gz").endswith(".jsonl"):
+                    problems[0] += (" (a .json file that does not open with '[' is read as one document per line,"
+                                    " as mongoexport writes it)")
+            else:
+                text = io.strip_bom(_read_bytes(path))
+                try:
+                    parsed = io.loads(text)
+                except orjson.JSONDecodeError as exc:
+                    raise InputError(f"{path}: malformed JSON: {io.describe_json_error(exc, text)}") from None
+                except InputError as exc:
+                    raise type(exc)(f"{path}: {exc}") from None
+                if not isinstance(parsed, list):
+                    raise BackendError(f"{path}: expected a JSON array of documents")
+                problems = []
+                docs = _documents(parsed, problems)
         self._bad(path, problems)
-        return kept
+        return self._served(db, collection, docs)
+
+    def _served(self, db: str, collection: str, docs: list[dict]) -> list[dict]:
+        """The documents as an insert stores them, in place: `_id` first, synthesized when absent."""
+        seed = None
+        synthesized = 0
+        for i, doc in enumerate(docs):
+            if "_id" not in doc:
+                if seed is None:
+                    seed = _id_seed(db, collection)
+                docs[i] = {"_id": _synthetic(seed, i), **doc}
+                synthesized += 1
+            elif next(iter(doc)) != "_id":
+                docs[i] = {"_id": doc["_id"], **doc}
+        if synthesized == len(docs):
+            self._file_ordered.add((db, collection))  # _id order is file order: sampling needs no sort
+        return docs
+
+    def _kind(self, path: Path) -> str:
+        """LINES, ARRAY or BSON: a `.json` file is an array when its first non-blank byte is `[`."""
+        kind = self._kinds.get(path)
+        if kind is None:
+            name = path.name.removesuffix(".gz")
+            if name.endswith(".bson"):
+                kind = BSON
+            elif name.endswith(".jsonl"):
+                kind = LINES
+            else:
+                try:
+                    with _open_data(path) as f:
+                        head = io.strip_bom(f.read(1 << 16)).lstrip()
+                except (OSError, EOFError, zlib.error) as exc:
+                    raise BackendError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+                kind = ARRAY if head[:1] == b"[" else LINES
+            self._kinds[path] = kind
+        return kind
 
     def _bad(self, path: Path, problems: list[str]) -> None:
         """Report a data file's malformed lines or elements once: fatal (BackendError), or
@@ -177,8 +343,8 @@ class EmbeddedBackend(Closing):
             raise BackendError(f"no database {db!r} under {self.root} (found: {known})")
         files = [single] if single.is_file() else []
         if folder.is_dir():
-            files += [path for path in sorted(folder.iterdir()) if path.is_file() and (
-                path.suffix == ".jsonl" or (path.suffix == ".json" and path.name != "manifest.json"))]
+            files += [path for path in sorted(folder.iterdir())
+                      if path.is_file() and path.name != "manifest.json" and collection_name(path) is not None]
         return files
 
     def content_hash(self, db: str) -> str:
@@ -212,16 +378,21 @@ class EmbeddedBackend(Closing):
         return docs
 
     def _by_lines(self, db: str, collection: str) -> Path | None:
-        """The .jsonl file to count or sample by its lines (None: use the documents read whole)."""
+        """The line or array file to count or sample without serving every document (None: use
+        the documents read whole)."""
         if (db, collection) in self._docs or self.skip_bad_lines:
             return None
         path = self._catalog(db).get(collection)
-        return path if path is not None and path.suffix == ".jsonl" else None
+        if path is None or (path.name == f"{db}.json" and path.parent == self.root):
+            return None
+        return path if self._kind(path) in (LINES, ARRAY) else None
 
-    def _lines_of(self, path: Path) -> "_Lines":
-        """The lines of a .jsonl file, kept from `count` for the `sample` that follows it."""
+    def _lines_of(self, path: Path) -> "_Lines | _Array":
+        """The lines (or parsed array) of a file, kept from `count` for the `sample` that follows it."""
         if self._last_lines is None or self._last_lines.path != path:
-            self._last_lines = _Lines(path)
+            self._last_lines = None  # the previous file's memory goes first
+            with _collector_paused():
+                self._last_lines = _Lines(path) if self._kind(path) == LINES else _Array(path)
         return self._last_lines
 
     def count(self, db: str, collection: str) -> int:
@@ -236,19 +407,50 @@ class EmbeddedBackend(Closing):
     def sample(self, db: str, collection: str, n: int, seed: int = 0) -> list[dict]:
         path = self._by_lines(db, collection)
         if path is None:
-            return sampling.sample(self.documents(db, collection), n, seed)
+            docs = self.documents(db, collection)
+            if (db, collection) in self._file_ordered:
+                return [docs[i] for i in sampling.positions(len(docs), n, seed)]
+            return sampling.sample(docs, n, seed)
         with _collector_paused():
             lines, self._last_lines = self._lines_of(path), None
-            return self._sample_lines(lines, n, seed)
+            if isinstance(lines, _Array):
+                return self._sample_array(lines, db, collection, n, seed)
+            return self._sample_lines(lines, db, collection, n, seed)
 
-    def _sample_lines(self, lines: "_Lines", n: int, seed: int) -> list[dict]:
-        """The sample of a .jsonl collection parsing only the lines it needs (see the module
+    def _sample_array(self, array: "_Array", db: str, collection: str, n: int, seed: int) -> list[dict]:
+        """The sample of an array file parsing only the elements it needs: the same documents as
+        `sampling.sample` over the file read whole."""
+        id_seed = _id_seed(db, collection)
+        order = None
+        if b'"_id"' in array.text or _may_escape_ascii(array.text):
+            order = array.objectid_order()
+        if order is None and (b'"_id"' in array.text or _may_escape_ascii(array.text)):
+            keys = [array.id_key(i) for i in range(len(array))]
+            if any(k is not None for k in keys):
+                order = sampling.key_order([sort_key(_synthetic(id_seed, i)) if k is None else k
+                                            for i, k in enumerate(keys)])
+        docs = []
+        for position in sampling.positions(len(array), n, seed):
+            i = position if order is None else order[position]
+            doc = array.element(i)
+            if "_id" not in doc:
+                doc = {"_id": _synthetic(id_seed, i), **doc}
+            elif next(iter(doc)) != "_id":
+                doc = {"_id": doc["_id"], **doc}
+            docs.append(doc)
+        return docs
+
+    def _sample_lines(self, lines: "_Lines", db: str, collection: str, n: int, seed: int) -> list[dict]:
+        """The sample of a line file parsing only the lines it needs (see the module
         docstring): the same documents as `sampling.sample` over the file read whole."""
         problems: list[tuple[int, str]] = []
         order = None
+        id_seed = _id_seed(db, collection)
         if lines.may_hold_ids:
             order = lines.objectid_order()
             if order is None:
+                from nlq.mql.values import sort_key
+
                 keys = []
                 for i in range(len(lines)):
                     number, raw = lines.line(i)
@@ -256,14 +458,20 @@ class EmbeddedBackend(Closing):
                     if type(key) is io.Line:
                         problems.append((number, key.error))
                         key = None
-                    keys.append(key)
+                    keys.append(sort_key(_synthetic(id_seed, i)) if key is None else key)
                 order = sampling.key_order(keys)
         docs = []
         for position in sampling.positions(len(lines), n, seed):
-            number, raw = lines.line(position if order is None else order[position])
+            i = position if order is None else order[position]
+            number, raw = lines.line(i)
             line = io.parse_line(number, raw)
             if line.error is None:
-                docs.append(line.record)
+                doc = line.record
+                if "_id" not in doc:
+                    doc = {"_id": _synthetic(id_seed, i), **doc}
+                elif next(iter(doc)) != "_id":
+                    doc = {"_id": doc["_id"], **doc}
+                docs.append(doc)
             else:
                 problems.append((number, line.error))
         self._bad(lines.path, [message for _, message in sorted(set(problems))])
@@ -289,22 +497,26 @@ _ID_OBJECTID_AFTER_NEWLINE = re.compile(rb"\n" + _ID_OBJECTID.pattern)
 
 
 class _Lines:
-    """The non-blank lines of a .jsonl file, each as `io.raw_lines` reads it."""
+    """The non-blank lines of a line file (decompressed), each as `io.raw_lines` reads it."""
 
     def __init__(self, path: Path):
         self.path = path
         self.text = b""
+        compressed = path.name.endswith(".gz")
         try:
-            if path.stat().st_size > WHOLE_FILE_BYTES:  # by line: memory bounded by the longest one
-                with open(path, "rb") as f:
-                    self.pieces = [raw for raw in io.raw_lines(f)]
-                self.numbers = [i for i, raw in enumerate(self.pieces) if not io.is_blank(raw)]
-                self.bare_last, self.newline, self.may_hold_ids = -1, b"", True  # raw_lines keeps newlines
-                return
-            with open(path, "rb") as f:
-                self.text = io.strip_bom(f.read())
+            size = path.stat().st_size * (8 if compressed else 1)  # a compressed file's size, guessed
         except OSError as exc:
             raise BackendError(f"cannot read {path}: {exc.strerror}") from None
+        if size > WHOLE_FILE_BYTES:  # by line: memory bounded by the longest one
+            with _open_data(path) as f:
+                try:
+                    self.pieces = [raw for raw in io.raw_lines(f)]
+                except (OSError, EOFError, zlib.error) as exc:
+                    raise BackendError(f"{path}: cannot be read ({exc})") from None
+            self.numbers = [i for i, raw in enumerate(self.pieces) if not io.is_blank(raw)]
+            self.bare_last, self.newline, self.may_hold_ids = -1, b"", True  # raw_lines keeps newlines
+            return
+        self.text = io.strip_bom(_read_bytes(path))
         self.pieces = self.text.split(b"\n")
         self.numbers = [i for i, raw in enumerate(self.pieces) if raw and not raw.isspace()]
         self.bare_last, self.newline = len(self.pieces) - 1, b"\n"  # the last piece has no newline
@@ -340,6 +552,149 @@ class _Lines:
         if b"".join(found).translate(None, b"0123456789abcdef"):
             found = [bytes.fromhex(hex_id.decode()) for hex_id in found]
         return sorted(range(len(found)), key=found.__getitem__)
+
+
+class _Array:
+    """An array file split into its elements' byte spans without building them: `_sample_array`
+    parses and converts only the sampled ones (and reads each element's `_id` when the
+    collection has any). The split is a vectorized bracket count outside strings (numpy);
+    a file it cannot split into documents (an element that is not one, brackets that do not
+    balance) is parsed whole instead, and what is wrong with it reported as reading the file
+    whole reports it. As with line files, an element outside the sample is checked only by the
+    commands that read the collection whole."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.text = text = io.strip_bom(_read_bytes(path))
+        spans = _element_spans(text)  # each sampled element is checked as `io.loads` checks a text
+        if spans is None:  # not a plain array of documents: parse it whole to say what is wrong
+            self._whole()
+        self.starts, self.ends = spans
+
+    def _whole(self) -> None:
+        text = self.text
+        try:
+            parsed = io.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"{self.path}: malformed JSON: {io.describe_json_error(exc, text)}") from None
+        except InputError as exc:  # InputTooDeep included
+            raise type(exc)(f"{self.path}: {exc}") from None
+        if not isinstance(parsed, list):
+            raise BackendError(f"{self.path}: expected a JSON array of documents")
+        problems: list[str] = []
+        _documents(parsed, problems)
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise BackendError(f"{self.path}, {problems[0]}{more}",
+                               hint="fix the file, or pass --skip-bad-lines to skip malformed lines")
+        raise BackendError(f"{self.path}: cannot be split into its documents")  # not reached: spans or parse fail
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def raw(self, i: int) -> bytes:
+        return self.text[self.starts[i]:self.ends[i]]
+
+    def element(self, i: int) -> dict:
+        """The i-th document, parsed and converted (InputError naming the file when it cannot be)."""
+        line = io.parse_line(1, self.raw(i))
+        if line.error is not None:  # said with the file's own line and column
+            self._whole()
+        return line.record
+
+    def objectid_order(self) -> list[int] | None:
+        """`sampling.key_order` of the `_id`s when every element opens with an ObjectId `_id` it
+        holds once (read from the text, as `_Lines.objectid_order`), else None."""
+        text = self.text
+        if _may_escape_ascii(text) or text.count(b'"_id"') != len(self.starts):
+            return None
+        match = _ID_OBJECTID.match
+        found = [m.group(1) if (m := match(text, start)) else None for start in self.starts]
+        if None in found:
+            return None
+        if b"".join(found).translate(None, b"0123456789abcdef"):
+            found = [bytes.fromhex(hex_id.decode()) for hex_id in found]
+        return sorted(range(len(found)), key=found.__getitem__)
+
+    def id_key(self, i: int):
+        """The `sort_key` of the i-th element's `_id` (None without one), read from the text when
+        it opens with a plain ObjectId `_id` it holds once, else parsed."""
+        raw = self.raw(i)
+        if b'"_id"' not in raw and b"\\u00" not in raw:
+            return None
+        found = _ID_OBJECTID.match(raw) if raw.count(b'"_id"') == 1 and b"\\u00" not in raw else None
+        if found:
+            return (_OBJECTID_BRACKET, bytes.fromhex(found.group(1).decode()))
+        doc = self.element(i)
+        return sort_key(doc["_id"]) if "_id" in doc else None
+
+
+_STRUCTURE = bytes(b if b in b'"{}' else 0 for b in range(256))  # the bytes the split looks at, others 0
+
+
+SPAN_CHUNK = 1 << 20  # bytes of an array file `_element_spans` looks at in one piece
+
+
+def _element_spans(text: bytes, chunk: int = SPAN_CHUNK) -> tuple[list[int], list[int]] | None:
+    """(starts, ends) of the top-level elements of a JSON array of objects, or None when the text
+    is not one (a scalar or array element, a top-level value that is no array, unbalanced
+    braces, something after the array).
+
+    Escaped backslashes and quotes are blanked (same length), so each remaining quote opens or
+    closes a string. Only quotes and braces are looked at (their positions found in one pass):
+    the braces outside strings give the object depth; an element opens with a `{` reaching
+    depth 1 and closes with the `}` back at depth 0. What lies between two elements must be one
+    comma (blanks aside), before the first `[`, after the last `]`: so no element is a scalar or
+    an array, and nothing follows the array."""
+    import numpy as np
+
+    first, last = len(text) - len(text.lstrip()), len(text.rstrip()) - 1
+    if last < first or text[first] != 0x5B or text[last] != 0x5D:  # "[" ... "]"
+        return None
+    blanked = text.replace(b"\\\\", b"  ").replace(b'\\"', b"  ") if b"\\" in text else text
+    found_starts, found_ends = [], []
+    within, depth_before = False, 0  # the state at the start of each piece: in a string, object depth
+    for offset in range(0, len(blanked), chunk):  # in pieces: small temporaries, the same result
+        structure = np.frombuffer(blanked[offset:offset + chunk].translate(_STRUCTURE), dtype=np.uint8)
+        at = np.flatnonzero(structure)
+        chars = structure[at]
+        del structure
+        quote = chars == 34
+        inside = np.bitwise_xor.accumulate(quote)  # in a string after each byte (opening quote: yes)
+        if within:
+            inside = ~inside
+        if len(inside):
+            within = bool(inside[-1])
+        outside = ~(inside | quote)
+        at, chars = at[outside], chars[outside]
+        step = (chars == 123).astype(np.int32)
+        step -= chars == 125
+        depth = np.cumsum(step)  # after each brace
+        depth += depth_before
+        if len(depth):
+            if depth.min() < 0:
+                return None
+            depth_before = int(depth[-1])
+        found_starts.append(at[(step == 1) & (depth == 1)] + offset)
+        found_ends.append(at[(step == -1) & (depth == 0)] + (offset + 1))
+    if depth_before != 0 or within or not found_starts:
+        return None
+    starts, ends = np.concatenate(found_starts), np.concatenate(found_ends)
+    if len(starts) != len(ends):
+        return None
+    # the gaps between elements: "," or ",\n" (what JSON writers put there) checked at once,
+    # any other one by its text
+    a = np.frombuffer(blanked, dtype=np.uint8)
+    inner_starts, inner_ends = starts[1:], ends[:-1]
+    size = inner_starts - inner_ends
+    plain = (a[inner_ends] == 44) & ((size == 1) | ((size == 2) & (a[np.minimum(inner_ends + 1, len(a) - 1)] == 10)))
+    others = np.flatnonzero(~plain).tolist()
+    starts, ends = starts.tolist(), ends.tolist()
+    if any(blanked[ends[k]:starts[k + 1]].strip() != b"," for k in others):
+        return None  # a scalar or an array element
+    if blanked[first + 1:starts[0] if starts else last].strip() or (starts and blanked[ends[-1]:last].strip()):
+        return None  # text before the first element or after the last one
+    return starts, ends
 
 
 def _may_escape_ascii(text: bytes) -> bool:

@@ -107,6 +107,7 @@ class MongoBackend(Closing):
         self.uri = uri
         self.timeout = timeout
         self._reached = False
+        self._unreachable: BackendError | None = None  # why the server could not be reached
         try:
             self._client = (client_factory or _pymongo_client)(uri)
         except Exception as exc:  # noqa: BLE001 - pymongo raises several classes for a bad URI
@@ -139,7 +140,8 @@ class MongoBackend(Closing):
         if getattr(exc, "timeout", False) or getattr(exc, "code", None) == 50:
             message = f"{what} exceeded the time limit of {timeout:g} s"
             if query:
-                return QueryTimeout(f"query exceeded the time limit of {timeout:g} s (maxTimeMS)", code=50)
+                return QueryTimeout(f"query exceeded the time limit of {timeout:g} s (maxTimeMS; raise it with "
+                                    "--timeout)", code=50)
             return BackendError(f"MongoDB at {redact(self.uri)}: {message}",
                                 hint="raise --timeout, or check the server's load")
         if classes & ({"ConnectionFailure"} | set(_URI_ERRORS)):
@@ -160,15 +162,31 @@ class MongoBackend(Closing):
         import pymongo
 
         limit = self.timeout if timeout is None else timeout
+        if not self._reached:
+            self._reach_once(limit)
         try:
-            if not self._reached:
-                self._reach()
             with pymongo.timeout(limit):
                 return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - translated to NlqError below
             translated = self._translate(exc, what, limit, query)
             if translated is exc:
                 raise
+            raise translated from None
+
+    def _reach_once(self, limit: float) -> None:
+        """`_reach`, and when the server cannot be reached, the same BackendError at once for every
+        later call: one wait of serverSelectionTimeoutMS per command, whatever the command asks
+        first (a listing, a count, a query)."""
+        if self._unreachable is not None:
+            raise self._unreachable
+        try:
+            self._reach()
+        except Exception as exc:  # noqa: BLE001 - translated to NlqError below
+            translated = self._translate(exc, "ping", limit, False)
+            if translated is exc:
+                raise
+            if isinstance(translated, BackendError):
+                self._unreachable = translated
             raise translated from None
 
     def _reach(self) -> None:

@@ -86,7 +86,8 @@ class _Clock:
         return self.deadline - time.monotonic()
 
     def expired(self) -> QueryTimeout:
-        return QueryTimeout(f"query exceeded the time limit of {self.timeout:g} s", code=50)
+        return QueryTimeout(f"query exceeded the time limit of {self.timeout:g} s (raise it with --timeout)",
+                            code=50)
 
 
 class StageContext:
@@ -293,7 +294,7 @@ def capped_rows(rows: Iterable[dict], *, max_rows: int, max_bytes: int,
         if check is not None:
             check()
         if len(out) >= max_rows:
-            raise ResultTooLarge(f"the result has more than {max_rows} rows (the row cap)")
+            raise ResultTooLarge(f"the result has more than {max_rows} rows (the row cap; raise it with --max-rows)")
         # the walk stops as soon as a cap is passed, so a row whose parts are shared many times
         # (2^40 copies of one object in 40 objects of memory) costs at most 16 MiB of walking
         n = value_size(row, min(max_bytes - size, MAX_VALUE_BYTES) + 1)

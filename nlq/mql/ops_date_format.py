@@ -33,8 +33,9 @@ def _fmt_offset_hhmm(off: _dt.timedelta) -> str:
 
 
 def _fmt_offset_minutes(off: _dt.timedelta) -> str:
+    # the manual's own example output: "270" for +04:30, "-300" for America/New_York in winter
     minutes = int(off.total_seconds()) // 60
-    return f"{'-' if minutes < 0 else '+'}{abs(minutes)}"
+    return str(minutes)
 
 
 # Specifiers computed by a function (the plain numeric ones are template fields, see _TEMPLATE).
@@ -164,7 +165,7 @@ _FROM_SPECS = {
     "Y": r"(?P<Y>\d{1,4})", "m": r"(?P<m>\d{1,2})", "d": r"(?P<d>\d{1,2})", "H": r"(?P<H>\d{1,2})",
     "M": r"(?P<M>\d{1,2})", "S": r"(?P<S>\d{1,2})", "L": r"(?P<L>\d{1,3})", "j": r"(?P<j>\d{1,3})",
     "G": r"(?P<G>\d{1,4})", "V": r"(?P<V>\d{1,2})", "u": r"(?P<u>\d)", "w": r"(?P<w>\d)",
-    "U": r"(?P<U>\d{1,2})", "z": r"(?P<z>[+-]\d{2}:?\d{2}|Z)", "Z": r"(?P<Z>[+-]\d{1,4})",
+    "U": r"(?P<U>\d{1,2})", "z": r"(?P<z>[+-]\d{2}:?\d{2}|Z)", "Z": r"(?P<Z>[+-]?\d{1,4})",
     "b": r"(?P<b>[A-Za-z]{3})", "B": r"(?P<B>[A-Za-z]+)",
 }
 
@@ -300,8 +301,7 @@ def parse_date_string(s: str, fmt: str | None):
     if "z" in g:
         return local, _dt.timezone(_parse_offset(g["z"]))
     if "Z" in g:
-        sign = -1 if g["Z"][0] == "-" else 1
-        return local, _dt.timezone(sign * _dt.timedelta(minutes=int(g["Z"][1:])))
+        return local, _dt.timezone(_dt.timedelta(minutes=int(g["Z"])))  # "270", "+270" or "-300"
     return local, None
 
 

@@ -11,9 +11,10 @@ document counts.
 Prints, each figure beside its target (never asserted):
 
 - `nlq index --data WORLD` wall time, CPU time and peak RSS of the process (CPU < 3 s,
-  < 400 MB), for the world as `<db>/<collection>.jsonl` and, for comparison, the same
-  world as single-array `<db>/<collection>.json` files (only the sampled documents are
-  walked: 400 per collection, about 9,000 documents and 400,000 values here);
+  < 400 MB), for the world as `<db>/<collection>.jsonl`, with half of its collections as
+  single-array `<db>/<collection>.json` files, and with all of them so (only the sampled
+  documents are converted and walked: 400 per collection, about 9,000 documents and 400,000
+  values here; an array file is parsed, then dropped after its sample);
 - each workload: nlq's time, the hand loop's time, the ratio (<= 10x, the
   `$sort`+`$limit` one <= 5x), and whether both results are equal;
 - the CLI's import time (`nlq --help`) and `python -c "import nlq.score"`.
@@ -98,7 +99,8 @@ def _doc(rng: random.Random, i: int, with_id: bool, with_dates: bool) -> dict:
 
 
 def write_world(root: Path, *, suffix: str = ".jsonl", seed: int = 0) -> tuple[int, int]:
-    """Write the world under `root` as `<db>/<collection><suffix>`; returns (documents, bytes).
+    """Write the world under `root` as `<db>/<collection><suffix>` (suffix "mixed": every second
+    collection a `.json` array, the others `.jsonl`); returns (documents, bytes).
 
     Every third collection carries ObjectId `_id`s, every second one dates; the rest
     is plain JSON, as TEND's own files are."""
@@ -108,9 +110,10 @@ def write_world(root: Path, *, suffix: str = ".jsonl", seed: int = 0) -> tuple[i
         folder = root / db
         folder.mkdir(parents=True, exist_ok=True)
         lines = [orjson.dumps(_doc(rng, i, k % 3 == 0, k % 2 == 0)) for i in range(count)]
-        data = b"".join(line + b"\n" for line in lines) if suffix == ".jsonl" else \
+        own = suffix if suffix != "mixed" else (".json" if k % 2 else ".jsonl")  # mixed: every second one an array
+        data = b"".join(line + b"\n" for line in lines) if own == ".jsonl" else \
             b"[" + b",\n".join(lines) + b"]\n"
-        (folder / f"{coll}{suffix}").write_bytes(data)
+        (folder / f"{coll}{own}").write_bytes(data)
         n_docs += count
         n_bytes += len(data)
     return n_docs, n_bytes
@@ -151,12 +154,15 @@ def bench_index() -> None:
         seconds, cpu, rss = run_index(tmp / "jsonl", tmp / "index.jsonl")
         print(f"nlq index, <db>/<collection>.jsonl: {seconds:.2f} s wall, {cpu:.2f} s CPU (target < 3 s), "
               f"peak RSS {rss:.0f} MB (target < 400 MB)")
-        write_world(tmp / "json", suffix=".json")
-        seconds, cpu, rss = run_index(tmp / "json", tmp / "index-json.jsonl")
-        same = (tmp / "index.jsonl").read_bytes() == (tmp / "index-json.jsonl").read_bytes()
-        print(f"nlq index, the same world as single-array <db>/<collection>.json: {seconds:.2f} s wall, "
-              f"{cpu:.2f} s CPU, "
-              f"peak RSS {rss:.0f} MB; index {'identical' if same else 'DIFFERENT'}")
+        for suffix, what in [("mixed", "half of the collections as single-array <db>/<collection>.json"),
+                             (".json", "every collection as a single-array <db>/<collection>.json")]:
+            folder = tmp / suffix.strip(".")
+            write_world(folder, suffix=suffix)
+            seconds, cpu, rss = run_index(folder, tmp / "index-other.jsonl")
+            same = (tmp / "index.jsonl").read_bytes() == (tmp / "index-other.jsonl").read_bytes()
+            print(f"nlq index, the same world with {what}: {seconds:.2f} s wall, {cpu:.2f} s CPU "
+                  f"(target < 3 s), peak RSS {rss:.0f} MB (target < 400 MB); index {'identical' if same else 'DIFFERENT'}")
+            shutil.rmtree(folder, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

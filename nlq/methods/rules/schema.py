@@ -79,10 +79,14 @@ def prepare(index: dict) -> Grounding:
         maps = tuple(".".join(parts[:i]) for i in range(1, len(parts)) if parts[i] == "<*>")
         context = tuple(w for n in names[:-1] for w in split_name(n))
         fields = schema.setdefault(entry["collection"], [])
+        kind_of = _dominant_type(entry.get("types", {}))
+        # an ObjectId `_id` is the key an insert made, not a value a question names: "the
+        # station ID" is `Station_ID`, never `_id` (the field stays, for joins and grouping)
+        words = () if mql == "_id" and kind_of == "objectId" else _field_words(names[-1], entry["collection"])
         fields.append(Field(
             collection=entry["collection"], path=path, mql=mql, arrays=arrays,
-            kind=entry.get("kind", "scalar"), type=_dominant_type(entry.get("types", {})),
-            words=_field_words(names[-1], entry["collection"]), context=context, present=entry.get("present", 0),
+            kind=entry.get("kind", "scalar"), type=kind_of,
+            words=words, context=context, present=entry.get("present", 0),
             maps=maps,
             nulls=entry.get("null", 0), missing=entry.get("missing", 0), types=frozenset(entry.get("types", {})),
             years=path in year_paths, span=spans[path][:2] if path in spans else None))
