@@ -208,9 +208,10 @@ def _accumulating_subject(q: Question, i: int, mentions: list[Mention], entities
     return subject if "id" not in subject.field.words and "name" not in subject.field.words else None
 
 
-def top_group(q: Question, ir: IR, mentions: list[Mention], used: set[int]) -> None:
+def top_group(q: Question, ir: IR, mentions: list[Mention], used: set[int], fields: list[Field] = ()) -> None:
     """'top 5 sellers by total sales': the field named after 'top N' is the group
-    key of the aggregate, and groups rank by it."""
+    key of the aggregate, and groups rank by it; 'top 5 items by total quantity',
+    where `items` is an array, groups per element (`element_key`)."""
     m = re.search(r"\btop\s+(?:\d+|" + "|".join(WORD_NUMBERS) + r")\s+", q.text.lower())
     if m is None or not ir.aggregates or ir.group_by:
         return
@@ -220,6 +221,29 @@ def top_group(q: Question, ir: IR, mentions: list[Mention], used: set[int]) -> N
         ir.group_by.append(key.field)
         used.add(key.start)
         ir.sort = [(ir.aggregates[0][1], -1)]
+        return
+    array = array_named(q, at, list(fields), top_level=False)
+    element = element_key(array, fields) if array is not None else None
+    measured = ir.aggregates[0][1]
+    if element is not None and (measured is None or array.mql in measured.arrays):
+        ir.group_by.append(element)  # the elements the measure is taken over, ranked by it
+        used.add(at)
+        ir.sort = [(measured, -1)] if measured is not None else [("count", -1)]
+
+
+def element_key(array: Field, fields) -> Field | None:
+    """What names one element of an array: the element itself (an array of
+    scalars), else the element's own name, title or identifier (not a number
+    when a text label exists)."""
+    inside = [f for f in fields if f.kind == "scalar" and f.arrays == array.arrays]
+    scalar = next((f for f in inside if f.path == array.path + "[]"), None)
+    if scalar is not None:
+        return scalar
+    for word in ("name", "title", "id", "code"):
+        named = [f for f in inside if f.words and f.words[-1] == word]
+        if named:
+            return min(named, key=lambda f: (f.numeric, len(f.words), f.mql))
+    return None
 
 
 def _value_of_elements(q: Question, i: int, mentions: list[Mention], array: Field, used: set[int]) -> Mention | None:

@@ -261,7 +261,7 @@ def read_aggregates(s: State) -> None:
     ir.aggregates += coordinated_aggregates(q, s.mentions, s.consumed, s.used)
     detect_aggregates(q, ir, s.mentions, s.fields, s.entities, s.consumed, s.used, s.common,
                       per_document(q, s.lower, s.collection))
-    top_group(q, ir, s.mentions, s.used)
+    top_group(q, ir, s.mentions, s.used, s.fields)
     if (ir.aggregates or ir.count) and "ungrouped" not in s.variant:
         ir.group_by += [f for f in detect_by_grouping(q, s.mentions, s.used, s.entities) if f not in ir.group_by]
 
@@ -366,6 +366,10 @@ def read_per_group(s: State) -> None:
         # 'the different schools and their nicknames, ordered by their founding years': a set of
         # rows has no order by a column it does not show, so the rows are listed as asked
         ir.distinct = False
+    if not ir.sort and s.limit_direction and ir.limit and ir.group_by and (ir.count or ir.aggregates):
+        # 'the top 5 cities by number of theaters': groups ranked by what is counted or measured
+        ir.sort = [("count", s.limit_direction)] if ir.count or ir.aggregates[0][1] is None \
+            else [(ir.aggregates[0][1], s.limit_direction)]
     ir.sort = ir.sort or default_order(ir, identifier(s.index, s.collection, s.fields))
 
 
