@@ -120,6 +120,9 @@ def plan_unwinds(ir: IR) -> list[str]:
         for a in f.arrays:
             if a != f.mql and a not in needed:
                 needed.append(a)
+    for f in ir.group_by:  # a group key that is an element of an array of scalars: one group per element
+        if f.path.endswith("[]") and f.kind == "scalar" and f.mql not in needed:
+            needed.append(f.mql)
     for f in ir.filters:
         # a filter on an array nested in an unwound one is matched per element
         if not f.size and any(a.startswith(n + ".") for a in f.field.arrays for n in needed):

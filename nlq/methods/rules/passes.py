@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from nlq.methods.rules.aggregation import (aggregate_conditions, averaged_count, coordinated_aggregates,
+from nlq.methods.rules.aggregation import (aggregate_conditions, element_key, averaged_count, coordinated_aggregates,
                                            count_per_value, count_quantities, detect_aggregates, detect_rounding,
                                            per_document, shown_before_aggregates, top_group)
 from nlq.methods.rules.filters import (denied_elements, denied_values, detect_absence, detect_anti_join,
@@ -410,6 +410,8 @@ def read_coverage(s: State) -> None:
 def plan_traversal(s: State) -> None:
     """Arrays unwound, maps expanded, and the issues that lower confidence."""
     ir = s.ir
+    # 'the most common product across accounts', `products` an array: groups are formed per element
+    ir.group_by = [(element_key(f, s.fields) or f) if f.kind == "array" else f for f in ir.group_by]
     ir.unwinds = plan_unwinds(ir)
     ir.inferred = [a for a in ir.unwinds if not names_array(s.q, a)]
     ir.expand = plan_expansions(ir)
