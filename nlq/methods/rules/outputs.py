@@ -98,6 +98,22 @@ def count_grain(q: Question, fields: list[Field], collection: str) -> str | None
         return None
     own = split_name(collection)
     at = q.word_at(m.end())
+    start = next((i for i in range(at, min(at + 4, len(q.stems))) if q.raw[i] not in TEXT_STOPWORDS), None)
+    if start is not None:
+        # 'how many Gold tier customers': the noun the phrase ends on is what is counted, the
+        # words before it qualify it
+        # words before it qualify it (not when the noun also names a field of the array they
+        # name: 'phone hardware models' are the phones' `Hardware_Model_name`)
+        end = start
+        while end + 1 < min(start + 4, len(q.stems)) and q.raw[end + 1].isalpha() \
+                and q.raw[end + 1] not in TEXT_STOPWORDS and not q.raw[end + 1].endswith(("ed", "ing")):
+            end += 1
+        arrays = [f for i in range(start, end) for f in fields
+                  if f.kind == "array" and f.words and word_match(q.stems[i], f.words[-1]) >= 0.85]
+        if arrays and any(word_match(q.stems[end], w) >= 0.85 for w in own[-1:]) and not any(
+                f.arrays[:len(a.arrays)] == a.arrays and word_match(q.stems[end], w) >= 0.85
+                for a in arrays for f in fields if f.kind == "scalar" for w in f.words):
+            return None
     for i in range(at, min(at + 4, len(q.stems))):
         if q.raw[i] in TEXT_STOPWORDS:
             continue
