@@ -45,7 +45,8 @@ def run(split: str, phrasings: set[int] | None = None, dbs: set[str] | None = No
         prediction = record.get("prediction") or {}
         rows.append({"id": record["id"], "db": record["db"], "phrasing": record.get("labels", {}).get("paraphrase"),
                      "exc": record["score"]["exc"], "exc0": strict["score"]["exc"], "question": record["question"],
-                     "outcome": record["score"].get("outcome"), "collection": prediction.get("collection"),
+                     "outcome": record["score"].get("outcome"),
+                     "gold_rows": record["score"].get("gold_rows"), "pred_rows": record["score"].get("pred_rows"), "collection": prediction.get("collection"),
                      "pipeline": prediction.get("pipeline"), "confidence": prediction.get("confidence")})
     return rows
 

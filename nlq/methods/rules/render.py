@@ -164,7 +164,7 @@ def render(ir: IR) -> list[dict]:
         for k, op, value in ir.conditions:
             pipeline.append({"$match": {agg_names[k]: {op: value}}})
         if ir.count and not ir.group_by:
-            pipeline.append({"$count": "count"})  # how many distinct values / groups
+            pipeline += count_stages()  # how many distinct values / groups
             return pipeline
         if not documents_first:
             _sort_and_limit(pipeline, _render_sort(ir, agg_names, keys), ir.limit)
@@ -184,7 +184,7 @@ def render(ir: IR) -> list[dict]:
         pipeline.append({"$project": project})
         return pipeline
     if ir.count:
-        pipeline.append({"$count": "count"})
+        pipeline += count_stages()
         return pipeline
     if not documents_first:
         pipeline += _ranking(ir)
@@ -258,3 +258,11 @@ def _render_sort(ir: IR, agg_names: list[str], keys: list[Field]) -> dict:
     if sort and grouped:
         sort.setdefault("_id", 1)  # groups come in no defined order: make ties deterministic
     return sort
+
+
+def count_stages() -> list[dict]:
+    """How many documents reach this point, as one row `{count: N}` — `{count: 0}` when none
+    do, where a bare `$count` stage yields no row at all (the form mongosh's
+    `countDocuments()` runs as; see the MongoDB manual, db.collection.countDocuments)."""
+    return [{"$facet": {"count": [{"$count": "count"}]}},
+            {"$project": {"count": {"$ifNull": [{"$arrayElemAt": ["$count.count", 0]}, 0]}}}]
