@@ -25,7 +25,9 @@ def entity_outputs(index: dict, collection: str, fields: list[Field], q: Questio
         ids = sorted((f for f in inner if f.words[-1] == "id"), key=lambda f: (not own & set(f.words), f.mql))
         names = [f for f in inner if "name" in f.words or "title" in f.words]
         return ids[:1] + names[:2] if identified else names[:2] or ids[:1]
-    name = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1] or [
+    top = [f for f in fields if f.kind == "scalar" and not f.arrays and not f.maps]
+    # its name, else its title (a paper, a film, a book), else the field named like the entity
+    name = [f for f in top if "name" in f.words][:1] or [f for f in top if "title" in f.words][:1] or [
         f for f in (entity_name(collection, fields),) if f is not None]
     key = identifier(index, collection, fields)
     if identified:
