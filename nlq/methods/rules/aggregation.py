@@ -114,6 +114,12 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1
             consumed.add(i + 1)
             continue
+        if target is None and op in ("$avg", "$sum") and q.raw[i - 1:i] in (["on"], ["in"]):
+            # 'how old is each gender on average', 'how many hours were played in total': the measure
+            # came first, the statistic closes the clause
+            before = [mm for mm in mentions if mm.end <= i and mm.field.numeric and mm.start not in used
+                      and mm.field.words[-1:] != ("id",) and mm.start not in consumed]
+            target = before[-1] if before else None
         back = _measured_before(q, i, mentions, used) if target is None and op in ("$max", "$min") else None
         if back is not None and not ir.group_by:
             # 'the product priced the highest', 'the employees paid the least': the measure came first
