@@ -198,10 +198,12 @@ def intent_word(word: str) -> bool:
                     "along", "having", "named", "called")
 
 
-def unrepresented(q: Question) -> list[str]:
+def unrepresented(q: Question, ir: IR | None = None) -> list[str]:
     """Constructs the IR has no form for, so that the reading is partial: a
-    conjunction over the elements of one array ('both Boeing and Airbus certificates')."""
-    return ["a conjunction over one array is not represented"] if "both" in q.raw else []
+    conjunction ('both Boeing and Airbus certificates') no `$all` filter reads."""
+    if "both" in q.raw and not (ir is not None and any(f.op == "$all" for f in ir.filters)):
+        return ["a conjunction over one array is not represented"]
+    return []
 
 
 def validate(ir: IR) -> None:

@@ -415,7 +415,7 @@ def plan_traversal(s: State) -> None:
     ir.unwinds = plan_unwinds(ir)
     ir.inferred = [a for a in ir.unwinds if not names_array(s.q, a)]
     ir.expand = plan_expansions(ir)
-    ir.issues += unrepresented(s.q)
+    ir.issues += unrepresented(s.q, ir)
     validate(ir)
 
 
