@@ -356,6 +356,7 @@ def read_per_group(s: State) -> None:
     elif which_entity(q, s.collection) and ir.group_by and len(ir.aggregates) == 1 \
             and ir.aggregates[0][0] in ("$max", "$min"):
         top_per_group(ir, s.index, s.fields, q, s.entities, "identified" in s.variant)
+    counted_inside(ir)
     ranked = MOST_COUNTED.search(s.lower)
     if ranked and ir.group_by and ir.count and not ir.sort:
         # 'the range with the most number of peaks' (peaks no field names): the groups, ranked by their counts
@@ -371,6 +372,23 @@ def read_per_group(s: State) -> None:
         ir.sort = [("count", s.limit_direction)] if ir.count or ir.aggregates[0][1] is None \
             else [(ir.aggregates[0][1], s.limit_direction)]
     ir.sort = ir.sort or default_order(ir, identifier(s.index, s.collection, s.fields))
+
+
+def counted_inside(ir: IR) -> None:
+    """'the teams that suffered more than three eliminations', each elimination holding its
+    team: what is shown lives in the array whose size is compared, so the elements are
+    counted per value shown (a HAVING on the count), not per document."""
+    sizes = [f for f in ir.filters if f.size and not f.branch and f.op in ("$gt", "$gte", "$lt", "$lte", "$eq")]
+    if len(sizes) != 1 or ir.group_by or ir.aggregates or ir.count or ir.sizes or ir.having or not ir.outputs:
+        return
+    f = sizes[0]
+    if isinstance(f.value, bool) or not isinstance(f.value, int) or f.value < 2 and f.op in ("$gte", "$eq") \
+            or f.value < 1 or not all(f.field.mql in o.arrays for o in ir.outputs):
+        return  # 'without any', 'at least one': a condition on each document's array
+    ir.filters = [g for g in ir.filters if g is not f]
+    ir.group_by, ir.outputs, ir.distinct = list(ir.outputs), [], False
+    ir.count, ir.count_asked, ir.having = True, False, (f.op, f.value)
+    ir.sort = [k for k in ir.sort if not isinstance(k[0], Field)]
 
 
 def own_label(index: dict, collection: str, fields: list[Field]) -> list[Field]:
