@@ -132,7 +132,10 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             used.add(element.start)
             continue
         count = counted_before(q, at)
-        array = array_named(q, count[1], fields) if count else None
+        # ('the count of ratings higher than 3 stars': a numeric field named right after the number is
+        # what is compared, not the size of the counted array)
+        unit = next((m for m in numeric if m.start == after and m.start not in used), None)
+        array = array_named(q, count[1], fields) if count and unit is None else None
         if array is not None:  # 'where the number of players is more than one': the array's size
             filters.append(Filter(array, op, value, at, size=True))
             consumed.update(range(count[0], after))
