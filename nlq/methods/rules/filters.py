@@ -251,7 +251,8 @@ def detect_having(q: Question, mentions: list[Mention], fields: list[Field], ent
                 q.raw[after].endswith("ed") or q.raw[after] in KINDS or q.raw[after] in ("active", "current")):
             after += 1  # 'fewer than three enrolled students': a modifier before the counted entity
         count = counted_before(q, at)
-        if after in entities:
+        if after in entities or after < len(q.raw) and q.raw[after] in DOCUMENT_WORDS:
+            # ('parties with at least two records': the words for any collection's documents)
             start, end = at, after + 1
         elif count is not None and count[1] in entities:
             start, end, after = count[0], after, count[1]
@@ -268,6 +269,10 @@ def detect_having(q: Question, mentions: list[Mention], fields: list[Field], ent
                 counted.add(start)
             return before[-1].field, op, value
     return None
+
+
+# Words that name a collection's documents, whatever the collection holds.
+DOCUMENT_WORDS = frozenset({"record", "records", "entry", "entries", "row", "rows", "document", "documents"})
 
 
 def _year_bound(op: str, year: int) -> tuple[str, datetime]:
