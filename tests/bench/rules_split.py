@@ -4,7 +4,8 @@
     python -m tests.bench.rules_split --compare before.jsonl after.jsonl
 
 The first form generates with `rules` for every phrasing of every record of
-the split, scores at beta = 2 and beta = 0, prints EXC overall, per phrasing
+the split, scores at beta = 2 and beta = 0 (with --against an earlier run, only
+the predictions that differ from it are scored again), prints EXC overall, per phrasing
 and per database, and (with --out) writes one line per task (`id`, `db`,
 `phrasing`, `exc`, `exc0`, `question`, `pipeline`) outside the project. The
 second form reads two such files and lists, per database, the EXC before and
@@ -32,7 +33,8 @@ SPLITS = {"shared": (TEND_V1 / "test.jsonl", TEND_V1 / "mongodb_data"),
           "train-a": (TEND_V1 / "train-a" / "train-a.jsonl", TEND_V1 / "train-a" / "mongodb_data")}
 
 
-def run(split: str, phrasings: set[int] | None = None, dbs: set[str] | None = None) -> list[dict]:
+def run(split: str, phrasings: set[int] | None = None, dbs: set[str] | None = None,
+        against: dict[str, dict] | None = None) -> list[dict]:
     records, data = SPLITS[split]
     tasks = [t for t in importers.run(str(records), "tend-v1", strict=True, paraphrases=True)
              if (not phrasings or t.get("labels", {}).get("paraphrase") in phrasings) and (not dbs or t["db"] in dbs)]
@@ -40,7 +42,12 @@ def run(split: str, phrasings: set[int] | None = None, dbs: set[str] | None = No
     indexes = {doc["db"]: doc for doc in grounding.build(backend, sorted({t["db"] for t in tasks}))}
     context = generate.Context(indexes)
     predicted = [next(generate.run([next(witness.run([dict(t)], indexes))], "rules", context)) for t in tasks]
-    rows = []
+    if against:  # score only what changed: an unchanged prediction keeps the earlier run's scores
+        kept = [p for p in predicted if _same(p, against.get(p["id"]))]
+        predicted = [p for p in predicted if not _same(p, against.get(p["id"]))]
+        rows = [{**against[p["id"]], "confidence": (p.get("prediction") or {}).get("confidence")} for p in kept]
+    else:
+        rows = []
     for record, strict in zip(score.run(predicted, backend), score.run(predicted, backend, beta=0)):
         prediction = record.get("prediction") or {}
         rows.append({"id": record["id"], "db": record["db"], "phrasing": record.get("labels", {}).get("paraphrase"),
@@ -49,6 +56,12 @@ def run(split: str, phrasings: set[int] | None = None, dbs: set[str] | None = No
                      "gold_rows": record["score"].get("gold_rows"), "pred_rows": record["score"].get("pred_rows"), "collection": prediction.get("collection"),
                      "pipeline": prediction.get("pipeline"), "confidence": prediction.get("confidence")})
     return rows
+
+
+def _same(record: dict, earlier: dict | None) -> bool:
+    prediction = record.get("prediction") or {}
+    return earlier is not None and earlier.get("collection") == prediction.get("collection") \
+        and earlier.get("pipeline") == prediction.get("pipeline")
 
 
 def per_db(rows: list[dict]) -> dict[str, tuple[int, int]]:
@@ -103,6 +116,7 @@ def main() -> None:
     parser.add_argument("--db", default="", help="comma-separated databases (default: all)")
     parser.add_argument("--out", help="write one JSON line per task here")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    parser.add_argument("--against", help="an earlier --out file: score only the predictions that changed")
     args = parser.parse_args()
     if args.compare:
         compare(*map(_read, args.compare))
@@ -111,7 +125,8 @@ def main() -> None:
         print(f"{args.split}: ../shared/tend-v1 absent, skipped")
         return
     phrasings = {int(p) for p in args.phrasing.split(",") if p}
-    rows = run(args.split, phrasings, {d for d in args.db.split(",") if d})
+    against = {r["id"]: r for r in _read(args.against)} if args.against else None
+    rows = run(args.split, phrasings, {d for d in args.db.split(",") if d}, against)
     summary(rows)
     if args.out:
         Path(args.out).write_bytes(b"".join(orjson.dumps(r, option=orjson.OPT_NON_STR_KEYS) + b"\n" for r in rows))
