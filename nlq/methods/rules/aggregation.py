@@ -66,6 +66,11 @@ def per_document(q: Question, lower: str, collection: str) -> bool:
     return bool(re.search(r"\b(?:for|of) (?:each|every)(?: one)?\s*[?.!]?\s*$", lower))
 
 
+# Words that name a statistic only of the numeric field right after them ('the overall capacity',
+# 'the cumulative followers', 'the typical price'); elsewhere they say nothing ('the overall number of').
+ADJACENT_STATISTICS = {"overall": "$sum", "cumulative": "$sum", "typical": "$avg"}
+
+
 def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list[Field], entities: set[int],
                       consumed: set[int], used: set[int], common: bool, per_document: bool = False) -> None:
     """Aggregate words and what they apply to: 'average price' aggregates,
@@ -78,6 +83,8 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
     rank_aggregate = 0
     for i, word in enumerate(q.raw):
         op = "$sum" if word == "much" and q.raw[i - 1:i] == ["how"] else AGG_WORDS.get(word)  # 'how much was spent'
+        if op is None and word in ADJACENT_STATISTICS and any(mm.start == i + 1 and mm.field.numeric for mm in mentions):
+            op = ADJACENT_STATISTICS[word]  # 'the overall student capacity', 'the typical price'
         if op is None or i in consumed:
             continue
         target = next((mm for mm in mentions if mm.start > i and mm.start - i <= 4 and mm.field.numeric), None)
