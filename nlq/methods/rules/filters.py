@@ -471,6 +471,9 @@ TEXT_PATTERNS = [
     # (anchored ones first: 'ends with the letter m' is no 'with the letter m')
     (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")?\s*[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]",
      "contains"),
+    # 'feature either "x" or "y"' (not 'with either "A" or "B"': values, not pieces of text)
+    (r"\b(?:contains?|containing|includes?|including|featur(?:e|es|ing))\s+either\s+(?:the\s+)?(?:(?:" + PIECE
+     + r")\s+)?[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]", "contains"),
     (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")\s+(?P<s>\w+)", "contains"),
 ]
 
@@ -495,13 +498,23 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
                 min(after, key=lambda mm: mm.start) if after else None)
             if mention is None:
                 continue
-            literal = re.escape(m.group("s"))
-            regex = {"contains": literal, "prefix": "^" + literal, "suffix": literal + "$"}[anchor]
+            pieces = [m.group("s")]
+            more = ALTERNATIVE_PIECE.match(q.text, m.end())
+            if more is not None:  # 'contain "superstar" or "edu"': either piece
+                pieces.append(more.group("s"))
+            anchored = {"contains": "{}", "prefix": "^{}", "suffix": "{}$"}[anchor]
+            regex = "|".join(anchored.format(re.escape(p)) for p in pieces)
+            end = q.word_at(more.end()) if more is not None else end
             negated = any(w in NEGATIONS for w in q.raw[max(0, at - 2):at])  # 'does not contain M'
             filters.append(Filter(mention.field, "$not" if negated else "$regex", regex, at))
             used.add(mention.start)
-            consumed.update(range(at, q.word_at(m.end())))
+            consumed.update(range(at, max(end, q.word_at(m.end()))))
     return filters
+
+
+# a second quoted piece joined by 'or' to a text pattern's
+ALTERNATIVE_PIECE = re.compile(r"\s*,?\s*or\s+(?:the\s+|an?\s+)?(?:(?:" + PIECE + r")\s+)?[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]",
+                               re.IGNORECASE)
 
 
 def detect_disjunction(q: Question, filters: list[Filter], consumed: set[int]) -> None:
