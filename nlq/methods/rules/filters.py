@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from nlq.methods.rules.vocabulary import BETWEEN, COMPARATORS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE
+from nlq.methods.rules.vocabulary import (BETWEEN, COMPARATORS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE,
+                                          STOPWORDS)
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denied, is_year, plain_word, to_number, word_match
@@ -365,7 +366,38 @@ def detect_presence(q: Question, fields: list[Field], consumed: set[int], filter
             continue  # 'have employees with salary above 10': the elements' own condition follows
         found.append(Filter(array, "$gte", 1, j, size=True))
         consumed.add(j)
+    for array in fields:
+        # 'students who play video games', the array `Plays_Games`: a relationship named by a verb
+        # (its first word in the third person) and its object, said in the question, is a condition
+        # that each document has some
+        words = [w for w in split_name(array.mql) if w not in STOPWORDS]
+        verb = re.split(r"[_\-\s]+|(?<=[a-z])(?=[A-Z])", array.mql)[0].lower()
+        if array.kind != "array" or "." in array.mql or len(words) < 2 or any(
+                array.mql in (f.field.mql, *f.field.arrays) for f in filters + found):
+            continue
+        span = _in_order(q, words)
+        if span is not None and not set(range(*span)) & consumed:
+            found.append(Filter(array, "$gte", 1, span[0], size=True))
+            if verb.endswith("s") and words[0] not in split_name(array.collection):
+                consumed.update(range(*span))  # a verb and its object ('Plays_Games') say nothing else
     return found
+
+
+def _in_order(q: Question, words: list[str]) -> tuple[int, int] | None:
+    """The span [start, end) where the question says `words` in this order, at most two
+    other words between two of them ('play video games' for Plays_Games), or None."""
+    for start in range(len(q.stems)):
+        at, ok = start, True
+        for k, w in enumerate(words):
+            reach = [j for j in range(at, min(at + (1 if k == 0 else 3), len(q.stems)))
+                     if word_match(q.stems[j], w) >= 0.85]
+            if not reach:
+                ok = False
+                break
+            at = reach[0] + 1
+        if ok:
+            return start, at
+    return None
 
 
 # Words between a negation and the field it denies ('no end date yet', 'never gave an email').
