@@ -10,7 +10,10 @@ Literals are taken from the question only (a task's `gold`, `gold_mql` and
 `labels` are never read), in this order of precedence:
 
 1. quoted strings ("...", '...', “...”, ‘...’) — always reported, even when
-   nothing matches (an unwitnessed quoted literal is evidence too);
+   nothing matches (an unwitnessed quoted literal is evidence too); one that
+   matches nothing whole but whose two or three words are each stored in one
+   collection, under different fields (a full name kept as first and last
+   name), also gives each word as a witness (source ``quoted_part``);
 2. dates (ISO ``1987-03-05``, ``March 5, 1987``, ``5 March 1987``), looked up as
    their ISO day, so they meet stored dates and ISO date strings;
 3. ALL-CAPS codes (``HBA1C``, ``E11.9``, ``DNF``) and numbers (years included);
@@ -93,7 +96,9 @@ def find(question: str, index: dict, *, hard_max: int = DEFAULT_HARD_MAX, litera
     consumed = []
     for m in _QUOTED.finditer(question):
         consumed.append(m.span())
-        add(next(g for g in m.groups() if g is not None), "quoted", always=True)
+        quoted = next(g for g in m.groups() if g is not None)
+        add(quoted, "quoted", always=True)
+        _add_parts(add, quoted, values)
     for m in _ISO_DATE.finditer(question):
         consumed.append(m.span())
         _add_date(add, m.group(0), int(m.group(1)), int(m.group(2)), int(m.group(3)))
@@ -185,6 +190,26 @@ def find_paper(question: str, index: dict, *, hard_max: int = 6) -> list[dict]:
         out.append({"term": term, "source": source, "matches": [dict(m) for m in matches],
                     "hard": hard and 1 <= len(locations) <= hard_max})
     return out
+
+
+def _add_parts(add, quoted: str, values: dict) -> None:
+    """A quoted name that no stored value equals whole, but whose every word is stored in
+    one collection ('"Linda Smith"' kept as a first name and a last name): each word is
+    a witness of its own (source ``quoted_part``)."""
+    words = quoted.split()
+    if not 2 <= len(words) <= MAX_PARTS or values.get(normalize(quoted)):
+        return
+    found = [values.get(normalize(w), []) for w in words]
+    if not all(found) or any(normalize(w) in STOPWORDS for w in words):
+        return
+    shared = set.intersection(*({m["collection"] for m in f if "part" not in m} for f in found))
+    paths = [{m["path"] for m in f if m["collection"] in shared and "part" not in m} for f in found]
+    if shared and all(paths) and len(set().union(*paths)) > 1:  # the words are stored apart, not one field twice
+        for w in words:
+            add(w, "quoted_part")
+
+
+MAX_PARTS = 3  # a quoted name is looked up word by word when it has at most this many words
 
 
 def _add_date(add, text: str, year: int, month: int, day: int) -> None:

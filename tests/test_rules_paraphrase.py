@@ -49,6 +49,9 @@ def pipeline_of(question):
     ("cinemas opened in the year 2011 and later", "cinemas opened since the year 2011"),
     ("wines made before 2000 or after 2010", "wines made before 2000 or after 2010"),
     ("the ages of the youngest and oldest students", "the minimum and maximum age of the students"),
+    # a second bound ('and lower than'), not 'N and lower'
+    ("mountains higher than 5600 and lower than 5200", "mountains higher than 5600 and lower than 5200"),
+    ("prices of 100 and less", "prices of 100 or less"),
 ])
 def test_rephrasings_are_rewritten_to_the_canonical_phrasing(said, canonical_form):
     assert canonical(said) == canonical_form

@@ -76,6 +76,18 @@ def test_unmatched_quoted_literals_are_reported_soft(index):
     assert short(witnesses.find("Patients in 'Atlantis'?", index)) == [("Atlantis", "quoted", False, [])]
 
 
+def test_a_quoted_name_stored_in_two_fields_gives_each_word():
+    people = index_documents("staff", {"staff": [{"first_name": "Linda", "last_name": "Smith", "city": "Oslo"},
+                                                 {"first_name": "Tom", "last_name": "Oslo", "city": "Rome"}]})
+    assert short(witnesses.find('Clubs of "Linda Smith"?', people)) == [
+        ("Linda Smith", "quoted", False, []),
+        ("Linda", "quoted_part", True, [("Linda", "value", "staff", "first_name")]),
+        ("Smith", "quoted_part", True, [("Smith", "value", "staff", "last_name")])]
+    # a word stored nowhere, or a phrase that is stored whole: no parts
+    assert [w["term"] for w in witnesses.find('Clubs of "Linda Jones"?', people)] == ["Linda Jones"]
+    assert [w["term"] for w in witnesses.find('Clubs of "Linda"?', people)] == ["Linda"]
+
+
 def test_unmatched_other_literals_are_not_reported(index):
     assert witnesses.find("How many patients are older than 70 in Bergen, ZZ9?", index) == []
 

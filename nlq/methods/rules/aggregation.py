@@ -66,6 +66,11 @@ def per_document(q: Question, lower: str, collection: str) -> bool:
     return bool(re.search(r"\b(?:for|of) (?:each|every)(?: one)?\s*[?.!]?\s*$", lower))
 
 
+# Words that name a statistic only of the numeric field right after them ('the overall capacity',
+# 'the cumulative followers', 'the typical price'); elsewhere they say nothing ('the overall number of').
+ADJACENT_STATISTICS = {"overall": "$sum", "cumulative": "$sum", "typical": "$avg"}
+
+
 def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list[Field], entities: set[int],
                       consumed: set[int], used: set[int], common: bool, per_document: bool = False) -> None:
     """Aggregate words and what they apply to: 'average price' aggregates,
@@ -78,6 +83,8 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
     rank_aggregate = 0
     for i, word in enumerate(q.raw):
         op = "$sum" if word == "much" and q.raw[i - 1:i] == ["how"] else AGG_WORDS.get(word)  # 'how much was spent'
+        if op is None and word in ADJACENT_STATISTICS and any(mm.start == i + 1 and mm.field.numeric for mm in mentions):
+            op = ADJACENT_STATISTICS[word]  # 'the overall student capacity', 'the typical price'
         if op is None or i in consumed:
             continue
         target = next((mm for mm in mentions if mm.start > i and mm.start - i <= 4 and mm.field.numeric), None)
@@ -114,6 +121,12 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1
             consumed.add(i + 1)
             continue
+        if target is None and op in ("$avg", "$sum") and q.raw[i - 1:i] in (["on"], ["in"]):
+            # 'how old is each gender on average', 'how many hours were played in total': the measure
+            # came first, the statistic closes the clause
+            before = [mm for mm in mentions if mm.end <= i and mm.field.numeric and mm.start not in used
+                      and mm.field.words[-1:] != ("id",) and mm.start not in consumed]
+            target = before[-1] if before else None
         back = _measured_before(q, i, mentions, used) if target is None and op in ("$max", "$min") else None
         if back is not None and not ir.group_by:
             # 'the product priced the highest', 'the employees paid the least': the measure came first
@@ -208,9 +221,10 @@ def _accumulating_subject(q: Question, i: int, mentions: list[Mention], entities
     return subject if "id" not in subject.field.words and "name" not in subject.field.words else None
 
 
-def top_group(q: Question, ir: IR, mentions: list[Mention], used: set[int]) -> None:
+def top_group(q: Question, ir: IR, mentions: list[Mention], used: set[int], fields: list[Field] = ()) -> None:
     """'top 5 sellers by total sales': the field named after 'top N' is the group
-    key of the aggregate, and groups rank by it."""
+    key of the aggregate, and groups rank by it; 'top 5 items by total quantity',
+    where `items` is an array, groups per element (`element_key`)."""
     m = re.search(r"\btop\s+(?:\d+|" + "|".join(WORD_NUMBERS) + r")\s+", q.text.lower())
     if m is None or not ir.aggregates or ir.group_by:
         return
@@ -220,6 +234,29 @@ def top_group(q: Question, ir: IR, mentions: list[Mention], used: set[int]) -> N
         ir.group_by.append(key.field)
         used.add(key.start)
         ir.sort = [(ir.aggregates[0][1], -1)]
+        return
+    array = array_named(q, at, list(fields), top_level=False)
+    element = element_key(array, fields) if array is not None else None
+    measured = ir.aggregates[0][1]
+    if element is not None and (measured is None or array.mql in measured.arrays):
+        ir.group_by.append(element)  # the elements the measure is taken over, ranked by it
+        used.add(at)
+        ir.sort = [(measured, -1)] if measured is not None else [("count", -1)]
+
+
+def element_key(array: Field, fields) -> Field | None:
+    """What names one element of an array: the element itself (an array of
+    scalars), else the element's own name, title or identifier (not a number
+    when a text label exists)."""
+    inside = [f for f in fields if f.kind == "scalar" and f.arrays == array.arrays]
+    scalar = next((f for f in inside if f.path == array.path + "[]"), None)
+    if scalar is not None:
+        return scalar
+    for word in ("name", "title", "id", "code"):
+        named = [f for f in inside if f.words and f.words[-1] == word]
+        if named:
+            return min(named, key=lambda f: (f.numeric, len(f.words), f.mql))
+    return None
 
 
 def _value_of_elements(q: Question, i: int, mentions: list[Mention], array: Field, used: set[int]) -> Mention | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from nlq.methods.rules.vocabulary import BETWEEN, COMPARATORS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE
+from nlq.methods.rules.vocabulary import (BETWEEN, COMPARATORS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE,
+                                          STOPWORDS)
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denied, is_year, plain_word, to_number, word_match
@@ -132,7 +133,10 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             used.add(element.start)
             continue
         count = counted_before(q, at)
-        array = array_named(q, count[1], fields) if count else None
+        # ('the count of ratings higher than 3 stars': a numeric field named right after the number is
+        # what is compared, not the size of the counted array)
+        unit = next((m for m in numeric if m.start == after and m.start not in used), None)
+        array = array_named(q, count[1], fields) if count and unit is None else None
         if array is not None:  # 'where the number of players is more than one': the array's size
             filters.append(Filter(array, op, value, at, size=True))
             consumed.update(range(count[0], after))
@@ -248,7 +252,8 @@ def detect_having(q: Question, mentions: list[Mention], fields: list[Field], ent
                 q.raw[after].endswith("ed") or q.raw[after] in KINDS or q.raw[after] in ("active", "current")):
             after += 1  # 'fewer than three enrolled students': a modifier before the counted entity
         count = counted_before(q, at)
-        if after in entities:
+        if after in entities or after < len(q.raw) and q.raw[after] in DOCUMENT_WORDS:
+            # ('parties with at least two records': the words for any collection's documents)
             start, end = at, after + 1
         elif count is not None and count[1] in entities:
             start, end, after = count[0], after, count[1]
@@ -265,6 +270,10 @@ def detect_having(q: Question, mentions: list[Mention], fields: list[Field], ent
                 counted.add(start)
             return before[-1].field, op, value
     return None
+
+
+# Words that name a collection's documents, whatever the collection holds.
+DOCUMENT_WORDS = frozenset({"record", "records", "entry", "entries", "row", "rows", "document", "documents"})
 
 
 def _year_bound(op: str, year: int) -> tuple[str, datetime]:
@@ -357,7 +366,38 @@ def detect_presence(q: Question, fields: list[Field], consumed: set[int], filter
             continue  # 'have employees with salary above 10': the elements' own condition follows
         found.append(Filter(array, "$gte", 1, j, size=True))
         consumed.add(j)
+    for array in fields:
+        # 'students who play video games', the array `Plays_Games`: a relationship named by a verb
+        # (its first word in the third person) and its object, said in the question, is a condition
+        # that each document has some
+        words = [w for w in split_name(array.mql) if w not in STOPWORDS]
+        verb = re.split(r"[_\-\s]+|(?<=[a-z])(?=[A-Z])", array.mql)[0].lower()
+        if array.kind != "array" or "." in array.mql or len(words) < 2 or any(
+                array.mql in (f.field.mql, *f.field.arrays) for f in filters + found):
+            continue
+        span = _in_order(q, words)
+        if span is not None and not set(range(*span)) & consumed:
+            found.append(Filter(array, "$gte", 1, span[0], size=True))
+            if verb.endswith("s") and words[0] not in split_name(array.collection):
+                consumed.update(range(*span))  # a verb and its object ('Plays_Games') say nothing else
     return found
+
+
+def _in_order(q: Question, words: list[str]) -> tuple[int, int] | None:
+    """The span [start, end) where the question says `words` in this order, at most two
+    other words between two of them ('play video games' for Plays_Games), or None."""
+    for start in range(len(q.stems)):
+        at, ok = start, True
+        for k, w in enumerate(words):
+            reach = [j for j in range(at, min(at + (1 if k == 0 else 3), len(q.stems)))
+                     if word_match(q.stems[j], w) >= 0.85]
+            if not reach:
+                ok = False
+                break
+            at = reach[0] + 1
+        if ok:
+            return start, at
+    return None
 
 
 # Words between a negation and the field it denies ('no end date yet', 'never gave an email').
@@ -463,6 +503,9 @@ TEXT_PATTERNS = [
     # (anchored ones first: 'ends with the letter m' is no 'with the letter m')
     (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")?\s*[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]",
      "contains"),
+    # 'feature either "x" or "y"' (not 'with either "A" or "B"': values, not pieces of text)
+    (r"\b(?:contains?|containing|includes?|including|featur(?:e|es|ing))\s+either\s+(?:the\s+)?(?:(?:" + PIECE
+     + r")\s+)?[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]", "contains"),
     (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")\s+(?P<s>\w+)", "contains"),
 ]
 
@@ -487,13 +530,23 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
                 min(after, key=lambda mm: mm.start) if after else None)
             if mention is None:
                 continue
-            literal = re.escape(m.group("s"))
-            regex = {"contains": literal, "prefix": "^" + literal, "suffix": literal + "$"}[anchor]
+            pieces = [m.group("s")]
+            more = ALTERNATIVE_PIECE.match(q.text, m.end())
+            if more is not None:  # 'contain "superstar" or "edu"': either piece
+                pieces.append(more.group("s"))
+            anchored = {"contains": "{}", "prefix": "^{}", "suffix": "{}$"}[anchor]
+            regex = "|".join(anchored.format(re.escape(p)) for p in pieces)
+            end = q.word_at(more.end()) if more is not None else end
             negated = any(w in NEGATIONS for w in q.raw[max(0, at - 2):at])  # 'does not contain M'
             filters.append(Filter(mention.field, "$not" if negated else "$regex", regex, at))
             used.add(mention.start)
-            consumed.update(range(at, q.word_at(m.end())))
+            consumed.update(range(at, max(end, q.word_at(m.end()))))
     return filters
+
+
+# a second quoted piece joined by 'or' to a text pattern's
+ALTERNATIVE_PIECE = re.compile(r"\s*,?\s*or\s+(?:the\s+|an?\s+)?(?:(?:" + PIECE + r")\s+)?[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]",
+                               re.IGNORECASE)
 
 
 def detect_disjunction(q: Question, filters: list[Filter], consumed: set[int]) -> None:

@@ -151,7 +151,7 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
             op = before if before and f.type in ("date", "string") else "$ne" if negated else "$eq"
             filters.append(Filter(f, op, match["stored"], at))
         consumed.update(range(at, end))
-    return _merge_equalities(filters)
+    return _merge_equalities(filters, q)
 
 
 # A comparator right before a witnessed date ('joined after 7th September, 1987').
@@ -159,18 +159,29 @@ DATE_COMPARATORS = {"after": "$gt", "before": "$lt", "since": "$gte", "until": "
                     "earlier than": "$lt", "on or after": "$gte", "on or before": "$lte"}
 
 
-def _merge_equalities(filters: list[Filter]) -> list[Filter]:
-    """Several equality literals on one path mean any of them: `$in`."""
+def _merge_equalities(filters: list[Filter], q: Question | None = None) -> list[Filter]:
+    """Several equality literals on one path mean any of them: `$in`; said as 'both A
+    and B', every one of them: `$all` (of the values one document, or one group, holds)."""
     merged: list[Filter] = []
     for f in filters:
-        same = next((g for g in merged if g.field.mql == f.field.mql and g.op in ("$eq", "$in")
+        same = next((g for g in merged if g.field.mql == f.field.mql and g.op in ("$eq", "$in", "$all")
                      and f.op == "$eq"), None)
         if same is None:
             merged.append(f)
         else:
-            values = same.value if same.op == "$in" else [same.value]
-            same.op, same.value = "$in", values + [f.value]
+            values = same.value if same.op in ("$in", "$all") else [same.value]
+            both = same.op == "$all" or same.op == "$eq" and q is not None and conjoined(q, same.start, f.start)
+            same.op, same.value = "$all" if both else "$in", values + [f.value]
     return merged
+
+
+def conjoined(q: Question, first: int, second: int) -> bool:
+    """'both A and B', 'both the A committee and the B committee': 'both' shortly before
+    the first value, 'and' (no 'or') between the two."""
+    if not 0 <= first < second:
+        return False
+    between = q.raw[first:second]
+    return "both" in q.raw[max(0, first - 6):first] and "and" in between and "or" not in between
 
 
 def number_alternatives(q: Question, filters: list[Filter], consumed: set[int]) -> list[Filter]:

@@ -25,7 +25,9 @@ def entity_outputs(index: dict, collection: str, fields: list[Field], q: Questio
         ids = sorted((f for f in inner if f.words[-1] == "id"), key=lambda f: (not own & set(f.words), f.mql))
         names = [f for f in inner if "name" in f.words or "title" in f.words]
         return ids[:1] + names[:2] if identified else names[:2] or ids[:1]
-    name = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1] or [
+    top = [f for f in fields if f.kind == "scalar" and not f.arrays and not f.maps]
+    # its name, else its title (a paper, a film, a book), else the field named like the entity
+    name = [f for f in top if "name" in f.words][:1] or [f for f in top if "title" in f.words][:1] or [
         f for f in (entity_name(collection, fields),) if f is not None]
     key = identifier(index, collection, fields)
     if identified:
@@ -98,6 +100,22 @@ def count_grain(q: Question, fields: list[Field], collection: str) -> str | None
         return None
     own = split_name(collection)
     at = q.word_at(m.end())
+    start = next((i for i in range(at, min(at + 4, len(q.stems))) if q.raw[i] not in TEXT_STOPWORDS), None)
+    if start is not None:
+        # 'how many Gold tier customers': the noun the phrase ends on is what is counted, the
+        # words before it qualify it
+        # words before it qualify it (not when the noun also names a field of the array they
+        # name: 'phone hardware models' are the phones' `Hardware_Model_name`)
+        end = start
+        while end + 1 < min(start + 4, len(q.stems)) and q.raw[end + 1].isalpha() \
+                and q.raw[end + 1] not in TEXT_STOPWORDS and not q.raw[end + 1].endswith(("ed", "ing")):
+            end += 1
+        arrays = [f for i in range(start, end) for f in fields
+                  if f.kind == "array" and f.words and word_match(q.stems[i], f.words[-1]) >= 0.85]
+        if arrays and any(word_match(q.stems[end], w) >= 0.85 for w in own[-1:]) and not any(
+                f.arrays[:len(a.arrays)] == a.arrays and word_match(q.stems[end], w) >= 0.85
+                for a in arrays for f in fields if f.kind == "scalar" for w in f.words):
+            return None
     for i in range(at, min(at + 4, len(q.stems))):
         if q.raw[i] in TEXT_STOPWORDS:
             continue
@@ -120,6 +138,9 @@ def plan_unwinds(ir: IR) -> list[str]:
         for a in f.arrays:
             if a != f.mql and a not in needed:
                 needed.append(a)
+    for f in ir.group_by:  # a group key that is an element of an array of scalars: one group per element
+        if f.path.endswith("[]") and f.kind == "scalar" and f.mql not in needed:
+            needed.append(f.mql)
     for f in ir.filters:
         # a filter on an array nested in an unwound one is matched per element
         if not f.size and any(a.startswith(n + ".") for a in f.field.arrays for n in needed):
@@ -177,10 +198,12 @@ def intent_word(word: str) -> bool:
                     "along", "having", "named", "called")
 
 
-def unrepresented(q: Question) -> list[str]:
+def unrepresented(q: Question, ir: IR | None = None) -> list[str]:
     """Constructs the IR has no form for, so that the reading is partial: a
-    conjunction over the elements of one array ('both Boeing and Airbus certificates')."""
-    return ["a conjunction over one array is not represented"] if "both" in q.raw else []
+    conjunction ('both Boeing and Airbus certificates') no `$all` filter reads."""
+    if "both" in q.raw and not (ir is not None and any(f.op == "$all" for f in ir.filters)):
+        return ["a conjunction over one array is not represented"]
+    return []
 
 
 def validate(ir: IR) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from nlq.methods.rules.aggregation import (aggregate_conditions, averaged_count, coordinated_aggregates,
+from nlq.methods.rules.aggregation import (aggregate_conditions, element_key, averaged_count, coordinated_aggregates,
                                            count_per_value, count_quantities, detect_aggregates, detect_rounding,
                                            per_document, shown_before_aggregates, top_group)
 from nlq.methods.rules.filters import (denied_elements, denied_values, detect_absence, detect_anti_join,
@@ -261,7 +261,7 @@ def read_aggregates(s: State) -> None:
     ir.aggregates += coordinated_aggregates(q, s.mentions, s.consumed, s.used)
     detect_aggregates(q, ir, s.mentions, s.fields, s.entities, s.consumed, s.used, s.common,
                       per_document(q, s.lower, s.collection))
-    top_group(q, ir, s.mentions, s.used)
+    top_group(q, ir, s.mentions, s.used, s.fields)
     if (ir.aggregates or ir.count) and "ungrouped" not in s.variant:
         ir.group_by += [f for f in detect_by_grouping(q, s.mentions, s.used, s.entities) if f not in ir.group_by]
 
@@ -356,6 +356,7 @@ def read_per_group(s: State) -> None:
     elif which_entity(q, s.collection) and ir.group_by and len(ir.aggregates) == 1 \
             and ir.aggregates[0][0] in ("$max", "$min"):
         top_per_group(ir, s.index, s.fields, q, s.entities, "identified" in s.variant)
+    counted_inside(ir)
     ranked = MOST_COUNTED.search(s.lower)
     if ranked and ir.group_by and ir.count and not ir.sort:
         # 'the range with the most number of peaks' (peaks no field names): the groups, ranked by their counts
@@ -366,7 +367,28 @@ def read_per_group(s: State) -> None:
         # 'the different schools and their nicknames, ordered by their founding years': a set of
         # rows has no order by a column it does not show, so the rows are listed as asked
         ir.distinct = False
+    if not ir.sort and s.limit_direction and ir.limit and ir.group_by and (ir.count or ir.aggregates):
+        # 'the top 5 cities by number of theaters': groups ranked by what is counted or measured
+        ir.sort = [("count", s.limit_direction)] if ir.count or ir.aggregates[0][1] is None \
+            else [(ir.aggregates[0][1], s.limit_direction)]
     ir.sort = ir.sort or default_order(ir, identifier(s.index, s.collection, s.fields))
+
+
+def counted_inside(ir: IR) -> None:
+    """'the teams that suffered more than three eliminations', each elimination holding its
+    team: what is shown lives in the array whose size is compared, so the elements are
+    counted per value shown (a HAVING on the count), not per document."""
+    sizes = [f for f in ir.filters if f.size and not f.branch and f.op in ("$gt", "$gte", "$lt", "$lte", "$eq")]
+    if len(sizes) != 1 or ir.group_by or ir.aggregates or ir.count or ir.sizes or ir.having or not ir.outputs:
+        return
+    f = sizes[0]
+    if isinstance(f.value, bool) or not isinstance(f.value, int) or f.value < 2 and f.op in ("$gte", "$eq") \
+            or f.value < 1 or not all(f.field.mql in o.arrays for o in ir.outputs):
+        return  # 'without any', 'at least one': a condition on each document's array
+    ir.filters = [g for g in ir.filters if g is not f]
+    ir.group_by, ir.outputs, ir.distinct = list(ir.outputs), [], False
+    ir.count, ir.count_asked, ir.having = True, False, (f.op, f.value)
+    ir.sort = [k for k in ir.sort if not isinstance(k[0], Field)]
 
 
 def own_label(index: dict, collection: str, fields: list[Field]) -> list[Field]:
@@ -406,10 +428,12 @@ def read_coverage(s: State) -> None:
 def plan_traversal(s: State) -> None:
     """Arrays unwound, maps expanded, and the issues that lower confidence."""
     ir = s.ir
+    # 'the most common product across accounts', `products` an array: groups are formed per element
+    ir.group_by = [(element_key(f, s.fields) or f) if f.kind == "array" else f for f in ir.group_by]
     ir.unwinds = plan_unwinds(ir)
     ir.inferred = [a for a in ir.unwinds if not names_array(s.q, a)]
     ir.expand = plan_expansions(ir)
-    ir.issues += unrepresented(s.q)
+    ir.issues += unrepresented(s.q, ir)
     validate(ir)
 
 

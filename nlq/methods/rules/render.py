@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import re
 
 from nlq.methods.rules.vocabulary import DATE_PARTS
@@ -83,6 +85,8 @@ def _conditions(filters: list[Filter], ir: IR) -> dict:
             doc.setdefault(path, {}).update({"$regex": f.value, "$options": "i"})
         elif f.op == "$not":
             doc.setdefault(path, {})["$not"] = {"$regex": f.value, "$options": "i"}
+        elif f.op == "$all":  # every value, each met by some element: the $and the manual defines $all as
+            doc.setdefault("$and", []).extend({path: v} for v in f.value)
         elif f.op == "$eq":
             existing = doc.get(path)
             doc[path] = f.value if existing is None else {"$in": [existing, f.value]}
@@ -104,13 +108,16 @@ def _traversal(ir: IR) -> list[tuple[str, str]]:
 
 def _is_late(f: Filter, ir: IR) -> bool:
     """A filter that must wait for an unwind or an expansion on its path."""
-    if f.size or f.op == "$elemMatch":
-        return False  # a condition on the whole array
+    if f.size or f.op in ("$elemMatch", "$all"):
+        return False  # a condition on the whole array ('$all': its elements hold every value)
     return bool(set(f.field.arrays) & set(ir.unwinds)) or any(m in ir.expand for m in f.field.maps)
 
 
 def render(ir: IR) -> list[dict]:
     """The aggregation pipeline of an IR."""
+    held = next((f for f in ir.filters if f.op == "$all" and not f.field.arrays), None)
+    if held is not None:
+        return _held_by_group(ir, held)
     pipeline: list[dict] = []
     late_branch = any(f.branch and _is_late(f, ir) for f in ir.filters)  # an $or stays whole
     is_late = [_is_late(f, ir) or bool(f.branch and late_branch) for f in ir.filters]
@@ -164,7 +171,7 @@ def render(ir: IR) -> list[dict]:
         for k, op, value in ir.conditions:
             pipeline.append({"$match": {agg_names[k]: {op: value}}})
         if ir.count and not ir.group_by:
-            pipeline.append({"$count": "count"})  # how many distinct values / groups
+            pipeline += count_stages()  # how many distinct values / groups
             return pipeline
         if not documents_first:
             _sort_and_limit(pipeline, _render_sort(ir, agg_names, keys), ir.limit)
@@ -184,7 +191,7 @@ def render(ir: IR) -> list[dict]:
         pipeline.append({"$project": project})
         return pipeline
     if ir.count:
-        pipeline.append({"$count": "count"})
+        pipeline += count_stages()
         return pipeline
     if not documents_first:
         pipeline += _ranking(ir)
@@ -258,3 +265,28 @@ def _render_sort(ir: IR, agg_names: list[str], keys: list[Field]) -> dict:
     if sort and grouped:
         sort.setdefault("_id", 1)  # groups come in no defined order: make ties deterministic
     return sort
+
+
+def count_stages() -> list[dict]:
+    """How many documents reach this point, as one row `{count: N}` — `{count: 0}` when none
+    do, where a bare `$count` stage yields no row at all (the form mongosh's
+    `countDocuments()` runs as; see the MongoDB manual, db.collection.countDocuments)."""
+    return [{"$facet": {"count": [{"$count": "count"}]}},
+            {"$project": {"count": {"$ifNull": [{"$arrayElemAt": ["$count.count", 0]}, 0]}}}]
+
+
+def _held_by_group(ir: IR, held: Filter) -> list[dict]:
+    """'the residences that have both a male and a female player': one document holds one
+    value of `held`, so the values are gathered per group of what is shown ($addToSet) and
+    the groups holding every one are kept; with nothing else shown, nothing is asked per
+    group and the values are alternatives."""
+    keys = [f for f in ir.outputs if f.mql != held.field.mql]
+    alternatives = Filter(held.field, "$in", held.value, held.start, branch=held.branch)
+    filters = [alternatives if f is held else f for f in ir.filters]
+    if not keys or ir.group_by or ir.aggregates or ir.count:
+        return render(replace(ir, filters=filters))
+    pipeline = render(replace(ir, filters=filters, outputs=keys, distinct=True, sort=[], limit=None))
+    at = next(i for i, stage in enumerate(pipeline) if "$group" in stage)
+    pipeline[at]["$group"]["_held"] = {"$addToSet": _ref(held.field, ir)}
+    pipeline.insert(at + 1, {"$match": {"_held": {"$all": list(held.value)}}})
+    return pipeline

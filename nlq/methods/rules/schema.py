@@ -16,8 +16,13 @@ from nlq.methods.rules.ir import Field
 def split_name(name: str) -> list[str]:
     """Words of a field name: `Openning_year` -> ['openning', 'year'], `StuID` -> ['stu', 'id']."""
     name = name.replace("[]", "")
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|[_\-.\s]+", " ", name)
-    return [normalize(w) for w in spaced.split() if w and w != "<*>"]
+    words = []
+    for part in re.split(r"[_\-.\s]+", name):
+        pieces = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", part).split()
+        if len(pieces) > 1 and len(pieces[-1]) == 1 and pieces[-1].isalpha():
+            pieces[-2:] = [pieces[-2] + pieces[-1]]  # `RAM_MiB`: a unit, not 'mi' and 'b'
+        words += pieces
+    return [normalize(w) for w in words if w and w != "<*>"]
 
 
 def lattice_to_mql(path: str) -> tuple[str, tuple[str, ...]]:

@@ -156,7 +156,7 @@ SYNONYMS = {
     "category": ("type", "category"), "classification": ("type", "class", "category"), "kind": ("type",),
     "information": ("detail", "info", "information"), "info": ("detail", "info", "information"),
     "movie": ("film", "movie"), "film": ("film", "movie"), "vessel": ("ship", "vessel"),
-    "university": ("university", "school", "college"), "college": ("college", "school", "university"),
+    "university": ("university", "school", "college"),
 }
 
 
