@@ -9,7 +9,7 @@ WORLDS  := fixtures/worlds
 WIRE    := .venv-wire
 SECANTUS ?= secantusdb==0.7.0b3
 
-.PHONY: install test fuzz demo bench calibrate fixtures docs check clean browser wire
+.PHONY: install test fuzz demo bench calibrate fixtures docs check clean browser wire select-fit
 
 $(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -32,6 +32,19 @@ bench: $(STAMP)
 
 calibrate: $(STAMP)
 	$(BIN)/python -m tests.bench.calibrate_rules
+
+# The selection model of `nlq repair` (nlq/selection.json), fitted on runs over data with gold
+# (the first run's records carry the gold): every candidate executed once into SELECT_CACHE, then
+# the logistic fit, with its leave-one-database-out figures printed (docs/SELECTION.md).
+SELECT_DATA  ?= ../shared/tend-v1/mongodb_data
+SELECT_RUNS  ?= out/selection/kimi.jsonl out/selection/kimi-sql-pivot.jsonl out/selection/rules.jsonl
+SELECT_INDEX ?= out/selection/index.jsonl
+SELECT_CACHE ?= out/selection/evidence.jsonl
+select-fit: $(STAMP)
+	@mkdir -p out/selection
+	test -f $(SELECT_CACHE) || nice $(BIN)/python -m tests.bench.select_fit cache --data $(SELECT_DATA) \
+	  --index $(SELECT_INDEX) $(SELECT_RUNS) -o $(SELECT_CACHE)
+	nice $(BIN)/python -m tests.bench.select_fit fit $(SELECT_CACHE) --no-alternatives -o nlq/selection.json
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/generate.py
@@ -168,7 +181,7 @@ $(PAPER_RUNS)/control.seed%.pred.jsonl: $(OUT)/witnessed.jsonl $(OUT)/index.json
 
 $(PAPER_RUNS)/control.pred.jsonl: $(PAPER_RUNS)/$(CONTROL).pred.jsonl \
     $(patsubst %,$(PAPER_RUNS)/control.seed%.pred.jsonl,$(CONTROL_SEEDS)) $(OUT)/index.jsonl
-	$(PAPER_ENV) $(NLQ) repair --no-model --no-gate --index $(OUT)/index.jsonl $< \
+	$(PAPER_ENV) $(NLQ) repair --no-model --no-gate --select vote --index $(OUT)/index.jsonl $< \
 	  $(patsubst %,--runs $(PAPER_RUNS)/control.seed%.pred.jsonl,$(CONTROL_SEEDS)) -o $@.part && mv $@.part $@
 
 $(PAPER_RUNS)/%.scored.jsonl: $(PAPER_RUNS)/%.pred.jsonl
