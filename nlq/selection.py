@@ -257,8 +257,10 @@ class Choice:
 
 @dataclass
 class Selector:
-    """A logistic model over :data:`FEATURES` (weights, bias), the per-system reliability table and
-    the Platt scaling of the winner's score (`calibration = [a, b]`: p = sigmoid(a * score + b))."""
+    """Two linear models over :data:`FEATURES`: `choice`, which group of a record to choose (a
+    conditional logit: only differences within a record matter), and `weights` + `bias`, the
+    logistic probability that a group is right, with the Platt scaling of the chosen group's score
+    (`calibration = [a, b]`: p = sigmoid(a * score + b)); and the per-system reliability table."""
 
     weights: dict
     bias: float
@@ -266,6 +268,11 @@ class Selector:
     default_reliability: float
     calibration: tuple = (1.0, 0.0)
     meta: dict = field(default_factory=dict)
+    choice: dict | None = None   # the choice model's weights (a conditional logit); None: `weights`
+
+    def choice_of(self, name: str) -> float:
+        """A feature's weight in choosing among one record's groups."""
+        return (self.choice if self.choice is not None else self.weights).get(name, 0.0)
 
     @classmethod
     def load(cls, path: str | None = None) -> "Selector":
@@ -280,17 +287,18 @@ class Selector:
 
     @classmethod
     def from_json(cls, doc: dict) -> "Selector":
-        unknown = set(doc["weights"]) - set(FEATURES)
+        unknown = (set(doc["weights"]) | set(doc.get("choice") or {})) - set(FEATURES)
         if unknown:
             raise InputError(f"the selection model names unknown features: {', '.join(sorted(unknown))}")
         return cls(weights=dict(doc["weights"]), bias=float(doc["bias"]), reliability=dict(doc["reliability"]),
                    default_reliability=float(doc["default_reliability"]),
-                   calibration=tuple(doc.get("calibration") or (1.0, 0.0)), meta=dict(doc.get("meta") or {}))
+                   calibration=tuple(doc.get("calibration") or (1.0, 0.0)), meta=dict(doc.get("meta") or {}),
+                   choice=dict(doc["choice"]) if isinstance(doc.get("choice"), dict) else None)
 
     def to_json(self) -> dict:
         return {"weights": self.weights, "bias": self.bias, "reliability": self.reliability,
                 "default_reliability": self.default_reliability, "calibration": list(self.calibration),
-                "meta": self.meta}
+                "meta": self.meta, **({"choice": self.choice} if self.choice is not None else {})}
 
     def system_reliability(self, system: str) -> float:
         return float(self.reliability.get(system, self.default_reliability))
@@ -315,7 +323,8 @@ class Selector:
             return Choice(None, 0.0)
         groups = clusters_of(evidence)
         scores = {key: self.score(v) for key, v in vectors.items()}
-        best = max(scores, key=lambda k: (round(scores[k], 9), vectors[k]["share"],
+        picks = {key: sum(self.choice_of(name) * value for name, value in v.items()) for key, v in vectors.items()}
+        best = max(scores, key=lambda k: (round(picks[k], 9), vectors[k]["share"],
                                           -min(e.position for e in groups[k])))
         a, b = self.calibration
         agreed = sorted({e.system for e in groups[best]})

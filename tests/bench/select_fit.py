@@ -41,6 +41,7 @@ from nlq.score import Scorer
 from nlq.selection import FEATURES, Evidence, Selector, clusters_of, features, logit
 
 L2 = 1.0
+CHOICE_L2 = 10.0  # the choice model learns from the few records whose groups disagree: a firmer penalty
 INNER_FOLDS = 5  # the Platt scaling's folds (databases dealt round-robin)
 DIGITS = 6
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
@@ -163,17 +164,53 @@ def matrix(records: list[dict], table: dict, default: float) -> tuple[np.ndarray
 
 
 def winners(records: list[dict], selector: Selector) -> list[tuple[float | None, int]]:
-    """(winner's raw score, its label) per record, as Selector.choose picks (None: nothing ran)."""
+    """(winner's raw probability score, its label) per record, the winner as Selector.choose picks
+    it (by the choice weights; None: nothing ran)."""
     x, _, where = matrix(records, selector.reliability, selector.default_reliability)
     w = np.array([selector.weights.get(f, 0.0) for f in FEATURES])
+    c = np.array([selector.choice_of(f) for f in FEATURES])
     scores = x @ w + selector.bias if len(x) else np.zeros(0)
+    choice = x @ c if len(x) else np.zeros(0)
     best: dict = {}
-    for (n, g), score in zip(where, scores):
+    for (n, g), score, pick in zip(where, scores, choice):
         group = records[n]["groups"][g]
-        rank = (round(float(score), 9), group[6], -group[5])
+        rank = (round(float(pick), 9), group[6], -group[5])
         if n not in best or rank > best[n][0]:
             best[n] = (rank, float(score), group[4])
     return [(best[n][1], best[n][2]) if n in best else (None, 0) for n in range(len(records))]
+
+
+def conditional_logit(x: np.ndarray, y: np.ndarray, where: list, l2: float = L2) -> np.ndarray:
+    """Weights of a choice model fitted to which groups of each record are right: the L2-penalized
+    log-likelihood that the softmax of the scores within a record falls on a right group (records
+    with one group, or no right one, carry no information about the choice)."""
+    record = np.array([n for n, _ in where])
+    keep = np.zeros(len(record), bool)
+    for n in np.unique(record):
+        rows = record == n
+        if rows.sum() > 1 and 0 < y[rows].sum():
+            keep |= rows
+    x, y, record = x[keep], y[keep], record[keep]
+    mean, std = x.mean(axis=0), x.std(axis=0)
+    std[std == 0] = 1.0
+    z = (x - mean) / std
+    _, start = np.unique(record, return_index=True)
+    ids = np.searchsorted(record[start], record)
+
+    def loss(w):
+        s = z @ w
+        top = np.maximum.reduceat(s, start)[ids]
+        e = np.exp(s - top)
+        all_ = np.add.reduceat(e, start)
+        right = np.add.reduceat(e * y, start)
+        value = -np.sum(np.log(right) - np.log(all_)) + 0.5 * l2 * w @ w
+        p_all = e / all_[ids]
+        p_right = e * y / right[ids]
+        grad = z.T @ (p_all - p_right) + l2 * w
+        return value, grad
+
+    w = minimize(loss, np.zeros(z.shape[1]), jac=True, method="L-BFGS-B").x
+    return w / std
 
 
 def logistic(x: np.ndarray, y: np.ndarray, l2: float = L2) -> tuple[np.ndarray, float]:
@@ -210,9 +247,11 @@ def platt(scores: list[float], right: list[int]) -> tuple[float, float]:
 
 def fit_selector(records: list[dict], calibrate: bool = True) -> Selector:
     table, default = reliability_table(records)
-    x, y, _ = matrix(records, table, default)
+    x, y, where = matrix(records, table, default)
     w, b = logistic(x, y)
-    selector = Selector({f: round(float(v), DIGITS) for f, v in zip(FEATURES, w)}, round(b, DIGITS), table, default)
+    choice = conditional_logit(x, y, where, CHOICE_L2)
+    selector = Selector({f: round(float(v), DIGITS) for f, v in zip(FEATURES, w)}, round(b, DIGITS), table, default,
+                        choice={f: round(float(v), DIGITS) for f, v in zip(FEATURES, choice)})
     if calibrate:
         scores, right = [], []
         dbs = sorted({r["db"] for r in records})
