@@ -199,6 +199,10 @@ def explain_text(record: dict) -> str:
         out.append(f"repair: {len(repaired.get('violations', []))} gate violation(s) on the selected candidate, "
                    f"vote share {repaired.get('vote_share') or 0:.2f} of {voters} candidate(s)")
         out.extend(f"  {v['check']}: {v['message']}" for v in repaired.get("violations", []))
+        if isinstance(repaired.get("confidence"), (int, float)):
+            agreed = ", ".join(str(a) for a in repaired.get("agreed") or []) or "none"
+            out.append(f"selected: from {repaired.get('system')}, agreed by {agreed}; "
+                       f"confidence {repaired['confidence']:.2f}")
     out.append("")
     timings = explain["timings"]
     steps = ", ".join(f"{name} {timings[name]:.1f} ms" for name in ("index", "witness", "generate", "repair", "load", "exec")

@@ -223,6 +223,7 @@ def test_repair_passes_the_prediction_through_nlq_repair(runner, cache):
     explained = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--repair", "--explain",
                                     PENICILLIN]).stdout
     assert "repair: 0 gate violation(s) on the selected candidate, vote share 1.00 of 1 candidate(s)" in explained
+    assert f"selected: from rules, agreed by rules; confidence {record['repair']['confidence']:.2f}" in explained
 
 
 # ---------------------------------------------------------------------------

@@ -73,11 +73,11 @@ def cache(runs: list[str], data: str, index_path: str, out: str, limit: int | No
                           for i, s in enumerate(submitted)]
             evidence = repair.evidence_of(candidates)
             gold = scorer.gold(base)
-            right = {}
+            right = {}  # by position: a group's members share their rows' multiset, not always their order
             if gold.error is None:
                 for c, e in zip(candidates, evidence):
-                    if e.cluster is not None and e.cluster not in right:
-                        right[e.cluster] = exc_of(c.rows, gold.prepared, ordered=gold.ordered)
+                    if e.cluster is not None:
+                        right[e.position] = exc_of(c.rows, gold.prepared, ordered=gold.ordered)
             fh.write(orjson.dumps({"id": rid, "db": base["db"], "question": base.get("question") or "",
                                    "gold_ok": gold.error is None, "primary": primary, "evidence": [e.to_json() for e in evidence],
                                    "right": {str(k): v for k, v in right.items()}}) + b"\n")
@@ -98,9 +98,13 @@ def load(path: str, without: tuple = (), alternatives: bool = True) -> list[dict
         primary = set(doc.get("primary") or ())
         evidence = [Evidence.from_json(e) for e in doc["evidence"]]
         evidence = [e for e in evidence if e.system not in without and (alternatives or e.position in primary)]
+        by_position = {int(k): v for k, v in doc["right"].items()}
+        right = {}
+        for key, members in clusters_of(evidence).items():  # the member repair selects: fewest violations
+            chosen = min(members, key=lambda e: (len(e.checks), e.position))
+            right[key] = by_position.get(chosen.position, 0)
         out.append({"id": doc["id"], "db": doc["db"], "question": doc["question"], "evidence": evidence,
-                    "primary": primary,
-                    "right": {int(k): v for k, v in doc["right"].items()}})
+                    "primary": primary, "right": right, "right_pos": by_position})
     return out
 
 
@@ -118,7 +122,7 @@ def reliability_table(records: list[dict]) -> tuple[dict, float]:
             firsts.setdefault(e.system, e)
         for system, e in firsts.items():
             seen[system] += 1
-            hits[system] += int(e.cluster is not None and r["right"].get(e.cluster, 0) == 1)
+            hits[system] += int(e.cluster is not None and r["right_pos"].get(e.position, 0) == 1)
     table = {s: round((hits[s] + 1) / (seen[s] + 2), DIGITS) for s in seen}
     return table, round(sum(table.values()) / len(table), DIGITS) if table else 0.5
 
@@ -282,7 +286,8 @@ def plain_vote(record: dict) -> int:
         groups[e.cluster].append(e)
     best = min(groups.values(), key=lambda m: (-len(m), min(len(e.checks) for e in m), m[0].rows == 0,
                                                min(e.position for e in m)))
-    return record["right"].get(best[0].cluster, 0)
+    chosen = min(best, key=lambda e: (len(e.checks), e.position))
+    return record["right_pos"].get(chosen.position, 0)
 
 
 def ece(pairs: list[tuple[float, int]], bins: int = 10) -> float:
@@ -313,10 +318,10 @@ def evaluate(records: list[dict]) -> dict:
         hits = 0
         for r in records:
             first = next((e for e in r["evidence"] if e.system == s), None)
-            hits += int(first is not None and first.cluster is not None and r["right"].get(first.cluster, 0) == 1)
+            hits += int(first is not None and first.cluster is not None and r["right_pos"].get(first.position, 0) == 1)
         alone[s] = hits / n
     vote = {r["id"]: plain_vote(r) for r in records}
-    oracle = sum(1 for r in records if any(r["right"].get(e.cluster, 0) for e in r["evidence"]
+    oracle = sum(1 for r in records if any(r["right_pos"].get(e.position, 0) for e in r["evidence"]
                                            if e.cluster is not None)) / n
     for db in dbs:
         ids = [r["id"] for r in records if r["db"] == db]
