@@ -37,7 +37,7 @@ calibrate: $(STAMP)
 # (the first run's records carry the gold): every candidate executed once into SELECT_CACHE, then
 # the logistic fit, with its leave-one-database-out figures printed (docs/SELECTION.md).
 SELECT_DATA  ?= ../shared/tend-v1/mongodb_data
-SELECT_RUNS  ?= out/selection/kimi.jsonl out/selection/kimi-sql-pivot.jsonl out/selection/rules.jsonl
+SELECT_RUNS  ?= out/selection/kimi.jsonl out/selection/kimi-sql-pivot.jsonl out/selection/rules.jsonl  # as bench_selection builds them
 SELECT_INDEX ?= out/selection/index.jsonl
 SELECT_CACHE ?= out/selection/evidence.jsonl
 select-fit: $(STAMP)

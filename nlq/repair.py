@@ -68,7 +68,7 @@ from nlq.mql import analyze
 from nlq.mql.mongosh import parse_query
 from nlq.normexec import prepare
 from nlq.score import submitted_query
-from nlq.selection import Evidence, columns_of, pipeline_shape
+from nlq.selection import Evidence, columns_of, pipeline_shape, representative
 
 STAGE = "repair"
 NO_VALID_CANDIDATE = "no_valid_candidate"
@@ -316,16 +316,18 @@ SELECTS = ("evidence", "vote")
 
 def select(candidates: list[Candidate], question: str, options: Options) -> Vote:
     """The result groups of the executed candidates, the one the selection model finds most likely
-    right first (:mod:`nlq.selection`), its winner the member with the fewest violations (then the
-    earliest)."""
+    right first (:mod:`nlq.selection`), its winner the group's representative (the fewest
+    violations, then a sorting one when the question asks for an order, then the earliest)."""
     evidence = evidence_of(candidates)
     choice = options.model().choose(question, evidence)
     groups: dict = {}
     for c, e in zip(candidates, evidence):
         if e.cluster is not None:
-            groups.setdefault(e.cluster, []).append(c)
-    for members in groups.values():
-        members.sort(key=lambda c: (len(c.violations), c.position))
+            groups.setdefault(e.cluster, []).append((c, e))
+    for key, members in groups.items():
+        head = representative([e for _, e in members], question)
+        members.sort(key=lambda m: (m[1] is not head, len(m[0].violations), m[0].position))
+        groups[key] = [c for c, _ in members]
     order = sorted(groups, key=lambda k: (k != choice.cluster, -choice.scores.get(k, 0.0), k))
     clusters = [groups[k] for k in order]
     masses = [float(len(m)) for m in clusters]

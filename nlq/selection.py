@@ -12,7 +12,8 @@ be seen without the gold:
 
 - agreement: the share of the systems that answered which produced this
   result (`share`), the share that produced a result the scorer's row
-  identity accepts for it but for surplus columns (`near_share`), how many
+  identity accepts for it but for surplus columns (`near_share`), the share
+  that produced another result of as many rows (`same_rows`), how many
   other systems executed a different one
   (`others`), and how often one system repeated itself inside the group
   (`repeats`: a system's alternatives agreeing with each other are no
@@ -176,7 +177,7 @@ def _named(columns: tuple, words: frozenset) -> float:
 
 # -- features ---------------------------------------------------------------------------------------
 
-FEATURES = ("share", "near_share", "others", "repeats", "reliability_in", "reliability_out", "has_confidence_in",
+FEATURES = ("share", "near_share", "same_rows", "others", "repeats", "reliability_in", "reliability_out", "has_confidence_in",
             "confidence_in", "has_confidence_out", "confidence_out", "empty", "leaked_id", "gate", "join",
             "one_value_match", "one_value_mismatch", "top_match", "top_mismatch", "single_match",
             "single_mismatch", "list_single", "named", "columns", "order_missing")
@@ -194,6 +195,14 @@ def clusters_of(evidence: list[Evidence]) -> dict[int, list[Evidence]]:
         if e.cluster is not None:
             groups.setdefault(e.cluster, []).append(e)
     return groups
+
+
+def representative(members: list[Evidence], question: str) -> Evidence:
+    """The member of a result group whose query is chosen: the fewest violations, then, when the
+    question asks for an order, one that sorts (a group shares its rows, not always their order),
+    then the earliest."""
+    order = asked(question).order
+    return min(members, key=lambda e: (len(e.checks), order and not e.sorted, e.position))
 
 
 def features(question: str, evidence: list[Evidence], reliability) -> dict[int, dict[str, float]]:
@@ -214,9 +223,11 @@ def features(question: str, evidence: list[Evidence], reliability) -> dict[int, 
         checks = set.intersection(*(set(e.checks) for e in members))
         gate = min(sum(1 for c in e.checks if c in GATE) for e in members)
         near = {e.system for other in head.near for e in groups.get(other, ())} - systems
+        same_rows = {e.system for e in evidence if e.cluster is not None and e.cluster != key and e.rows == rows} - systems
         out[key] = {
             "share": len(systems) / max(len(answered), 1),
             "near_share": len(near) / max(len(answered), 1),
+            "same_rows": len(same_rows) / max(len(answered), 1),
             "others": float(len(outside)),
             "repeats": math.log1p(len(members) - len(systems)),
             "reliability_in": sum(logit(reliability(s)) for s in systems),
@@ -345,5 +356,5 @@ def _shipped() -> Selector:
     return Selector.from_json(json.loads(text))
 
 
-__all__ = ["Evidence", "Asked", "asked", "features", "FEATURES", "Selector", "Choice", "clusters_of",
+__all__ = ["Evidence", "Asked", "asked", "features", "representative", "FEATURES", "Selector", "Choice", "clusters_of",
            "pipeline_shape", "columns_of", "logit"]

@@ -38,7 +38,7 @@ from nlq import io, repair
 from nlq.backends import EmbeddedBackend
 from nlq.normexec import exc as exc_of
 from nlq.score import Scorer
-from nlq.selection import FEATURES, Evidence, Selector, clusters_of, features, logit
+from nlq.selection import FEATURES, Evidence, Selector, clusters_of, features, logit, representative
 
 L2 = 1.0
 CHOICE_L2 = 10.0  # the choice model learns from the few records whose groups disagree: a firmer penalty
@@ -87,9 +87,10 @@ def cache(runs: list[str], data: str, index_path: str, out: str, limit: int | No
 
 # -- fit --------------------------------------------------------------------------------------------
 
-def load(path: str, without: tuple = (), alternatives: bool = True) -> list[dict]:
-    """The cached records (those whose gold runs), without the systems in `without`, and, unless
-    `alternatives`, with each run's prediction only (not the `candidates` it carries)."""
+def load(path: str, without: tuple = (), alternatives: bool = True, confidences: bool = True) -> list[dict]:
+    """The cached records (those whose gold runs), without the systems in `without`, unless
+    `alternatives` with each run's prediction only (not the `candidates` it carries), and unless
+    `confidences` with no candidate's calibrated confidence (an ablation)."""
     out = []
     for line in open(path, "rb"):
         doc = orjson.loads(line)
@@ -98,11 +99,13 @@ def load(path: str, without: tuple = (), alternatives: bool = True) -> list[dict
         primary = set(doc.get("primary") or ())
         evidence = [Evidence.from_json(e) for e in doc["evidence"]]
         evidence = [e for e in evidence if e.system not in without and (alternatives or e.position in primary)]
+        if not confidences:
+            for e in evidence:
+                e.confidence = None
         by_position = {int(k): v for k, v in doc["right"].items()}
         right = {}
-        for key, members in clusters_of(evidence).items():  # the member repair selects: fewest violations
-            chosen = min(members, key=lambda e: (len(e.checks), e.position))
-            right[key] = by_position.get(chosen.position, 0)
+        for key, members in clusters_of(evidence).items():  # labelled by the member repair selects
+            right[key] = by_position.get(representative(members, doc["question"]).position, 0)
         out.append({"id": doc["id"], "db": doc["db"], "question": doc["question"], "evidence": evidence,
                     "primary": primary, "right": right, "right_pos": by_position})
     return out
@@ -369,11 +372,12 @@ def main(argv=None) -> None:
     f.add_argument("--without", action="append", default=[])
     f.add_argument("--no-eval", action="store_true")
     f.add_argument("--no-alternatives", action="store_true", help="each run's prediction only")
+    f.add_argument("--no-confidences", action="store_true", help="ablation: ignore calibrated confidences")
     args = parser.parse_args(argv)
     if args.command == "cache":
         cache(args.runs, args.data, args.index, args.output, args.limit)
         return
-    records = load(args.evidence, tuple(args.without), not args.no_alternatives)
+    records = load(args.evidence, tuple(args.without), not args.no_alternatives, not args.no_confidences)
     prepare_groups(records)
     if not args.no_eval:
         report("selection" + (f" without {', '.join(args.without)}" if args.without else ""), evaluate(records))
