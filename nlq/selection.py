@@ -10,7 +10,8 @@ identity, as the plain vote does). Where the plain vote takes the largest
 group, selection scores each group with a small logistic model over what can
 be seen without the gold:
 
-- agreement: the share of the systems that answered which produced this
+- agreement: how many systems answered (`answered`, its log: the same share
+  means more among more systems), the share of them which produced this
   result (`share`), the share that produced a result the scorer's row
   identity accepts for it but for surplus columns (`near_share`), the share
   that produced another result of as many rows (`same_rows`), how many
@@ -177,7 +178,7 @@ def _named(columns: tuple, words: frozenset) -> float:
 
 # -- features ---------------------------------------------------------------------------------------
 
-FEATURES = ("share", "near_share", "same_rows", "others", "repeats", "reliability_in", "reliability_out", "has_confidence_in",
+FEATURES = ("answered", "share", "near_share", "same_rows", "others", "repeats", "reliability_in", "reliability_out", "has_confidence_in",
             "confidence_in", "has_confidence_out", "confidence_out", "empty", "leaked_id", "gate", "join",
             "one_value_match", "one_value_mismatch", "top_match", "top_mismatch", "single_match",
             "single_mismatch", "list_single", "named", "columns", "order_missing")
@@ -225,6 +226,7 @@ def features(question: str, evidence: list[Evidence], reliability) -> dict[int, 
         near = {e.system for other in head.near for e in groups.get(other, ())} - systems
         same_rows = {e.system for e in evidence if e.cluster is not None and e.cluster != key and e.rows == rows} - systems
         out[key] = {
+            "answered": math.log(max(len(answered), 1)),
             "share": len(systems) / max(len(answered), 1),
             "near_share": len(near) / max(len(answered), 1),
             "same_rows": len(same_rows) / max(len(answered), 1),

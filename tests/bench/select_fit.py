@@ -111,6 +111,24 @@ def load(path: str, without: tuple = (), alternatives: bool = True, confidences:
     return out
 
 
+def subsets(records: list[dict]) -> list[dict]:
+    """Each record once per non-empty subset of the systems that answered it: the model is fitted
+    for any set of runs it may be given (one, two, all of them), not only for the full set."""
+    from itertools import combinations
+
+    out = []
+    for r in records:
+        systems = sorted({e.system for e in r["evidence"]})
+        for k in range(1, len(systems) + 1):
+            for kept in combinations(systems, k):
+                evidence = [e for e in r["evidence"] if e.system in kept]
+                right = {}
+                for key, members in clusters_of(evidence).items():
+                    right[key] = r["right_pos"].get(representative(members, r["question"]).position, 0)
+                out.append({**r, "evidence": evidence, "right": right})
+    return out
+
+
 def systems_of(records: list[dict]) -> list[str]:
     return sorted({e.system for r in records for e in r["evidence"]})
 
@@ -303,12 +321,14 @@ def ece(pairs: list[tuple[float, int]], bins: int = 10) -> float:
     return total / max(len(pairs), 1)
 
 
-def evaluate(records: list[dict]) -> dict:
-    """Leave-one-database-out figures (see the module docstring)."""
+def evaluate(records: list[dict], trained: list[dict] | None = None) -> dict:
+    """Leave-one-database-out figures (see the module docstring); the models are fitted on
+    `trained` (the same records with other systems, say), `records` by default."""
     dbs = sorted({r["db"] for r in records})
+    trained = records if trained is None else trained
     chosen, pairs, per_db = {}, [], {}
     for db in dbs:
-        selector = fit_selector([r for r in records if r["db"] != db])
+        selector = fit_selector([r for r in trained if r["db"] != db])
         held = [r for r in records if r["db"] == db]
         a, b = selector.calibration
         for r, (score, ok) in zip(held, winners(held, selector)):
@@ -373,17 +393,34 @@ def main(argv=None) -> None:
     f.add_argument("--no-eval", action="store_true")
     f.add_argument("--no-alternatives", action="store_true", help="each run's prediction only")
     f.add_argument("--no-confidences", action="store_true", help="ablation: ignore calibrated confidences")
+    f.add_argument("--full-set-only", action="store_true",
+                   help="fit on the full set of systems only (not on every subset of them)")
+    f.add_argument("--test-without", action="append", default=[],
+                   help="also measure the model fitted with every system on records without this one")
     args = parser.parse_args(argv)
     if args.command == "cache":
         cache(args.runs, args.data, args.index, args.output, args.limit)
         return
     records = load(args.evidence, tuple(args.without), not args.no_alternatives, not args.no_confidences)
     prepare_groups(records)
+    trained = records
+    if not args.full_set_only:
+        trained = subsets(records)
+        prepare_groups(trained)
     if not args.no_eval:
-        report("selection" + (f" without {', '.join(args.without)}" if args.without else ""), evaluate(records))
+        report("selection" + (f" without {', '.join(args.without)}" if args.without else ""),
+               evaluate(records, trained))
+    if args.test_without:  # fitted with every system, measured on records without some
+        tested = load(args.evidence, tuple(args.without) + tuple(args.test_without), not args.no_alternatives,
+                      not args.no_confidences)
+        prepare_groups(tested)
+        report(f"fitted with every system, measured without {', '.join(args.test_without)}",
+               evaluate(tested, trained))
     if args.output:
-        selector = fit_selector(records)
-        selector.meta = {"fitted_on": f"{len(records)} records of {len({r['db'] for r in records})} databases",
+        selector = fit_selector(trained)
+        selector.meta = {"fitted_on": f"{len(records)} records of {len({r['db'] for r in records})} databases, "
+                                      f"each with every non-empty subset of the systems" if trained is not records
+                                      else f"{len(records)} records of {len({r['db'] for r in records})} databases",
                          "systems": systems_of(records)}
         with open(args.output, "wb") as fh:
             fh.write(orjson.dumps(selector.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
