@@ -273,13 +273,16 @@ class Selector:
     """Two linear models over :data:`FEATURES`: `choice`, which group of a record to choose (a
     conditional logit: only differences within a record matter), and `weights` + `bias`, the
     logistic probability that a group is right, with the Platt scaling of the chosen group's score
-    (`calibration = [a, b]`: p = sigmoid(a * score + b)); and the per-system reliability table."""
+    (`calibration = [a, b]`: p = sigmoid(a * score + b), or, per number of systems that answered,
+    `by_answered = {"1": [a, b], "2": ...}`, the largest key serving more systems); and the
+    per-system reliability table."""
 
     weights: dict
     bias: float
     reliability: dict
     default_reliability: float
     calibration: tuple = (1.0, 0.0)
+    by_answered: dict = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
     choice: dict | None = None   # the choice model's weights (a conditional logit); None: `weights`
 
@@ -306,12 +309,23 @@ class Selector:
         return cls(weights=dict(doc["weights"]), bias=float(doc["bias"]), reliability=dict(doc["reliability"]),
                    default_reliability=float(doc["default_reliability"]),
                    calibration=tuple(doc.get("calibration") or (1.0, 0.0)), meta=dict(doc.get("meta") or {}),
+                   by_answered={str(k): tuple(v) for k, v in (doc.get("by_answered") or {}).items()},
                    choice=dict(doc["choice"]) if isinstance(doc.get("choice"), dict) else None)
 
     def to_json(self) -> dict:
-        return {"weights": self.weights, "bias": self.bias, "reliability": self.reliability,
+        return {"weights": dict(self.weights), "bias": self.bias, "reliability": dict(self.reliability),
                 "default_reliability": self.default_reliability, "calibration": list(self.calibration),
-                "meta": self.meta, **({"choice": self.choice} if self.choice is not None else {})}
+                "by_answered": {k: list(v) for k, v in self.by_answered.items()},
+                "meta": dict(self.meta), **({"choice": dict(self.choice)} if self.choice is not None else {})}
+
+    def scaling(self, evidence: list[Evidence]) -> tuple:
+        """The Platt scaling for a record answered by this many systems."""
+        if not self.by_answered:
+            return self.calibration
+        n = len({e.system for e in evidence})
+        keys = sorted(int(k) for k in self.by_answered)
+        fit = max((k for k in keys if k <= n), default=keys[0])
+        return tuple(self.by_answered[str(fit)])
 
     def system_reliability(self, system: str) -> float:
         return float(self.reliability.get(system, self.default_reliability))
@@ -325,7 +339,7 @@ class Selector:
         vector = features(question, evidence, self.system_reliability).get(cluster)
         if vector is None:
             return 0.0
-        a, b = self.calibration
+        a, b = self.scaling(evidence)
         return round(_sigmoid(a * self.score(vector) + b), 4)
 
     def choose(self, question: str, evidence: list[Evidence]) -> Choice:
@@ -339,7 +353,7 @@ class Selector:
         picks = {key: sum(self.choice_of(name) * value for name, value in v.items()) for key, v in vectors.items()}
         best = max(scores, key=lambda k: (round(picks[k], 9), vectors[k]["share"],
                                           -min(e.position for e in groups[k])))
-        a, b = self.calibration
+        a, b = self.scaling(evidence)
         agreed = sorted({e.system for e in groups[best]})
         return Choice(best, round(_sigmoid(a * scores[best] + b), 4),
                       {k: round(_sigmoid(s), 4) for k, s in scores.items()}, agreed)

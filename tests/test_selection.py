@@ -179,3 +179,13 @@ def test_a_run_missing_a_record_is_no_vote(tmp_path, backend, runner):
     assert out[0]["repair"]["agreed"] == ["b", "c"]
     assert out[1]["repair"]["agreed"] == ["a"]          # no other run has w/1
     assert out[2]["repair"]["system"] == "b"
+
+
+def test_the_scaling_follows_how_many_systems_answered():
+    doc = {**Selector.load().to_json(), "by_answered": {"1": [1.0, 0.0], "2": [1.0, -4.0]}}
+    model = Selector.from_json(doc)
+    one = [ev("a", 0, 0)]
+    assert model.scaling(one) == (1.0, 0.0)
+    assert model.scaling([ev("a", 0, 0), ev("b", 1, 0)]) == (1.0, -4.0)
+    assert model.scaling([ev("a", 0, 0), ev("b", 1, 0), ev("c", 2, 1)]) == (1.0, -4.0)  # more: the largest
+    assert Selector.from_json({**doc, "by_answered": {}}).scaling(one) == tuple(doc["calibration"])

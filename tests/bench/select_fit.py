@@ -42,6 +42,7 @@ from nlq.selection import FEATURES, Evidence, Selector, clusters_of, features, l
 
 L2 = 1.0
 CHOICE_L2 = 10.0  # the choice model learns from the few records whose groups disagree: a firmer penalty
+MIN_SCALING = 200  # records a per-count Platt scaling needs (fewer: the pooled one)
 INNER_FOLDS = 5  # the Platt scaling's folds (databases dealt round-robin)
 DIGITS = 6
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
@@ -278,18 +279,24 @@ def fit_selector(records: list[dict], calibrate: bool = True) -> Selector:
     selector = Selector({f: round(float(v), DIGITS) for f, v in zip(FEATURES, w)}, round(b, DIGITS), table, default,
                         choice={f: round(float(v), DIGITS) for f, v in zip(FEATURES, choice)})
     if calibrate:
-        scores, right = [], []
+        scores, right, answered = [], [], []
         dbs = sorted({r["db"] for r in records})
         for fold in range(INNER_FOLDS):
             out = set(dbs[fold::INNER_FOLDS])
             held = [r for r in records if r["db"] in out]
             inner = fit_selector([r for r in records if r["db"] not in out], calibrate=False)
-            for score, ok in winners(held, inner):
+            for r, (score, ok) in zip(held, winners(held, inner)):
                 if score is not None:
                     scores.append(score)
                     right.append(ok)
+                    answered.append(len({e.system for e in r["evidence"]}))
         a, c = platt(scores, right)
         selector.calibration = (round(a, DIGITS), round(c, DIGITS))
+        for n in sorted(set(answered)):  # one scaling per number of systems that answered
+            kept = [i for i, k in enumerate(answered) if k == n]
+            if len(kept) >= MIN_SCALING:
+                a, c = platt([scores[i] for i in kept], [right[i] for i in kept])
+                selector.by_answered[str(n)] = (round(a, DIGITS), round(c, DIGITS))
     return selector
 
 
@@ -330,8 +337,8 @@ def evaluate(records: list[dict], trained: list[dict] | None = None) -> dict:
     for db in dbs:
         selector = fit_selector([r for r in trained if r["db"] != db])
         held = [r for r in records if r["db"] == db]
-        a, b = selector.calibration
         for r, (score, ok) in zip(held, winners(held, selector)):
+            a, b = selector.scaling(r["evidence"])
             chosen[r["id"]] = ok
             pairs.append((round(1 / (1 + math.exp(-(a * score + b))), 4) if score is not None else 0.0, ok))
     n = len(records)
