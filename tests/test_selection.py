@@ -189,3 +189,13 @@ def test_the_scaling_follows_how_many_systems_answered():
     assert model.scaling([ev("a", 0, 0), ev("b", 1, 0)]) == (1.0, -4.0)
     assert model.scaling([ev("a", 0, 0), ev("b", 1, 0), ev("c", 2, 1)]) == (1.0, -4.0)  # more: the largest
     assert Selector.from_json({**doc, "by_answered": {}}).scaling(one) == tuple(doc["calibration"])
+
+
+def test_agreement_but_for_a_helper_column_counts():
+    # a's result is b's plus a helper column (near); c's differs: a and b support each other
+    evidence = [ev("c", 0, 2, rows=3, columns=("name",)),
+                Evidence("a", 1, 0, 3, ("name", "beds"), (), None, False, None, (1,)),
+                Evidence("b", 2, 1, 3, ("name",), (), None, False, None, (0,))]
+    assert chosen("List the names of labs in the North.", evidence) in (0, 1)
+    vector = features("List the names of labs in the North.", evidence, lambda s: 0.8)
+    assert vector[0]["near_share"] == pytest.approx(1 / 3) and vector[2]["near_share"] == 0.0
