@@ -32,6 +32,7 @@ from collections import defaultdict
 import numpy as np
 import orjson
 from scipy.optimize import minimize
+from scipy.special import expit
 
 from nlq import index as grounding
 from nlq import io, repair
@@ -249,7 +250,7 @@ def logistic(x: np.ndarray, y: np.ndarray, l2: float = L2) -> tuple[np.ndarray, 
         w, b = theta[:-1], theta[-1]
         s = z @ w + b
         value = np.sum(np.logaddexp(0, s) - y * s) + 0.5 * l2 * w @ w
-        p = 1 / (1 + np.exp(-s))
+        p = expit(s)
         grad = np.concatenate([z.T @ (p - y) + l2 * w, [np.sum(p - y)]])
         return value, grad
 
@@ -264,7 +265,7 @@ def platt(scores: list[float], right: list[int]) -> tuple[float, float]:
 
     def loss(theta):
         t = theta[0] * s + theta[1]
-        p = 1 / (1 + np.exp(-t))
+        p = expit(t)
         return np.sum(np.logaddexp(0, t) - y * t), np.array([np.sum((p - y) * s), np.sum(p - y)])
 
     a, b = minimize(loss, np.array([1.0, 0.0]), jac=True, method="L-BFGS-B").x
