@@ -9,7 +9,7 @@ WORLDS  := fixtures/worlds
 WIRE    := .venv-wire
 SECANTUS ?= secantusdb==0.7.0b3
 
-.PHONY: install test fuzz demo bench calibrate calibrate-memory fixtures docs check clean browser wire
+.PHONY: install test fuzz demo bench calibrate calibrate-memory fixtures docs check clean browser wire select-fit
 
 $(STAMP): setup.cfg setup.py pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -40,6 +40,19 @@ calibrate: $(STAMP)
 # The memory candidate's calibration (nlq/memory/calibration.json), fitted on both TEND v1 splits.
 calibrate-memory: $(STAMP)
 	$(BIN)/python -m tests.bench.bench_memory --fit --no-repair
+
+# The selection model of `nlq repair` (nlq/selection.json), fitted on runs over data with gold
+# (the first run's records carry the gold): every candidate executed once into SELECT_CACHE, then
+# the logistic fit, with its leave-one-database-out figures printed (docs/SELECTION.md).
+SELECT_DATA  ?= ../shared/tend-v1/mongodb_data
+SELECT_RUNS  ?= out/selection/kimi.jsonl out/selection/kimi-sql-pivot.jsonl out/selection/rules.jsonl  # as bench_selection builds them
+SELECT_INDEX ?= out/selection/index.jsonl
+SELECT_CACHE ?= out/selection/evidence.jsonl
+select-fit: $(STAMP)
+	@mkdir -p out/selection
+	test -f $(SELECT_CACHE) || nice $(BIN)/python -m tests.bench.select_fit cache --data $(SELECT_DATA) \
+	  --index $(SELECT_INDEX) $(SELECT_RUNS) -o $(SELECT_CACHE)
+	nice $(BIN)/python -m tests.bench.select_fit fit $(SELECT_CACHE) --no-alternatives -o nlq/selection.json
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/generate.py
@@ -261,7 +274,7 @@ $(PAPER_RUNS)/control.seed%.pred.jsonl: $(RUN_DIR)/witnessed.control.jsonl $(OUT
 
 $(PAPER_RUNS)/control.pred.jsonl: $(PAPER_RUNS)/control.seed0.pred.jsonl \
     $(patsubst %,$(PAPER_RUNS)/control.seed%.pred.jsonl,$(CONTROL_SEEDS)) $(OUT)/index.jsonl
-	$(PAPER_ENV) $(NLQ) repair --no-model --no-gate --knockouts nlq --index $(OUT)/index.jsonl $< \
+	$(PAPER_ENV) $(NLQ) repair --no-model --no-gate --knockouts nlq --select vote --index $(OUT)/index.jsonl $< \
 	  $(patsubst %,--runs $(PAPER_RUNS)/control.seed%.pred.jsonl,$(CONTROL_SEEDS)) -o $@.part && mv $@.part $@
 
 $(PAPER_RUNS)/%.scored.jsonl: $(PAPER_RUNS)/%.pred.jsonl

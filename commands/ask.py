@@ -15,6 +15,7 @@ from nlq.commands.options import (backend_options, errors_as_click, memory_optio
 Examples:
   nlq ask --data example --db clinic "How many patients are allergic to penicillin?"
   nlq ask --data example --db racing --explain "Which drivers are former junior champions?"
+  nlq ask -m card --also sql-pivot --also rules --explain --data example --db clinic "How many patients?"
 """)
 @backend_options
 @click.argument("question")
@@ -24,6 +25,9 @@ Examples:
 @click.option("--repair", "use_repair", is_flag=True,
               help="Pass the prediction through `nlq repair` (admissibility gate, execution feedback, "
                    "result-space vote; with a model, its repair loop) before running it.")
+@click.option("--also", multiple=True, type=click.Choice(methods.names()),
+              help="Another method to answer too (repeatable): every method's pipeline is a candidate, "
+                   "`nlq repair`'s selection chooses one, and --explain shows which systems agreed.")
 @click.option("--min-confidence", type=click.FloatRange(0, 1), default=None,
               help="No answer (exit 1) when the method's confidence is below this.")
 @click.option("--max-steps", type=click.IntRange(min=1), default=50, show_default=True,
@@ -39,8 +43,8 @@ Examples:
                    "with --confirm once its rows are right).")
 @question_limit
 @model_options
-def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_confidence, max_steps, explain, as_json,
-        memory_path, confirm, max_question_chars, model_options):
+def cli(data, uri, timeout, max_rows, question, db, method, use_repair, also, min_confidence, max_steps, explain,
+        as_json, memory_path, confirm, max_question_chars, model_options):
     """Answer QUESTION on a database: print the result rows as JSONL.
 
     Builds the grounding index of --db (cached for --data folders, keyed by a
@@ -57,9 +61,9 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_conf
     if confirm and not memory_path:
         raise click.UsageError("--confirm needs --memory FILE (or NLQ_MEMORY): where the answer is remembered")
     with errors_as_click():
-        impl = methods.get(method)
+        impls = [methods.get(name) for name in (method, *also)]
     # a model is needed by an LLM method, and used by --repair when one is named (as `nlq repair` does)
-    config = model_config_from(model_options, needed=methods.needs(impl, "needs_model", {}) or (
+    config = model_config_from(model_options, needed=any(methods.needs(i, "needs_model", {}) for i in impls) or (
         use_repair and bool(model_options["model"])), what=f"--method {method}")
     reject_model_only(config, why=f"--method {method} calls none (an LLM method does, and --repair with --model)")
     memory = open_memory(memory_path)
@@ -67,7 +71,7 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, min_conf
         record = ask.run(question, backend, db, method=method, repair=use_repair,
                          cache=not model_options["no_cache"], timeout=timeout, max_rows=max_rows, model=model,
                          options={"min_confidence": min_confidence, "max_steps": max_steps, "memory": memory},
-                         warn=warn, max_question_chars=max_question_chars)
+                         warn=warn, max_question_chars=max_question_chars, also=also)
         if as_json:
             io.write_records([record])
         elif explain:

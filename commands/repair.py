@@ -27,6 +27,14 @@ Example:
                    "candidate. Repeatable.")
 @click.option("--min-vote", type=click.FloatRange(0, 1), default=None,
               help="Abstain (typed `abstained` failure) when the winning cluster holds a smaller share of the votes.")
+@click.option("--select", "select_", type=click.Choice(["evidence", "vote"]), default=None,
+              help="Without a model, how the winning result is chosen: `evidence` (the default), the selection "
+                   "model over agreement, execution feedback, result shape and confidences (docs/SELECTION.md); "
+                   "`vote`, the paper's majority (noisy-OR of calibrated confidences when every candidate has one; "
+                   "the default under --profile paper).")
+@click.option("--min-confidence", type=click.FloatRange(0, 1), default=None,
+              help="Abstain (typed `abstained` failure) when repair.confidence, the calibrated probability "
+                   "that the chosen answer is right, is lower.")
 @click.option("--contract", is_flag=True, help="Check each candidate's declared output contract after execution.")
 @click.option("--no-gate", is_flag=True, help="Knockout: no admissibility gate (every executed candidate votes).")
 @click.option("--no-bisection", is_flag=True, help="Knockout: report empty results without prefix bisection.")
@@ -41,15 +49,21 @@ Example:
 @model_options
 @profile_options("repair")
 def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, limits, index_path, runs, min_vote,
-        contract, no_gate, no_bisection, fail_closed, rounds, attempts, no_model, model_options, profile):
+        select_, min_confidence, contract, no_gate, no_bisection, fail_closed, rounds, attempts, no_model, model_options,
+        profile):
     """Repair each record: gate, execute and cluster its `prediction` and `candidates` by result.
 
-    Adds `repair = {violations, rounds, attempts, clusters, vote_share, rows,
-    ms, original}` and replaces `prediction` with the candidate of the winning
-    result cluster (`original` keeps the input one): the largest, or, when
-    every candidate carries a calibrated `confidence` (rules --candidates K), the one most
-    likely right (the noisy-OR of its members' confidences). No candidate that
-    runs is a typed `no_valid_candidate` failure.
+    Adds `repair = {violations, rounds, attempts, clusters, vote_share,
+    confidence, system, agreed, rows, ms, original}` and replaces `prediction`
+    with the candidate of the winning result cluster (`original` keeps the
+    input one). With --select evidence (the default) the winner is the cluster
+    the selection model finds most likely right; with --select vote the
+    largest, or, when every candidate carries a calibrated `confidence` (rules
+    --candidates K), the noisy-OR of its members' confidences. `confidence` is
+    the calibrated probability that the chosen answer is right, `system` the
+    run it came from (its prediction's `method`), `agreed` the systems whose
+    answers gave the same result. No candidate that runs is a typed
+    `no_valid_candidate` failure.
 
     With a model (--model or NLQ_MODEL, and the other model options), each
     record gets the SAG loop: --attempts attempts of up to --rounds decodes
@@ -84,6 +98,8 @@ def cli(data, uri, timeout, max_rows, input, output, append, strict, progress, l
         settings = Settings(gate=not no_gate, bisection=not no_bisection, contract=contract, rounds=rounds,
                             attempts=attempts, fail_closed=fail_closed, profile=profile)
         options = settings.options(timeout=timeout, max_rows=max_rows, min_vote=min_vote)
+        options.select = select_ or ("vote" if profile.get("name") == "paper" else "evidence")
+        options.min_confidence = min_confidence
         loop = repair_loop(model, settings, start_from_prediction=True) if model is not None else None
         records = io.read_records(input, strict=strict, stage="repair", **limits)
         if runs:

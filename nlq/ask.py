@@ -4,7 +4,10 @@
     record["execution"]["rows"]   # [{"count": 900}]
 
 The same stages as `nlq index | nlq witness | nlq generate | nlq exec`, for a
-single question. With `repair=True` the prediction goes through `nlq repair`
+single question. With `also` (other methods), each of them answers too and
+their predictions are the record's `candidates`, chosen among by `nlq
+repair`'s selection (LLM-free, `repair.agreed` naming the methods that gave
+the chosen result). With `repair=True` the prediction goes through `nlq repair`
 (:func:`nlq.repair.run`: admissibility gate, read-only execution, result-space
 vote; with a `model`, the SAG repair loop starting from the prediction) before
 it runs. The record that comes back is the task record those stages
@@ -102,7 +105,7 @@ def grounding_index(backend, db: str, *, cache: bool = True, sample: int = groun
 def run(question: str, backend, db: str, *, method: str = "rules", repair: bool = False, cache: bool = True,
         timeout: float = 20.0, max_rows: int = 100_000, options: dict | None = None, model=None,
         warn: Callable[[str], None] | None = None,
-        max_question_chars: int = witness.DEFAULT_MAX_QUESTION_CHARS) -> dict:
+        max_question_chars: int = witness.DEFAULT_MAX_QUESTION_CHARS, also: tuple = ()) -> dict:
     """The answer record of one question on `db` (see the module docstring).
 
     A question longer than `max_question_chars` is a typed `input_too_large` failure.
@@ -129,11 +132,19 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
     t = lap("witness", t)
     context = generate.Context(indexes, backend=backend, model=model,
                                **{"timeout": timeout, "max_rows": max_rows, **(options or {})})
-    record, = generate.run([record], method, context, max_question_chars=max_question_chars)
+    witnessed = record
+    record, = generate.run([witnessed], method, context, max_question_chars=max_question_chars)
+    others = []
+    for name in also:
+        other, = generate.run([witnessed], name, context, max_question_chars=max_question_chars)
+        others.append(other)
     t = lap("generate", t)
+    if others:  # several systems: their predictions are candidates, selection chooses (who agreed is shown)
+        record = {**record, "candidates": [o["prediction"] for o in others if o.get("prediction")]}
+        repair = True
     if repair:  # the `nlq repair` stage: gate, execute, vote; the prediction becomes its winner
         loop = None
-        if model is not None:  # with a model, the loop of `nlq repair --model`, from this prediction
+        if model is not None and not others:  # with a model, the loop of `nlq repair --model`, from this prediction
             from nlq.methods.sag import repair_loop
 
             loop = repair_loop(model, start_from_prediction=True)
@@ -216,6 +227,10 @@ def explain_text(record: dict) -> str:
         out.append(f"repair: {len(repaired.get('violations', []))} gate violation(s) on the selected candidate, "
                    f"vote share {repaired.get('vote_share') or 0:.2f} of {voters} candidate(s)")
         out.extend(f"  {v['check']}: {v['message']}" for v in repaired.get("violations", []))
+        if isinstance(repaired.get("confidence"), (int, float)):
+            agreed = ", ".join(str(a) for a in repaired.get("agreed") or []) or "none"
+            out.append(f"selected: from {repaired.get('system')}, agreed by {agreed}; "
+                       f"confidence {repaired['confidence']:.2f}")
     out.append("")
     timings = explain["timings"]
     steps = ", ".join(f"{name} {timings[name]:.1f} ms" for name in ("index", "witness", "generate", "repair", "load", "exec")

@@ -118,12 +118,26 @@ _ABSENT = object()
 
 
 def _field(record: dict, path: str):
+    """The value at a dotted path; None when a field on the way is null (`prediction.mql` of a
+    record whose `prediction` is null is no submission, not a missing field)."""
     value = record
     for part in path.split("."):
+        if value is None:
+            return None
         if not isinstance(value, dict) or part not in value:
             return _ABSENT
         value = value[part]
     return value
+
+
+def _known_id(record, mapping: dict) -> str | None:
+    """The id a record names (the mapped field, or `id`), None when it names none."""
+    if not isinstance(record, dict):
+        return None
+    value, _ = _source(record, "id", mapping)
+    if value is not _ABSENT and value is not None:
+        return str(value)
+    return None
 
 
 def _source(record: dict, target: str, mapping: dict) -> tuple[object, str | None]:
@@ -248,8 +262,9 @@ def convert_mapped(lines: Iterable[Line], mapping: dict, *, tasks: TaskIndex | N
         except InputError as exc:
             if strict:
                 raise InputError(f"{where} {line.number}: {exc}") if line.error is None else exc
-            yield {where: line.number,
+            out = {"id": _known_id(line.record, mapping) if line.error is None else None, where: line.number,
                    "failure": failure(STAGE, "malformed_input" if line.error else exc.type, str(exc))}
+            yield {k: v for k, v in out.items() if v is not None}
 
 
 def convert(lines: Iterable[Line], fmt: str, *, strict: bool = False, where: str = "line") -> Iterator[dict]:

@@ -68,6 +68,7 @@ from nlq.mql import analyze
 from nlq.mql.mongosh import parse_query
 from nlq.normexec import prepare
 from nlq.score import submitted_query
+from nlq.selection import Evidence, columns_of, pipeline_shape, representative
 
 STAGE = "repair"
 NO_VALID_CANDIDATE = "no_valid_candidate"
@@ -97,6 +98,14 @@ class Options:
     literals: str = "nlq"           # the witnesses' literal classes (for value_check="witnesses")
     hard_max: int = 3               # their hard bound
     profile: dict | None = None     # `repair.profile` = {name, overrides} (nlq.profiles.describe)
+    select: str = "evidence"   # how the LLM-free stage chooses: "evidence" (nlq.selection) or "vote"
+    min_confidence: float | None = None  # abstain below this repair.confidence
+    selector: object = None    # a nlq.selection.Selector (None: the one shipped with nlq)
+
+    def model(self):
+        """The selection model these options use."""
+        from nlq.selection import Selector
+        return self.selector if self.selector is not None else Selector.load()
 
     def gate_checks(self) -> tuple:
         """The gate's check functions these options run (none without the gate)."""
@@ -295,6 +304,56 @@ def vote(candidates: list[Candidate], weighted: bool = False, voters: str = "adm
                 weighted=weight is not None, masses=[mass(m) for m in clusters], total=total)
 
 
+def system_of(submitted, position: int) -> str:
+    """The system a candidate comes from: its prediction's `method` (two runs of one method are one
+    system: their agreement is repetition, not independent evidence), else `candidate <position>`."""
+    method = submitted.get("method") if isinstance(submitted, dict) else None
+    return method if isinstance(method, str) and method else f"candidate {position}"
+
+
+def evidence_of(candidates: list[Candidate]) -> list[Evidence]:
+    """What selection reads of each candidate (:class:`nlq.selection.Evidence`): its system, its
+    result group (equal results, equal `cluster`), its result's shape and its violations."""
+    keys: dict = {}
+    first: dict = {}
+    out = []
+    for c in candidates:
+        cluster = keys.setdefault(result_key(c.rows), len(keys)) if c.executed else None
+        if cluster is not None:
+            first.setdefault(cluster, c.rows)
+        sorted_, limit = pipeline_shape(c.query.pipeline) if c.query is not None else (False, None)
+        rows = c.rows or []
+        out.append(Evidence(system_of(c.submitted, c.position), c.position, cluster, len(rows), columns_of(rows),
+                            tuple(v.check for v in c.violations), confidence_of(c), sorted_, limit))
+    near = near_results(first)
+    for e in out:
+        if e.cluster is not None:
+            e.near = near.get(e.cluster, ())
+    return out
+
+
+NEAR_ROWS = 1000  # results compared with each other up to this many rows
+
+
+def near_results(results: dict) -> dict:
+    """For each result group, the other groups whose result the scorer would accept for it or the
+    reverse (the same rows, up to two surplus values per row, order ignored): answers that agree
+    but for a helper column. Gold-free: results are compared with each other."""
+    from nlq.normexec import exc
+
+    keys = sorted(results)
+    out: dict = {k: [] for k in keys}
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            ra, rb = results[a], results[b]
+            if len(ra) != len(rb) or not ra or len(ra) > NEAR_ROWS:
+                continue
+            if exc(ra, rb) or exc(rb, ra):
+                out[a].append(b)
+                out[b].append(a)
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def _candidates(record: dict) -> list:
     listed = record.get("candidates")
     extra = listed if isinstance(listed, list) else []
@@ -308,13 +367,53 @@ def _summary(vote_: Vote) -> list[dict]:
             for members, mass in zip(vote_.clusters, vote_.masses)]
 
 
+SELECTS = ("evidence", "vote")
+
+
+def select(candidates: list[Candidate], question: str, options: Options) -> Vote:
+    """The result groups of the executed candidates, the one the selection model finds most likely
+    right first (:mod:`nlq.selection`), its winner the group's representative (the fewest
+    violations, then a sorting one when the question asks for an order, then the earliest)."""
+    evidence = evidence_of(candidates)
+    choice = options.model().choose(question, evidence)
+    groups: dict = {}
+    for c, e in zip(candidates, evidence):
+        if e.cluster is not None:
+            groups.setdefault(e.cluster, []).append((c, e))
+    for key, members in groups.items():
+        head = representative([e for _, e in members], question)
+        members.sort(key=lambda m: (m[1] is not head, len(m[0].violations), m[0].position))
+        groups[key] = [c for c, _ in members]
+    order = sorted(groups, key=lambda k: (k != choice.cluster, -choice.scores.get(k, 0.0), k))
+    clusters = [groups[k] for k in order]
+    masses = [float(len(m)) for m in clusters]
+    return Vote(clusters[0][0] if clusters else None, clusters, sum(len(m) for m in clusters),
+                masses=masses, total=sum(masses))
+
+
+def confidence(candidates: list[Candidate], winner: Candidate | None, question: str, options: Options) -> dict:
+    """`confidence` (the selection model's calibrated probability that the winner's result is
+    right), `system` (the winner's) and `agreed` (the systems whose candidates gave that result)."""
+    if winner is None:
+        return {"confidence": 0.0, "system": None, "agreed": []}
+    evidence = evidence_of(candidates)
+    cluster = next(e.cluster for c, e in zip(candidates, evidence) if c is winner)
+    p = options.model().probability(question, evidence, cluster)
+    agreed = sorted({e.system for e in evidence if e.cluster == cluster})
+    return {"confidence": p, "system": system_of(winner.submitted, winner.position), "agreed": agreed}
+
+
 def repair_record(record: dict, backend, index: dict, options: Options) -> dict:
     """One record with `repair` added and `prediction` replaced (LLM-free)."""
+    if options.select not in SELECTS:
+        raise InputError(f"unknown selection {options.select!r} (one of {', '.join(SELECTS)})")
     started = time.perf_counter()
     candidates = [evaluate(s, i, record, backend, index, options) for i, s in enumerate(_candidates(record))]
     if options.execute == "gate-clean":
         execute_unrun(candidates, record, backend, options)
-    vote_ = vote(candidates, weighted=True, voters=options.voters)
+    question = record.get("question") or ""
+    vote_ = select(candidates, question, options) if options.select == "evidence" else \
+        vote(candidates, weighted=True, voters=options.voters)
     out = finish(record, candidates, vote_, started, options, rounds=0, attempts=len(candidates))
     spent = candidates_usage([c for c in candidates if c is not vote_.winner])
     if spent is not None and "repair" in out:
@@ -342,10 +441,12 @@ def finish(record: dict, candidates: list[Candidate], vote_: Vote, started: floa
     """The output record of a vote: `repair`, the new `prediction`, or a typed failure."""
     winner = vote_.winner
     share = vote_.share
+    voters = [c for members in vote_.clusters for c in members] or candidates
+    known = confidence(voters, winner, record.get("question") or "", options)
     report = {"violations": [v.to_json() for v in winner.violations] if winner else [],
               "rounds": rounds, "attempts": attempts, "clusters": _summary(vote_), "vote_share": share,
-              "rows": len(winner.rows) if winner else None, "ms": round((time.perf_counter() - started) * 1000, 3),
-              "original": record.get("prediction")}
+              **known, "rows": len(winner.rows) if winner else None,
+              "ms": round((time.perf_counter() - started) * 1000, 3), "original": record.get("prediction")}
     if options.profile is not None:
         report["profile"] = options.profile
     out = {**record, "repair": report}
@@ -358,6 +459,11 @@ def finish(record: dict, candidates: list[Candidate], vote_: Vote, started: floa
         out["prediction"] = None
         out["failure"] = failure(STAGE, ABSTAINED, f"the winning result cluster holds {share:.0%} of the votes, "
                                  f"below --min-vote {options.min_vote:g}")
+        return out
+    if options.min_confidence is not None and known["confidence"] < options.min_confidence:
+        out["prediction"] = None
+        out["failure"] = failure(STAGE, ABSTAINED, f"the chosen answer's confidence {known['confidence']:.2f} "
+                                 f"is below --min-confidence {options.min_confidence:g}")
         return out
     chosen = winner.submitted
     out["prediction"] = dict(chosen) if isinstance(chosen, dict) else {"mql": chosen}

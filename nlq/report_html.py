@@ -19,6 +19,8 @@ Sections, each present only when the report has its numbers:
 2. EXC per slice value of every `--by` field, the runs side by side, each bar
    with its record count and 95% bootstrap interval;
 3. reliability diagrams: confidence bins against EXC, with counts and ECE;
+   the coverage-accuracy curve of every run with confidences; which system each
+   chosen answer came from (`repair.system`);
 4. the cascade: EXC and model calls saved against the threshold (the curves
    of `--cascade-fallback` and the measured points of cascade runs);
 5. the tables of the text report (with the McNemar p-values of `--ref`).
@@ -84,12 +86,13 @@ def _line(x1, y1, x2, y2, stroke="#222", extra="") -> str:
 def decomposition_chart(built: dict) -> str:
     """One stacked bar per run over the outcome buckets (fractions sum to one), with a legend."""
     buckets = built["buckets"]
-    bar, gap, plot = 26, 28, WIDTH - LABEL - 10
+    bar, plot = 26, WIDTH - LABEL - 10
     runs = built["runs"]
     body = []
-    for i, run in enumerate(runs):
-        y = 10 + i * (bar + gap)
-        body.append(_text(LABEL - 8, y + bar / 2 + 4, run["name"], "end"))
+    y = 10
+    for run in runs:
+        body.append(_text(LABEL - 8, y + bar / 2 + 4, _fit(run["name"], LABEL - 12), "end",
+                          extra=' class="run-label"'))
         x, small = LABEL, []
         for b in buckets:
             share = run["fractions"][b]
@@ -104,9 +107,13 @@ def decomposition_chart(built: dict) -> str:
             else:  # too narrow for its label: named under the bar
                 small.append(f"{NAMES[b]} {_pct(share)}%")
             x += w
-        body.append(_text(LABEL, y + bar + 14, f"n = {run['n']}" + "".join(f" · {t}" for t in small),
-                          fill="#555", extra=' font-size="11"'))
-    y = 10 + len(runs) * (bar + gap) + 2
+        lines = _wrapped([f"n = {run['n']}", *small], WIDTH - LABEL - 4)
+        for k, line in enumerate(lines):
+            body.append(_text(LABEL, y + bar + 14 + 13 * k, line, fill="#555", extra=' font-size="11" class="caption"'))
+        y += bar + 16 + 13 * len(lines)
+    body.append(_text(LABEL + plot / 2, y + 4, "share of the run's records", "middle", "#444",
+                      ' class="axis-title"'))
+    y += 16
     x = LABEL
     for b in buckets:  # legend, wrapping onto a new line when full
         width = 22 + 7 * len(NAMES[b])
@@ -118,12 +125,33 @@ def decomposition_chart(built: dict) -> str:
     return _svg(WIDTH, y + 22, body, "outcome decomposition per run")
 
 
+CHAR = 6.6  # a generous width of one 11-12 px sans-serif character, to wrap text before it clips
+
+
+def _fit(text: str, width: float) -> str:
+    """`text` cut to an (estimated) `width`, with an ellipsis when cut."""
+    most = max(int(width // CHAR), 2)
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def _wrapped(parts: list[str], width: float) -> list[str]:
+    """Parts joined by " · " into lines no wider than `width` (estimated)."""
+    lines, line = [], ""
+    for part in parts:
+        candidate = f"{line} · {part}" if line else part
+        if line and len(candidate) * CHAR > width:
+            lines.append(line)
+            candidate = part
+        line = candidate
+    return lines + ([line] if line else [])
+
+
 def slice_chart(built: dict, entry: dict) -> str:
     """EXC per slice value, one bar per run, with the 95% bootstrap interval and the record count."""
     runs = [r["name"] for r in built["runs"]]
     bar, group_gap, plot = 16, 12, WIDTH - LABEL - 90
-    body, y = [], 24
-    body += _axis_labels(LABEL, plot, 14)
+    body, y = [], 38
+    body += _axis_labels(LABEL, plot, 28)
     for value in entry["values"]:
         top = y
         for i, cell in enumerate(value["runs"]):
@@ -139,9 +167,11 @@ def slice_chart(built: dict, entry: dict) -> str:
             label = f"{_pct(cell['exc'])}%  n={cell['n']}" if cell["n"] else "n=0"
             body.append(_text(LABEL + plot + 6, y + bar - 4, label))
             y += bar + 2
-        body.append(_text(LABEL - 8, (top + y) / 2 + 4, value["value"], "end"))
+        body.append(_text(LABEL - 8, (top + y) / 2 + 4, _fit(str(value["value"]), LABEL - 12), "end"))
         y += group_gap
     body.append(_line(LABEL, 20, LABEL, y - group_gap, "#888"))
+    body.append(_text(LABEL + plot / 2, 12 - 1, "EXC (execution accuracy)", "middle", "#444",
+                      ' class="axis-title" font-weight="bold"'))
     if len(runs) > 1:
         body += _run_legend(runs, y)
         y += 20
@@ -164,9 +194,8 @@ def _run_legend(runs: list[str], y: float) -> list[str]:
 def reliability_chart(run: dict) -> str:
     """Confidence bins (x) against EXC (y) of one run: bars with counts, the diagonal of perfect calibration."""
     rel = run["reliability"]
-    size, left, top = 300, 40, 20
-    body = [_rect(left, top, size, size, "#f7f7f7", "plot area"),
-            _line(left, top + size, left + size, top, "#888", ' stroke-dasharray="4 3" class="diagonal"')]
+    size, left, top = 300, 56, 20
+    body = [_rect(left, top, size, size, "#f7f7f7", "plot area")]
     for b in rel["bins"]:
         if not b["n"]:
             continue
@@ -176,10 +205,15 @@ def reliability_chart(run: dict) -> str:
                           f"confidence {b['lo']:.1f}-{b['hi']:.1f}: EXC {_pct(b['exc'])}% of {b['n']} "
                           f"(mean confidence {b['confidence']:.2f})", "rel-bar"))
         body.append(_text(x + w / 2, top + size - h - 4, str(b["n"]), "middle", "#222", ' font-size="10"'))
+    # drawn over the bars, dark and dashed, so it shows across them and the empty plot alike
+    body.append(_line(left, top + size, left + size, top, "#D55E00",
+                      ' stroke-width="2" stroke-dasharray="6 4" class="diagonal"'))
     for t in (0, 0.5, 1):
         body.append(_text(left + t * size, top + size + 14, f"{t:g}", "middle", "#666"))
         body.append(_text(left - 4, top + size - t * size + 4, f"{t:g}", "end", "#666"))
-    body.append(_text(left + size / 2, top + size + 30, "confidence", "middle"))
+    body.append(_text(left + size / 2, top + size + 30, "confidence", "middle", extra=' class="axis-title"'))
+    body.append(_text(14, top + size / 2, "EXC of the bin", "middle",
+                      extra=f' class="axis-title" transform="rotate(-90 14 {top + size / 2:.1f})"'))
     body.append(_text(left + size + 10, top + 12, f"{run['name']}"))
     body.append(_text(left + size + 10, top + 30, f"ECE {rel['ece']:.3f}"))
     body.append(_text(left + size + 10, top + 48, f"{rel['n']} records with confidence"))
@@ -192,7 +226,7 @@ def cascade_chart(built: dict) -> str:
     """EXC (solid) and calls saved (dashed) against the threshold; measured cascade runs as dots."""
     curves = built["cascade_curves"]
     points = [r["cascade"] for r in built["runs"] if r["cascade"]]
-    left, top, w, h = 50, 20, 460, 260
+    left, top, w, h = 60, 20, 450, 260
     body = [_rect(left, top, w, h, "#f7f7f7", "plot area")]
 
     def xy(t, v):
@@ -201,7 +235,9 @@ def cascade_chart(built: dict) -> str:
     for t in (0, 0.25, 0.5, 0.75, 1):
         body.append(_text(left + t * w, top + h + 14, f"{t:g}", "middle", "#666"))
         body.append(_text(left - 4, top + h - t * h + 4, f"{100 * t:.0f}%", "end", "#666"))
-    body.append(_text(left + w / 2, top + h + 30, "threshold", "middle"))
+    body.append(_text(left + w / 2, top + h + 30, "threshold", "middle", extra=' class="axis-title"'))
+    body.append(_text(12, top + h / 2, "EXC / calls saved", "middle",
+                      extra=f' class="axis-title" transform="rotate(-90 12 {top + h / 2:.1f})"'))
     legend_y = top + 10
     for i, curve in enumerate(curves):
         colour = RUN_COLOURS[i % len(RUN_COLOURS)]
@@ -228,6 +264,59 @@ def cascade_chart(built: dict) -> str:
     return _svg(WIDTH, top + h + 40, body, "cascade EXC and calls saved against the threshold")
 
 
+def coverage_chart(built: dict) -> str:
+    """Coverage (x) against the EXC of the answered records (y), one line per run with confidences:
+    keeping only answers at or above a confidence threshold, lowered from the left."""
+    runs = [(i, r) for i, r in enumerate(built["runs"]) if r.get("coverage")]
+    left, top, w, h = 60, 20, 450, 260
+    body = [_rect(left, top, w, h, "#f7f7f7", "plot area")]
+    low = min(p["exc"] for _, r in runs for p in r["coverage"])
+    floor = max(0.0, min(0.5, int(low * 10) / 10))
+
+    def xy(c, v):
+        return left + c * w, top + h - (v - floor) / (1 - floor) * h
+
+    for t in (0, 0.25, 0.5, 0.75, 1):
+        body.append(_text(left + t * w, top + h + 14, f"{100 * t:.0f}%", "middle", "#666"))
+        v = floor + t * (1 - floor)
+        body.append(_text(left - 4, top + h - t * h + 4, f"{100 * v:.0f}%", "end", "#666"))
+    body.append(_text(left + w / 2, top + h + 30, "coverage (share of records answered)", "middle",
+                      extra=' class="axis-title"'))
+    body.append(_text(12, top + h / 2, "EXC of the answered", "middle",
+                      extra=f' class="axis-title" transform="rotate(-90 12 {top + h / 2:.1f})"'))
+    legend_y = top + 10
+    for i, run in runs:
+        colour = RUN_COLOURS[i % len(RUN_COLOURS)]
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(p["coverage"], p["exc"]) for p in run["coverage"]))
+        body.append(f'<polyline class="coverage" points="{path}" fill="none" stroke="{colour}" stroke-width="2">'
+                    f"<title>{escape(run['name'])}: EXC against coverage</title></polyline>")
+        body.append(_text(left + w + 12, legend_y, run["name"], fill=colour))
+        legend_y += 18
+    return _svg(WIDTH, top + h + 40, body, "coverage against accuracy")
+
+
+def sources_table(built: dict) -> str:
+    """Which system each chosen answer came from (`repair.system`), per run."""
+    rows = "".join(f'<tr><td class="label">{escape(r["name"])}</td><td class="label">{escape(s["system"])}</td>'
+                   f'<td>{s["n"]}</td><td>{_pct(s["n"] / r["n"]) if r["n"] else "0.0"}%</td>'
+                   f'<td>{_pct(s["exc"])}%</td></tr>'
+                   for r in built["runs"] if r.get("sources") for s in r["sources"])
+    return ('<table class="sources"><caption>Chosen answers by system</caption><thead><tr>'
+            '<th class="label">run</th><th class="label">system</th><th>records</th><th>share</th>'
+            f"<th>EXC</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+def totals_note(built: dict) -> str | None:
+    """A warning when the runs do not cover the same number of records."""
+    counts = {r["name"]: r["n"] for r in built["runs"]}
+    if len(set(counts.values())) <= 1:
+        return None
+    listed = "; ".join(f"{escape(name)}: {n:,}" for name, n in counts.items())
+    return (f'<p class="note totals"><strong>The runs cover different numbers of records</strong> ({listed}): '
+            "their percentages are not over the same records, so compare them with care (score the "
+            "runs on the same task file to compare them record for record).</p>")
+
+
 def _html_table(table) -> str:
     """One `nlq.report.Table` as an HTML table."""
     head = "".join(f'<th class="label">{escape(h)}</th>' if i < table.labels else f"<th>{escape(h)}</th>"
@@ -246,8 +335,11 @@ def render(built: dict, shown: list, legend: str) -> str:
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>nlq report: {escape(names)}</title><style>{_CSS}</style></head><body>",
              f"<h1>nlq report</h1><p>{len(built['runs'])} run{'s' if len(built['runs']) != 1 else ''}: "
-             f"{escape(names)}. Percentages are of each run's records; EXC = execution accuracy.</p>",
-             "<h2>Outcome decomposition</h2>", decomposition_chart(built)]
+             f"{escape(names)}. Percentages are of each run's records; EXC = execution accuracy.</p>"]
+    note = totals_note(built)
+    if note:
+        parts.append(note)
+    parts += ["<h2>Outcome decomposition</h2>", decomposition_chart(built)]
     for entry in built["slices"]:
         parts += [f"<h2>EXC by {escape(entry['by'])}</h2>", slice_chart(built, entry),
                   '<p class="note">Bars: EXC; whiskers: 95% bootstrap interval; n: records in the slice.</p>']
@@ -256,8 +348,16 @@ def render(built: dict, shown: list, legend: str) -> str:
         parts.append("<h2>Reliability</h2>")
         parts += [reliability_chart(r) for r in with_confidence]
         parts.append('<p class="note">Bars: EXC of the records in each confidence bin (count above); '
-                     "dashed: perfect calibration. Confidence is <code>prediction.confidence</code>, else "
-                     "<code>repair.vote_share</code>.</p>")
+                     "dashed line: perfect calibration. Confidence is <code>repair.confidence</code>, else "
+                     "<code>prediction.confidence</code>, else <code>repair.vote_share</code>.</p>")
+    with_coverage = [r for r in built["runs"] if r.get("coverage")]
+    if with_coverage:
+        parts += ["<h2>Coverage and accuracy</h2>", coverage_chart(built),
+                  '<p class="note">Each line keeps only the answers at or above a confidence threshold, '
+                  "lowered from left to right: the share of records answered against the EXC of those "
+                  "answered (the rest abstain, as with <code>--min-confidence</code>).</p>"]
+    if any(r.get("sources") for r in built["runs"]):
+        parts += ["<h2>Where the chosen answers came from</h2>", sources_table(built)]
     if built["cascade_curves"] or any(r["cascade"] for r in built["runs"]):
         parts += ["<h2>Cascade</h2>", cascade_chart(built),
                   '<p class="note">At threshold t the confident run answers when its confidence is at least '
@@ -270,4 +370,5 @@ def render(built: dict, shown: list, legend: str) -> str:
     return "\n".join(parts) + "\n"
 
 
-__all__ = ["render", "decomposition_chart", "slice_chart", "reliability_chart", "cascade_chart", "COLOURS"]
+__all__ = ["render", "decomposition_chart", "slice_chart", "reliability_chart", "cascade_chart", "coverage_chart",
+           "sources_table", "totals_note", "COLOURS"]

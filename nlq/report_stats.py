@@ -42,9 +42,14 @@ binomial test of c successes in b + c trials at 1/2
 What predictions carry, when they carry it (each part is absent from the
 report when no record has its fields):
 
-- confidence: `prediction.confidence`, else `repair.vote_share` (a number in
-  [0, 1]) -> `reliability`: ten equal-width confidence bins with their record
-  count, mean confidence and EXC, and the expected calibration error.
+- confidence: `repair.confidence` (the selection model's, after `nlq repair`),
+  else `prediction.confidence`, else `repair.vote_share` (a number in [0, 1])
+  -> `reliability`: ten equal-width confidence bins with their record count,
+  mean confidence and EXC, and the expected calibration error; `coverage`:
+  the share answered and its EXC when only answers at or above a confidence
+  are kept.
+- `repair.system` -> `sources`: records and EXC per system the chosen answer
+  came from.
 - interaction economics -> `economics`: model calls and tokens per task from
   `prediction.usage = {model_calls, prompt_tokens, completion_tokens, ...}`
   (plus `repair.usage` when a repair stage called a model), repair rounds per
@@ -250,7 +255,7 @@ def _get(record: dict, path: str):
     return None if value is MISSING else value
 
 
-CONFIDENCE_FIELDS = ("prediction.confidence", "repair.vote_share")
+CONFIDENCE_FIELDS = ("repair.confidence", "prediction.confidence", "repair.vote_share")
 
 
 def confidence(record: dict) -> float | None:
@@ -282,6 +287,37 @@ def reliability(records: list, bins: int = 10) -> dict | None:
     ece = sum(b["n"] * abs(b["exc"] - b["confidence"]) for b in table if b["n"]) / len(pairs)
     return {"sources": sources, "n": len(pairs), "without": len(records) - len(pairs), "bins": table,
             "ece": ece}
+
+
+def coverage_curve(records: list, points: int = 40) -> list[dict] | None:
+    """Coverage against accuracy when only answers at or above a confidence are kept: for each
+    threshold (the records' own confidences, at most `points` of them, evenly by rank), the share
+    of all records answered and the EXC of those answered. None without confidences."""
+    pairs = sorted(((c, _exc(r)) for r in records if (c := confidence(r)) is not None), key=lambda p: -p[0])
+    if not pairs:
+        return None
+    n, out, hits = len(records), [], 0
+    step = max(1, len(pairs) // points)
+    for i, (c, e) in enumerate(pairs, start=1):
+        hits += e
+        last = i == len(pairs) or pairs[i][0] != c
+        if last and (i % step == 0 or i == len(pairs) or i < step):
+            out.append({"threshold": c, "coverage": i / n, "exc": hits / i})
+    return out
+
+
+def sources(records: list) -> list[dict] | None:
+    """Which system each chosen answer came from (`repair.system`): records and EXC per system,
+    most records first. None when no record names one."""
+    by: dict = {}
+    for r in records:
+        system = _get(r, "repair.system")
+        if isinstance(system, str):
+            by.setdefault(system, []).append(_exc(r))
+    if not by:
+        return None
+    return [{"system": k, "n": len(v), "exc": sum(v) / len(v)} for k, v in
+            sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
 
 
 def _usage(record: dict) -> list[dict]:
@@ -390,6 +426,8 @@ def build(runs: list[Run], *, by: list[str] = (), ref: str | None = None, bootst
         entry["exc_ci"] = bootstrap_interval([_exc(r) for r in run.records], bootstrap, seed)
         entry["mcnemar"] = mcnemar(run, reference) if reference is not None and run is not reference else None
         entry["reliability"] = reliability(run.records)
+        entry["coverage"] = coverage_curve(run.records)
+        entry["sources"] = sources(run.records)
         entry["economics"] = economics(run.records)
         entry["cascade"] = cascade_point(run)
         report_runs.append(entry)
@@ -431,5 +469,5 @@ def slice_warnings(report: dict) -> list[str]:
 
 
 __all__ = ["Run", "load_run", "load_runs", "run_name", "bucket", "summarize", "bootstrap_interval", "mcnemar",
-           "field_value", "confidence", "reliability", "economics", "cascade_point", "cascade_curve", "present",
+           "field_value", "confidence", "reliability", "coverage_curve", "sources", "economics", "cascade_point", "cascade_curve", "present",
            "run_warnings", "slice_warnings", "build", "BUCKETS", "EXTRA_BUCKETS", "NEAR_MISS_BUCKETS", "MISSING_VALUE"]

@@ -223,6 +223,7 @@ def test_repair_passes_the_prediction_through_nlq_repair(runner, cache):
     explained = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--repair", "--explain",
                                     PENICILLIN]).stdout
     assert "repair: 0 gate violation(s) on the selected candidate, vote share 1.00 of 1 candidate(s)" in explained
+    assert f"selected: from rules, agreed by rules; confidence {record['repair']['confidence']:.2f}" in explained
 
 
 # ---------------------------------------------------------------------------
@@ -306,3 +307,17 @@ def test_an_llm_method_without_a_model_is_a_usage_error(runner, cache, monkeypat
     result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", PENICILLIN])
     assert result.exit_code == 2
     assert "--method card needs a model: set NLQ_BASE_URL, NLQ_API_KEY and NLQ_MODEL" in result.stderr
+
+
+def test_several_methods_answer_and_the_explanation_says_who_agreed(runner, cache, fake_llm, tmp_path):
+    fake_llm.responder = count_patients
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--also", "nlq-only",
+                                 "--also", "rules", "--json", *model_args(fake_llm, tmp_path), PENICILLIN])
+    assert result.exit_code == 0, result.output
+    record, = rows_of(result.stdout)
+    assert [c["method"] for c in record["candidates"]] == ["nlq-only", "rules"]
+    assert {"card", "nlq-only"} <= set(record["repair"]["agreed"]) and 0 < record["repair"]["confidence"] <= 1
+    assert record["repair"]["rounds"] == 0  # LLM-free selection among the methods' answers
+    explained = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--also",
+                                    "nlq-only", "--explain", *model_args(fake_llm, tmp_path), PENICILLIN]).stdout
+    assert "selected: from card, agreed by card, nlq-only; confidence" in explained

@@ -254,3 +254,23 @@ def test_recorded_predictions_of_another_system(runner, tend_v1):
     assert scored.exit_code == 0, scored.stderr
     excs = [json.loads(x)["score"]["exc"] for x in scored.stdout.splitlines()]
     assert len(excs) == 40 and sum(excs) >= 20  # the recorded model is right on most of them
+
+
+def test_a_null_parent_of_a_mapped_prediction_is_no_submission():
+    """`--map prediction=prediction.mql` over a record whose `prediction` is null (a model that
+    returned nothing) is a no-submission that keeps its id, so it pairs with the other runs."""
+    mapping = parse_map(["prediction=prediction.mql,method=prediction.method"])
+    out = map_record({"id": "w/1/p1", "db": "w", "question": "How many?", "prediction": None},
+                     mapping, number=7)
+    assert out["id"] == "w/1/p1" and out["prediction"] is None
+
+
+def test_a_failed_mapped_record_keeps_its_id(tmp_path):
+    source = tmp_path / "runs.jsonl"
+    source.write_text('{"id": "w/1", "db": "w", "question": "Q?", "prediction": {"mql": "db.c.find()"}}\n'
+                      '{"id": "w/2", "db": "w", "question": "Q?"}\n'
+                      '{"db": "w", "question": "Q?"}\n')
+    out = list(run(str(source), "mapped", mapping=parse_map(["prediction=prediction.mql"])))
+    assert out[0]["prediction"] == {"mql": "db.c.find()"}
+    assert out[1]["id"] == "w/2" and out[1]["failure"]["type"] == "input_error" and out[1]["line"] == 2
+    assert "id" not in out[2] and out[2]["line"] == 3

@@ -25,8 +25,8 @@ GROUPS = {
     "backends": ("nlq.backends",),
     "grounding": ("nlq.index", "nlq.card", "nlq.witness"),
     "llm": ("nlq.llm",),
-    "generation": ("nlq.methods", "nlq.generate", "nlq.repair", "nlq.feedback", "nlq.gate", "nlq.memory",
-                   "nlq.ledger"),
+    "generation": ("nlq.methods", "nlq.generate", "nlq.repair", "nlq.selection", "nlq.feedback", "nlq.gate",
+                   "nlq.memory", "nlq.ledger"),
     "evaluation": ("nlq.execute", "nlq.score", "nlq.report", "nlq.report_stats", "nlq.report_html", "nlq.normexec"),
     "application": ("nlq.ask",),  # question -> answer: generation, then execution
     "commands": ("nlq.commands",),

@@ -39,7 +39,7 @@ COUNT_ALL = q({"$count": "n"})
 def repaired(backend, prediction, candidates=(), question="How many open labs?", **options):
     record = {"id": "w/1", "db": "w", "question": question, "prediction": prediction,
               "candidates": list(candidates)}
-    [out] = repair.run([record], backend, {"w": INDEX}, options=repair.Options(**options))
+    [out] = repair.run([record], backend, {"w": INDEX}, options=repair.Options(**{"select": "vote", **options}))
     return out
 
 
@@ -50,8 +50,8 @@ def test_largest_result_cluster_wins_across_surface_forms(backend):
                                          {"members": [0], "size": 1, "rows": 1, "violations": 0}]
     assert out["repair"]["vote_share"] == pytest.approx(2 / 3, abs=1e-4)
     assert out["repair"]["original"] == COUNT_ALL
-    assert set(out["repair"]) == {"violations", "rounds", "attempts", "clusters", "vote_share", "rows", "ms",
-                                  "original"}
+    assert set(out["repair"]) == {"violations", "rounds", "attempts", "clusters", "vote_share", "confidence",
+                                  "system", "agreed", "rows", "ms", "original"}
 
 
 def test_gated_candidates_do_not_vote(backend):

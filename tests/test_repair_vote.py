@@ -53,7 +53,7 @@ def count_closed(confidence=None):  # 3 closed labs
 def repaired(backend, prediction, candidates=(), **options):
     record = {"id": "w/1", "db": "w", "question": "How many open labs?", "prediction": prediction,
               "candidates": list(candidates)}
-    [out] = repair.run([record], backend, {"w": INDEX}, options=repair.Options(**options))
+    [out] = repair.run([record], backend, {"w": INDEX}, options=repair.Options(**{"select": "vote", **options}))
     return out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import struct
 import subprocess
@@ -67,8 +69,8 @@ def test_the_page_is_self_contained_with_one_chart_per_section(tmp_path):
                       cascade_fallback="sag")
     found = _parse(page)
     assert found.urls == [] and "<script" not in page and "@import" not in page and "url(" not in page
-    # decomposition + 2 slices + 2 reliability diagrams + the cascade
-    assert found.tags["svg"] == 6
+    # decomposition + 2 slices + 2 reliability diagrams + the coverage curves + the cascade
+    assert found.tags["svg"] == 7 and found.classes["coverage"] == 2
     assert found.classes["segment"] == 8 + 4  # non-empty buckets: baseline 8, sag 4
     assert found.classes["slice-bar"] == 2 * 3 + 2 * 4 and found.classes["ci"] == 14
     assert found.classes["rel-bar"] >= 3 and found.classes["diagonal"] == 2
@@ -158,7 +160,7 @@ def test_chromium_renders_the_charts(tmp_path):
     dom = _chromium("--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr.decode()[-2000:]
     found = _parse(dom.stdout.decode())
-    assert found.tags.get("svg") == 5 and found.classes.get("segment") == 12 and found.tags.get("rect", 0) > 30
+    assert found.tags.get("svg") == 6 and found.classes.get("segment") == 12 and found.tags.get("rect", 0) > 30
     shot = tmp_path / "shot.png"
     result = _chromium("--window-size=900,700", "--hide-scrollbars", f"--screenshot={shot}", page.as_uri())
     assert result.returncode == 0 and shot.exists(), result.stderr.decode()[-2000:]
@@ -169,3 +171,105 @@ def test_chromium_renders_the_charts(tmp_path):
     drawn = {bytes.fromhex(report_html.COLOURS[b][1:]) for b in ("correct", "empty", "value_mismatch")}
     assert drawn <= {line[i:i + 3] for line in lines for i in range(0, len(line), bpp)}, \
         "the decomposition bars are not on screen"
+
+
+# -- the report fixes: captions that fit, axis titles, a visible diagonal, different totals ----------
+
+def _two_runs_with_small_buckets() -> dict:
+    """Two runs whose many small buckets are named under their bars (the caption that clipped)."""
+    buckets = ["correct", "no_submission", "invalid", "exec_error", "empty", "order_only", "row_subset",
+               "row_superset", "value_mismatch"]
+    runs = []
+    for name, n in (("kimi-k3.scored", 2620), ("kimi-k3-sql-pivot-with-a-long-name.scored", 2775)):
+        counts = {b: 10 for b in buckets}
+        counts["correct"] = n - 10 * (len(buckets) - 1)
+        runs.append({"name": name, "n": n, "counts": counts, "fractions": {b: counts[b] / n for b in buckets},
+                     "reliability": None, "coverage": None, "sources": None, "cascade": None})
+    return {"runs": runs, "buckets": buckets, "slices": [], "cascade_curves": []}
+
+
+def test_the_captions_under_the_bars_fit_the_chart():
+    svg = report_html.decomposition_chart(_two_runs_with_small_buckets())
+    width = float(re.search(r'<svg[^>]* width="(\d+)"', svg).group(1))
+    captions = re.findall(r'<text x="([\d.]+)"[^>]*class="caption"[^>]*>([^<]*)</text>', svg)
+    assert len(captions) > 2  # each run's caption wrapped onto more than one line
+    for x, text in captions:
+        assert float(x) + len(text) * report_html.CHAR <= width, text
+    ys = [float(y) for y in re.findall(r'class="segment" x="[\d.]+" y="([\d.]+)"', svg)]
+    caption_ys = [float(y) for y in re.findall(r'<text x="[\d.]+" y="([\d.]+)"[^>]*class="caption"', svg)]
+    second_bar = max(ys)
+    assert all(y < second_bar for y in caption_ys[:len(caption_ys) // 2]), "a caption overlaps the next bar"
+
+
+def test_every_chart_has_axis_titles(tmp_path):
+    page = report.run(_runs(tmp_path), by=["db"], fmt="html", bootstrap=0, cascade_fallback="sag")
+    for title in ("share of the run&#x27;s records", "EXC (execution accuracy)", "EXC of the bin", "confidence",
+                  "coverage (share of records answered)", "EXC of the answered", "threshold", "EXC / calls saved"):
+        assert title in page, title
+
+
+def test_the_diagonal_is_drawn_over_the_bars_in_a_visible_colour(tmp_path):
+    page = report.run(_runs(tmp_path), fmt="html", bootstrap=0)
+    chart = page[page.index('aria-label="reliability diagram'):]
+    chart = chart[:chart.index("</svg>")]
+    assert chart.rindex('class="rel-bar"') < chart.index('class="diagonal"')
+    assert 'stroke="#D55E00"' in chart[chart.index("<line"):] and 'stroke-width="2"' in chart
+
+
+def test_runs_on_different_totals_say_so(tmp_path):
+    paths = _runs(tmp_path, with_extras=False)
+    page = report.run(paths, fmt="html", bootstrap=0)
+    assert "different numbers of records" not in page
+    shorter = tmp_path / "short.scored.jsonl"
+    shorter.write_text("".join(open(paths[0]).readlines()[:-1]))
+    page = report.run([paths[1], str(shorter)], fmt="html", bootstrap=0)
+    assert "The runs cover different numbers of records" in page and "sag: 10" in page and "short: 9" in page
+
+
+def test_chosen_answers_by_system_and_the_coverage_curve(tmp_path):
+    records = [{"id": f"d/{i}", "db": "d", "prediction": {"mql": "db.c.find()"},
+                "repair": {"confidence": 0.5 + 0.05 * i, "system": "a" if i % 3 else "b"},
+                "score": _score("correct" if i > 2 else "empty")}
+               for i in range(9)]
+    path = tmp_path / "sel.scored.jsonl"
+    io.write_records(records, str(path))
+    built = report.build(report.load_runs([str(path)]), bootstrap=0)
+    run = built["runs"][0]
+    assert run["sources"] == [{"system": "a", "n": 6, "exc": 4 / 6}, {"system": "b", "n": 3, "exc": 2 / 3}]
+    assert run["coverage"][0]["coverage"] == pytest.approx(1 / 9) and run["coverage"][0]["exc"] == 1.0
+    assert run["coverage"][-1] == {"threshold": 0.5, "coverage": 1.0, "exc": pytest.approx(6 / 9)}
+    page = report.run([str(path)], fmt="html", bootstrap=0)
+    assert "Chosen answers by system" in page and 'class="coverage"' in page
+
+
+BROWSER_CHECK = """<script>
+addEventListener("load", () => {
+  const out = [];
+  for (const svg of document.querySelectorAll("svg")) {
+    const box = svg.getBoundingClientRect();
+    for (const t of svg.querySelectorAll("text")) {
+      const r = t.getBoundingClientRect();
+      if (r.right > box.right + 0.5 || r.left < box.left - 0.5 || r.right > innerWidth)
+        out.push(t.textContent);
+    }
+  }
+  document.body.setAttribute("data-clipped", JSON.stringify(out));
+});
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make browser installs it)")
+@pytest.mark.parametrize("width", [1000, 1280])
+def test_no_chart_text_is_clipped_in_the_browser(tmp_path, width):
+    paths = _runs(tmp_path)
+    built = _two_runs_with_small_buckets()
+    page = report.run(paths, by=["db"], fmt="html", bootstrap=0, cascade_fallback="sag")
+    page = page.replace("<h2>Outcome decomposition</h2>",
+                        "<h2>Outcome decomposition</h2>" + report_html.decomposition_chart(built), 1)
+    target = tmp_path / "check.html"
+    target.write_text(page.replace("</body>", BROWSER_CHECK + "</body>"))
+    dom = _chromium(f"--window-size={width},900", "--virtual-time-budget=5000", "--dump-dom", target.as_uri())
+    assert dom.returncode == 0, dom.stderr.decode()[-2000:]
+    clipped = re.search(r'data-clipped="([^"]*)"', dom.stdout.decode())
+    assert clipped is not None, "the check did not run"
+    assert json.loads(clipped.group(1).replace("&quot;", '"')) == []
