@@ -22,6 +22,7 @@ General English patterns only: no per-database or per-question rules.
 from __future__ import annotations
 
 from nlq.errors import AbstainedError, NlqError
+from nlq.methods.rules.accounting import describe
 from nlq.methods.rules.confidence import confidence, signals
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
 from nlq.methods.rules.candidates import alternatives
@@ -46,11 +47,14 @@ class RulesMethod:
         ir = state.ir
         pipeline = render(ir)
         conf = confidence(ir)
+        unresolved = [{"word": c["word"], "kind": c["kind"]} for c in ir.constraints]
         minimum = context.options.get("min_confidence")
         if minimum is not None and conf < minimum:
-            raise AbstainedError(f"confidence {conf:.2f} is below --min-confidence {minimum:.2f}")
+            left = f" (left out: {describe(unresolved)})" if unresolved else ""
+            raise AbstainedError(f"confidence {conf:.2f} is below --min-confidence {minimum:.2f}{left}",
+                                 unresolved=unresolved)
         prediction = {"collection": ir.collection, "pipeline": pipeline, "method": self.name,
-                      "confidence": conf, "ir": {**ir.to_json(), "signals": signals(ir)}}
+                      "confidence": conf, "unresolved": unresolved, "ir": {**ir.to_json(), "signals": signals(ir)}}
         k = context.options.get("candidates") or 0
         if k:
             prediction["candidates"] = [{**c, "method": self.name}

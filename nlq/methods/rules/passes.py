@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from nlq.methods.rules.accounting import constraints
 from nlq.methods.rules.aggregation import (aggregate_conditions, averaged_count, coordinated_aggregates,
                                            count_per_value, count_quantities, detect_aggregates, detect_rounding,
                                            per_document, shown_before_aggregates, top_group)
@@ -399,8 +400,14 @@ def read_coverage(s: State) -> None:
     covered = [i for i in content if i in grounded or intent_word(q.raw[i])]
     ir.grounded_share = len(covered) / len(content) if content else 1.0
     ir.unresolved = [q.raw[i] for i in content if i not in covered]
-    ir.missed = [q.raw[i] for i in content if i not in covered
-                 and any(word_match(q.stems[i], v) >= 0.85 for v in s.grounding.vocabulary)]
+    missed = {i for i in content if i not in covered
+              and any(word_match(q.stems[i], v) >= 0.85 for v in s.grounding.vocabulary)}
+    ir.missed = [q.raw[i] for i in sorted(missed)]
+    heads = frozenset(s.entities) | {m.start for m in s.mentions}
+    loose = frozenset(i for i in content if i not in covered)
+    ir.constraints = constraints(q, grounded, missed, ir, heads, loose)
+    ir.words, ir.content = len(q.raw), sum(w not in STOPWORDS for w in q.raw)
+    ir.offered, ir.witnessed = len(s.fields), len(s.witnesses)
 
 
 def plan_traversal(s: State) -> None:
