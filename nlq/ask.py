@@ -210,6 +210,9 @@ def explain_text(record: dict) -> str:
     out.extend("  " + line for line in lines)
     out.append("")
     prediction = record.get("prediction")
+    left_out = (prediction or {}).get("unresolved")
+    if left_out:
+        out += [f"left out by the reading: {describe(left_out)}", ""]
     if prediction:
         out.append(f"pipeline ({prediction.get('method')}, confidence {_confidence(prediction)}):")
         out.extend("  " + line for line in (explain["mongosh"] or "").splitlines())
@@ -218,11 +221,6 @@ def explain_text(record: dict) -> str:
             out.append(f"model: {usage.get('model_calls', 0)} call(s), {usage.get('prompt_tokens') or 0} prompt + "
                        f"{usage.get('completion_tokens') or 0} completion tokens, "
                        f"{usage.get('cache_hits', 0)} from the cache")
-        left_out = prediction.get("unresolved")
-        if left_out:
-            out.append(f"left out by the reading: {describe(left_out)}")
-        elif left_out is not None:
-            out.append("left out by the reading: nothing (every word stating a constraint is used)")
     else:
         out.append("pipeline: none")
     repaired = record.get("repair")

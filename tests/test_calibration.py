@@ -108,3 +108,20 @@ def test_a_reading_that_left_a_constraint_out_is_capped_below_the_threshold():
     assert of_signals(model, {"heuristic": 0.9}) > 0.99
     assert of_signals(model, {"heuristic": 0.9, "unused_value": 1.0}) == UNRESOLVED_CAP
     assert UNRESOLVED_CAP < calibration.RECOMMENDED_THRESHOLD
+
+
+def test_bench_counts_abstentions_and_the_exc_of_the_answers_kept(capsys):
+    def record(db, exc, unresolved=(), confidence=0.9):
+        return {"db": db, "score": {"exc": exc},
+                "prediction": {"confidence": confidence, "unresolved": [{"word": w, "kind": "value"}
+                                                                        for w in unresolved]}}
+
+    scored = [record("a", 1), record("a", 0, ["9"], 0.5), record("b", 1), record("b", 0),
+              {"db": "b", "score": {"exc": 0}, "prediction": None}]
+    bench_rules.abstentions(scored)
+    bench_rules.by_database(scored)
+    out = capsys.readouterr().out
+    assert "abstained 2 of 5 (40.0%): 1 left a constraint out (by kind {'value': 1}" in out
+    assert "EXC of the answers not abstained 66.7% (n=3)" in out
+    assert "at or above 0.8: 0 (must be 0)" in out
+    assert "100.0% (n=1)" in out and "50.0% (n=2)" in out  # per database: a, then b

@@ -185,11 +185,12 @@ def by_database(scored: list[dict]) -> None:
     groups = collections.defaultdict(list)
     for s in scored:
         groups[s["db"]].append(s)
-    print("  database                          n   EXC b=2   abstained")
+    print("  database                          n   EXC b=2   abstained   EXC of the answers not abstained")
     for db in sorted(groups):
         rs = groups[db]
-        out = sum(bool((s.get("prediction") or {}).get("unresolved")) or not s.get("prediction") for s in rs)
-        print(f"  {db:<30} {len(rs):>4}    {rate(rs):6.1%}     {out / len(rs):6.1%}")
+        kept = [s for s in rs if s.get("prediction") and not s["prediction"].get("unresolved")]
+        print(f"  {db:<30} {len(rs):>4}    {rate(rs):6.1%}     {1 - len(kept) / len(rs):6.1%}     "
+              f"{rate(kept):6.1%} (n={len(kept)})")
 
 
 def repair_gain(backend, tasks: list[dict], k: int = 3) -> None:

@@ -7,6 +7,10 @@
                                     confidence `p` and the kind `k` of decision it changes
     alternative_confidence(...)     P(correct) of an alternative reading, by its own model
 
+A reading that left out a word stating a constraint (`ir.constraints`,
+accounting.py) claims at most UNRESOLVED_CAP, below the recommended
+threshold, whatever the model says.
+
 The preferred reading and its alternatives are calibrated apart: an
 alternative competes with a reading the method already preferred, so how
 confident that reading is, and which decision the alternative changes
