@@ -176,6 +176,9 @@ def abstentions(scored: list[dict]) -> None:
           f" {len(left_out)} left a constraint out (by kind {dict(sorted(kinds.items()))}; they would have been"
           f" right {rate(left_out):.1%}), {len(failed)} without a prediction;"
           f" EXC of the answers not abstained {rate(answered):.1%} (n={len(answered)})")
+    for kind in sorted(kinds):
+        these = [s for s in left_out if any(u["kind"] == kind for u in s["prediction"]["unresolved"])]
+        print(f"    {kind:<11} {len(these):>5} answers (at least one such word), right {rate(these):.1%}")
     high = [s for s in left_out if confidence_of(s) >= RECOMMENDED]
     print(f"  answers leaving a constraint out at or above {RECOMMENDED}: {len(high)} (must be 0)")
 
