@@ -1,6 +1,7 @@
 """The parts of a question the reading does not use that state a constraint.
 
-    constraints(q, grounded, missed_at) -> [{"word", "kind", "at"}]   word position `at`
+    constraints(q, grounded, missed, ir, heads, loose) -> [{"word", "kind", "at"}]   at: word position
+    describe(unresolved)                                 -> "'9' (a value), ..." for messages
 
 A reading that leaves a verb unplaced ('produced', 'opened') usually still
 answers the question; one that leaves a constraint unplaced answers another
@@ -22,6 +23,10 @@ every sale. A word states a constraint when it is, and no pass used it:
 - `qualifier`: a word no pass placed standing before a word naming the data
   ('premium customers') or after a copula ending the clause ('that are open').
 
+A word is used when some pass put its position in `State.consumed` or it
+lies in a mention or an entity span (`passes.read_coverage`): a pass that
+reads a word must record it there, or the word counts as left out.
+
 The list is the record's `prediction.unresolved`; a reading with any is never
 reported as confident (`confidence.confidence` keeps it below the
 recommended threshold) and `nlq ask` abstains on it unless told otherwise.
@@ -42,7 +47,7 @@ COMPARATIVES = frozenset(
     "more less fewer greater higher lower larger smaller bigger older younger longer shorter earlier later "
     "heavier lighter taller cheaper over under above below exceeding exceeds exceed before after since "
     "between within beyond".split())
-# Sentence openers and words a capital does not make a value ('I', the days of a title).
+# Words a capital does not make a value ('I').
 _NOT_VALUES = frozenset({"i"})
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<!\w)'([^']+)'(?!\w)")
 _SENTENCE_END = re.compile(r"[.?!;:]\s*$")
@@ -153,5 +158,6 @@ def _quoted_positions(q: Question) -> set[int]:
 
 def describe(unresolved: list[dict]) -> str:
     """`'9' (a value), 'over' (a comparison)`: the words a reading left out, for a message."""
-    names = {"value": "a value", "comparison": "a comparison", "reference": "names other data"}
+    names = {"value": "a value", "comparison": "a comparison", "reference": "names other data",
+             "negation": "a negation", "operation": "a statistic", "qualifier": "a qualifier"}
     return ", ".join(f"'{u['word']}' ({names.get(u['kind'], u['kind'])})" for u in unresolved)
