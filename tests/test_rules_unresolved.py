@@ -193,3 +193,14 @@ def test_real_sample_data_questions_with_an_unknown_constraint_abstain(atlas, tm
         record = ask.run(question, backend, "sample_mflix")
         assert record["failure"]["type"] == "abstained", (question, record["prediction"]["pipeline"])
         assert record["prediction"]["confidence"] < THRESHOLD
+
+
+def test_an_order_direction_nothing_sorts_by_is_left_out():
+    from nlq.methods.rules.ir import IR
+    from nlq.methods.rules.question import Question
+
+    q = Question.of("List the theaters in descending order")
+    unsorted = accounting.constraints(q, set(range(len(q.raw))), set(), IR(collection="theaters"))
+    assert [(c["word"], c["kind"]) for c in unsorted] == [("descending", "operation")]
+    sorted_down = IR(collection="theaters", sort=[("count", -1)])
+    assert accounting.constraints(q, set(range(len(q.raw))), set(), sorted_down) == []

@@ -19,7 +19,8 @@ every sale. A word states a constraint when it is, and no pass used it:
 - `negation`: 'not', 'never', 'without'... when no part of the reading
   denies anything;
 - `operation`: a statistic named by its own word ('average', 'minimum')
-  that the reading does not compute;
+  that the reading does not compute, or an order's direction ('descending')
+  that nothing of it sorts by;
 - `qualifier`: a word no pass placed standing before a word naming the data
   ('premium customers') or after a copula ending the clause ('that are open').
 
@@ -64,6 +65,9 @@ def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None
     quoted = _quoted_positions(q)
     negated = ir is not None and denies(ir)
     for i, word in enumerate(q.raw):
+        if ir is not None and word in DIRECTIONS and not any(d == DIRECTIONS[word] for _, d in ir.sort):
+            found[i] = "operation"  # 'in descending order' read, yet nothing sorts that way
+            continue
         if i in grounded:
             continue
         if i in quoted or _is_number(word) or _capitalized(q, i) and word not in STOPWORDS:
@@ -87,6 +91,8 @@ STRICT_NEGATIONS = frozenset(NEGATIONS - {"other", "outside", "non"})
 STATISTIC_WORDS = {w: op for w, op in AGG_WORDS.items() if op in ("$avg", "$sum", "$min", "$max")
                    and w in ("average", "avg", "mean", "total", "sum", "maximum", "max", "minimum", "min")}
 _DENYING_OPS = frozenset({"$ne", "$nin", "$not"})
+# Words that state the order's direction and nothing else.
+DIRECTIONS = {"descending": -1, "decreasing": -1, "ascending": 1, "increasing": 1}
 
 
 def denies(ir: IR) -> bool:
