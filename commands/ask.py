@@ -32,6 +32,10 @@ Examples:
               help="No answer (exit 1) when the method's confidence is below this.")
 @click.option("--max-steps", type=click.IntRange(min=1), default=50, show_default=True,
               help="react: model turns before the typed `budget_exhausted` failure.")
+@click.option("--allow-unresolved", is_flag=True,
+              help="Answer even when the reading leaves out words that state a constraint (a value, a "
+                   "comparison, other data named); they are printed on stderr. Without it such a question "
+                   "gets no answer (exit 1, the `abstained` failure lists the words).")
 @click.option("--explain", is_flag=True,
               help="Show the witnesses, the card lines used, the pipeline (mongosh), the confidence and the "
                    "timings before the rows.")
@@ -43,14 +47,16 @@ Examples:
                    "with --confirm once its rows are right).")
 @question_limit
 @model_options
-def cli(data, uri, timeout, max_rows, question, db, method, use_repair, also, min_confidence, max_steps, explain,
-        as_json, memory_path, confirm, max_question_chars, model_options):
+def cli(data, uri, timeout, max_rows, question, db, method, use_repair, also, min_confidence, max_steps,
+        allow_unresolved, explain, as_json, memory_path, confirm, max_question_chars, model_options):
     """Answer QUESTION on a database: print the result rows as JSONL.
 
     Builds the grounding index of --db (cached for --data folders, keyed by a
     hash of the files, in $XDG_CACHE_HOME/nlq/index), finds the question's
     witnesses, generates a pipeline and runs it. Exits 1 with the reason when no
-    answer can be given. --no-cache turns off both caches: the index is built
+    answer can be given, and when the reading leaves out words that state a
+    constraint (it would answer another question; --allow-unresolved answers
+    anyway and prints the words on stderr). --no-cache turns off both caches: the index is built
     afresh and not kept, and model replies are neither read nor written.
 
     An LLM method reads the model options (or NLQ_BASE_URL, NLQ_API_KEY and
@@ -71,7 +77,8 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, also, mi
         record = ask.run(question, backend, db, method=method, repair=use_repair,
                          cache=not model_options["no_cache"], timeout=timeout, max_rows=max_rows, model=model,
                          options={"min_confidence": min_confidence, "max_steps": max_steps, "memory": memory},
-                         warn=warn, max_question_chars=max_question_chars, also=also)
+                         warn=warn, max_question_chars=max_question_chars, also=also,
+                         allow_unresolved=allow_unresolved)
         if as_json:
             io.write_records([record])
         elif explain:

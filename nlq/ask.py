@@ -41,9 +41,10 @@ from nlq import __version__, card, execute, generate, io, witness
 from nlq import repair as repair_stage
 from nlq import index as grounding
 from nlq import text as text_module
-from nlq.errors import BackendError, NlqError, NoAnswerError, failure
+from nlq.errors import AbstainedError, BackendError, NlqError, NoAnswerError, failure
 from nlq.mql import serialize
 from nlq.mql.fields import read_paths
+from nlq.methods.rules.accounting import describe
 from nlq.mql.mongosh import parse_query
 
 STAGE = "ask"
@@ -105,13 +106,19 @@ def grounding_index(backend, db: str, *, cache: bool = True, sample: int = groun
 def run(question: str, backend, db: str, *, method: str = "rules", repair: bool = False, cache: bool = True,
         timeout: float = 20.0, max_rows: int = 100_000, options: dict | None = None, model=None,
         warn: Callable[[str], None] | None = None,
-        max_question_chars: int = witness.DEFAULT_MAX_QUESTION_CHARS, also: tuple = ()) -> dict:
+        max_question_chars: int = witness.DEFAULT_MAX_QUESTION_CHARS, also: tuple = (),
+        allow_unresolved: bool = False) -> dict:
     """The answer record of one question on `db` (see the module docstring).
 
     A question longer than `max_question_chars` is a typed `input_too_large` failure.
 
     `model` is the ChatClient of a method that calls a model (`needs_model`); `options`
     are the method's (`min_confidence`, `max_steps`, ...), as `nlq generate` passes them.
+
+    A prediction whose reading left out words stating a constraint (`unresolved`, see
+    `nlq.methods.rules.accounting`) answers another question: the record abstains (the
+    typed `abstained` failure, stage `ask`, with those words; the pipeline is kept, not
+    run) unless `allow_unresolved`, when it runs and the words are reported through `warn`.
 
     A question that gets no pipeline keeps its typed `failure` (stage `witness` or
     `generate`); a pipeline that fails to run gets `execution.error` and the same
@@ -139,6 +146,7 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
         other, = generate.run([witnessed], name, context, max_question_chars=max_question_chars)
         others.append(other)
     t = lap("generate", t)
+    generated = record.get("prediction") or {}
     if others:  # several systems: their predictions are candidates, selection chooses (who agreed is shown)
         record = {**record, "candidates": [o["prediction"] for o in others if o.get("prediction")]}
         repair = True
@@ -155,10 +163,18 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
     explain = {"index": how, "card_lines": [], "mongosh": None, "timings": timings}
     prediction = record.get("prediction")
     if prediction and not io.has_failure(record):
+        left_out = unresolved_of(prediction, generated if model is None else {})
         try:
             query = parse_query(prediction)
             explain["mongosh"] = f"use {db}\n{serialize.to_mongosh(query)}"
             explain["card_lines"] = card.lines_for(index, read_paths(query.collection, query.pipeline))
+            if left_out and not allow_unresolved:
+                raise AbstainedError(f"the reading leaves out words that state a constraint: {describe(left_out)}; "
+                                     "its answer would be to another question", unresolved=left_out,
+                                     hint="rephrase with the data's own names and values, or pass "
+                                          "--allow-unresolved to see the answer without them")
+            if left_out and warn is not None:
+                warn(f"the answer leaves out {describe(left_out)}")
             backend.collections(db)  # reads an embedded database's files: timed apart from the query
             t = lap("load", t)
             rows = execute.run_query(backend, db, query, timeout=timeout, max_rows=max_rows, warn=warn)
@@ -166,6 +182,8 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
                                        rows=rows)
         except BackendError:
             raise
+        except AbstainedError as exc:
+            record["failure"] = exc.to_failure(STAGE)
         except NlqError as exc:
             record["execution"]["error"] = record["failure"] = exc.to_failure("exec")
         except Exception as exc:  # noqa: BLE001 - an engine bug is this answer's failure, named
@@ -187,11 +205,21 @@ def remember(record: dict, memory) -> int:
     return added["memory"]["added"]
 
 
+def unresolved_of(prediction: dict, generated: dict) -> list[dict]:
+    """The words stating a constraint the answering reading left out: the prediction's own
+    `unresolved`, else (a repaired prediction, no model) those of the prediction generated."""
+    found = prediction.get("unresolved")
+    return list(found if found is not None else generated.get("unresolved") or [])
+
+
 def check_answered(record: dict) -> None:
     """Raise NoAnswerError with the reason when the record carries a failure instead of rows."""
     problem = record.get("failure")
     if problem:
         hint = "`nlq ask --explain` shows the witnesses and the pipeline" if record.get("witnesses") else None
+        if problem.get("unresolved"):
+            hint = ("rephrase with the data's own names and values, or pass --allow-unresolved to see the "
+                    "answer without them (`--explain` shows the pipeline)")
         raise NoAnswerError(f"no answer ({problem['stage']}: {problem['type']}): {problem['message']}", hint=hint)
 
 
@@ -211,6 +239,9 @@ def explain_text(record: dict) -> str:
     out.extend("  " + line for line in lines)
     out.append("")
     prediction = record.get("prediction")
+    left_out = (prediction or {}).get("unresolved")
+    if left_out:
+        out += [f"left out by the reading: {describe(left_out)}", ""]
     if prediction:
         out.append(f"pipeline ({prediction.get('method')}, confidence {_confidence(prediction)}):")
         out.extend("  " + line for line in (explain["mongosh"] or "").splitlines())

@@ -154,9 +154,18 @@ class UnmatchedTaskError(InputError):
 
 
 class AbstainedError(NlqError):
-    """A generation method declined to answer (confidence below the threshold)."""
+    """A generation method declined to answer (confidence below the threshold, or words
+    stating a constraint it could not use: `unresolved`, listed in the failure)."""
 
     type = "abstained"
+
+    def __init__(self, message: str, *, hint: str | None = None, unresolved: list | None = None):
+        super().__init__(message, hint=hint)
+        self.unresolved = list(unresolved or [])
+
+    def to_failure(self, stage: str) -> dict:
+        found = failure(stage, self.type, self.message)
+        return {**found, "unresolved": self.unresolved} if self.unresolved else found
 
 
 class ModelError(NlqError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nlq import generate
 from nlq.methods.rules import calibration, candidates, passes, schema
-from nlq.methods.rules.confidence import KINDS, alternative_confidence, confidence
+from nlq.methods.rules.confidence import KINDS, alternative_confidence, confidence, of_signals
 from tests.test_generate import INDEX, PANAMA
 
 QUESTION = {"id": "fleet/1", "db": "fleet", "question": "Which ships have the flag Panama?", "witnesses": [PANAMA]}
@@ -24,7 +24,7 @@ def test_every_candidate_carries_the_alternative_model_s_confidence():
         kinds = [k for k in KINDS if c["signals"][f"kind_{k}"] == 1.0]
         assert len(kinds) == 1 and c["signals"]["preferred"] == preferred
         stored = calibration.model()["alternative"]
-        assert c["confidence"] == round(calibration.apply(stored, c["signals"]), 3)
+        assert c["confidence"] == round(of_signals(stored, c["signals"]), 3)
 
 
 def test_readings_are_every_distinct_alternative_and_candidates_keep_one_per_kind():

@@ -22,6 +22,7 @@ General English patterns only: no per-database or per-question rules.
 from __future__ import annotations
 
 from nlq.errors import AbstainedError, NlqError
+from nlq.methods.rules.accounting import describe
 from nlq.methods.rules.confidence import confidence, signals
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
 from nlq.methods.rules.candidates import alternatives
@@ -46,11 +47,14 @@ class RulesMethod:
         ir = state.ir
         pipeline = render(ir)
         conf = confidence(ir)
+        unresolved = [{"word": c["word"], "kind": c["kind"]} for c in ir.constraints]
         minimum = context.options.get("min_confidence")
         if minimum is not None and conf < minimum:
-            raise AbstainedError(f"confidence {conf:.2f} is below --min-confidence {minimum:.2f}")
+            left = f" (left out: {describe(unresolved)})" if unresolved else ""
+            raise AbstainedError(f"confidence {conf:.2f} is below --min-confidence {minimum:.2f}{left}",
+                                 unresolved=unresolved)
         prediction = {"collection": ir.collection, "pipeline": pipeline, "method": self.name,
-                      "confidence": conf, "ir": {**ir.to_json(), "signals": signals(ir)}}
+                      "confidence": conf, "unresolved": unresolved, "ir": {**ir.to_json(), "signals": signals(ir)}}
         k = context.options.get("candidates") or 0
         others = [{**c, "method": self.name} for c in alternatives(question, witnesses, index, grounding, k, state)] \
             if k else []
@@ -77,8 +81,10 @@ def remembered(memory, task: dict, index: dict, prediction: dict, others: list, 
     if found["confidence"] > prediction["confidence"]:
         own = {k: prediction[k] for k in ("collection", "pipeline", "confidence", "method")}
         chosen = {k: v for k, v in found.items() if k not in ("reading", "signals")}
+        # what the adapted query leaves out of this question is said as rules says its own
+        left_out = [{"word": word, "kind": "value"} for word in found["memory"]["unplaced"]]
         return {**chosen, "ir": prediction["ir"], "memory": {**record, "chosen": True, **found["memory"]},
-                "signals": found["signals"]}, [{**own, "reading": "rules"}, *others]
+                "signals": found["signals"], "unresolved": left_out}, [{**own, "reading": "rules"}, *others]
     return {**prediction, "memory": record}, [found, *others]
 
 

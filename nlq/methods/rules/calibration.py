@@ -6,8 +6,11 @@
 (the reading rules answers with) and `alternative` (its other readings,
 `--candidates`), fitted by `make calibrate` (tests/bench/calibrate_rules.py)
 on scored readings: which were right (EXC at beta 2), over every phrasing
-of each question. The file records what it was fitted on and each model's
-fit-set ECE. A missing or malformed file is an error, not a silent default.
+of each question of both TEND v1 splits (disjoint databases). The file
+records what it was fitted on, each model's fit-set ECE and, under
+`validation`, the out-of-database figures of a cross-validation grouped by
+database (what to expect on a database nobody fitted on). A missing or
+malformed file is an error, not a silent default.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ import orjson
 from nlq.errors import NlqError
 
 PATH = Path(__file__).with_name("calibration.json")
-# The confidence at or above which the docs recommend trusting a rules answer
-# without a fallback (its precision is reported by `make bench`).
+# The confidence at or above which docs/RULES.md recommends trusting a rules answer
+# without a fallback (its out-of-database precision is reported by `make bench`).
 RECOMMENDED_THRESHOLD = 0.8
 MODELS = ("preferred", "alternative")
 

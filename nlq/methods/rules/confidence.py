@@ -7,6 +7,10 @@
                                     confidence `p` and the kind `k` of decision it changes
     alternative_confidence(...)     P(correct) of an alternative reading, by its own model
 
+A reading that left out a word stating a constraint (`ir.constraints`,
+accounting.py) claims at most UNRESOLVED_CAP, below the recommended
+threshold, whatever the model says.
+
 The preferred reading and its alternatives are calibrated apart: an
 alternative competes with a reading the method already preferred, so how
 confident that reading is, and which decision the alternative changes
@@ -16,22 +20,40 @@ confident that reading is, and which decision the alternative changes
 from __future__ import annotations
 
 from nlq.methods.rules import calibration
+from nlq.methods.rules.accounting import KINDS as CONSTRAINT_KINDS
 from nlq.methods.rules.ir import AMBIGUOUS, IR
 
 KINDS = ("collection", "binding", "grouping", "entity")  # the decisions an alternative reading changes
 MAX_RIVALS = 3  # rival collections counted (more make little difference)
 
 
+# The most a reading that leaves out a word stating a constraint may claim (accounting.py):
+# such readings answer another question far more often than not (`make bench` reports how
+# often they are right), and one must never pass for a confident answer.
+UNRESOLVED_CAP = 0.5
+
+
 def confidence(ir: IR) -> float:
     """The calibrated probability that the preferred reading is what the question asks."""
-    return round(calibration.apply(calibration.model()["preferred"], signals(ir)), 3)
+    return round(of_signals(calibration.model()["preferred"], signals(ir)), 3)
 
 
 def alternative_confidence(ir: IR, preferred: float, kind: str) -> float:
     """The calibrated probability that an alternative reading (of `kind`, beside a preferred
     reading of confidence `preferred`) is what the question asks."""
-    return round(calibration.apply(calibration.model()["alternative"],
-                                   alternative_signals(ir, preferred, kind)), 3)
+    return round(of_signals(calibration.model()["alternative"], alternative_signals(ir, preferred, kind)), 3)
+
+
+def of_signals(model: dict, found: dict[str, float]) -> float:
+    """One calibration model's probability for a reading's signals, at most UNRESOLVED_CAP
+    when the reading left a constraint out (what `make calibrate` validates, too)."""
+    p = calibration.apply(model, found)
+    return min(p, UNRESOLVED_CAP) if unresolved(found) else p
+
+
+def unresolved(found: dict[str, float]) -> bool:
+    """The signals say a word stating a constraint was left out."""
+    return any(found.get(f"unused_{kind}", 0.0) for kind in CONSTRAINT_KINDS)
 
 
 def signals(ir: IR) -> dict[str, float]:
@@ -53,6 +75,15 @@ def signals(ir: IR) -> dict[str, float]:
         "witnesses": float(min(3, ir.witnesses_bound)),
         "alternative": float(ir.alternative),
         "clauses": float(len(ir.filters) + len(ir.group_by) + len(ir.aggregates) + len(ir.sort) + bool(ir.count)),
+        # how much the question says and the collection offers: longer questions over wider
+        # collections leave more ways to be wrong
+        "words": float(ir.words),
+        "content": float(ir.content),
+        "filters": float(len(ir.filters)),
+        "fields": float(ir.offered),
+        "witnessed": float(ir.witnessed),
+        # the words stating a constraint the reading left out (accounting.py), by kind
+        **{f"unused_{kind}": float(sum(c["kind"] == kind for c in ir.constraints)) for kind in CONSTRAINT_KINDS},
     }
 
 

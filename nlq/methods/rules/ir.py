@@ -93,6 +93,11 @@ class IR:
     unresolved: list[str] = field(default_factory=list)
     missed: list[str] = field(default_factory=list)  # unresolved words that name data elsewhere in the database
     issues: list[str] = field(default_factory=list)
+    constraints: list[dict] = field(default_factory=list)  # unused words stating a constraint (accounting.py)
+    words: int = 0      # the question's words
+    content: int = 0    # of them, not stopwords
+    offered: int = 0    # the fields the chosen collection offers
+    witnessed: int = 0  # the question's witnesses (bound or not)
     alternative: bool = False  # not the preferred reading (another collection, binding or variant)
 
     def to_json(self) -> dict:
@@ -115,6 +120,7 @@ class IR:
             "outputs": [f.mql for f in self.outputs],
             "sizes": [f.mql for f in self.sizes],
             "unresolved": self.unresolved, "missed": self.missed, "inferred": self.inferred, "issues": self.issues,
+            "constraints": self.constraints,
         }
 
 

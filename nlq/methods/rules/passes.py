@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from nlq.methods.rules.accounting import constraints
 from nlq.methods.rules.aggregation import (aggregate_conditions, element_key, averaged_count, coordinated_aggregates,
                                            count_per_value, count_quantities, detect_aggregates, detect_rounding,
                                            per_document, shown_before_aggregates, top_group)
@@ -421,8 +422,21 @@ def read_coverage(s: State) -> None:
     covered = [i for i in content if i in grounded or intent_word(q.raw[i])]
     ir.grounded_share = len(covered) / len(content) if content else 1.0
     ir.unresolved = [q.raw[i] for i in content if i not in covered]
-    ir.missed = [q.raw[i] for i in content if i not in covered
-                 and any(word_match(q.stems[i], v) >= 0.85 for v in s.grounding.vocabulary)]
+    missed = {i for i in content if i not in covered
+              and any(word_match(q.stems[i], v) >= 0.85 for v in s.grounding.vocabulary)}
+    ir.missed = [q.raw[i] for i in sorted(missed)]
+    # 'roller coasters' for a `roller_coaster` array: a word that, with its neighbour, spells a
+    # name of the collection read is part of that name — neither data elsewhere nor a qualifier
+    names = {tuple(split_name(s.collection))} | {f.words for f in s.fields} | {f.context[-1:] + f.words[:1]
+                                                                                 for f in s.fields if f.context}
+    here = {i for i in content for name in names if len(name) > 1 for a, b in zip(name, name[1:])
+            if i + 1 < len(q.raw) and word_match(q.stems[i], a) >= 0.85 and word_match(q.stems[i + 1], b) >= 0.85
+            or i > 0 and word_match(q.stems[i - 1], a) >= 0.85 and word_match(q.stems[i], b) >= 0.85}
+    heads = frozenset(s.entities) | {m.start for m in s.mentions}
+    loose = frozenset(i for i in content if i not in covered and i not in here)
+    ir.constraints = constraints(q, grounded, missed - here, ir, heads, loose)
+    ir.words, ir.content = len(q.raw), sum(w not in STOPWORDS for w in q.raw)
+    ir.offered, ir.witnessed = len(s.fields), len(s.witnesses)
 
 
 def plan_traversal(s: State) -> None:

@@ -1,0 +1,169 @@
+"""The parts of a question the reading does not use that state a constraint.
+
+    constraints(q, grounded, missed, ir, heads, loose) -> [{"word", "kind", "at"}]   at: word position
+    describe(unresolved)                                 -> "'9' (a value), ..." for messages
+
+A reading that leaves a verb unplaced ('produced', 'opened') usually still
+answers the question; one that leaves a constraint unplaced answers another
+question: "how many sales had a satisfaction of 9" without its `9` counts
+every sale. A word states a constraint when it is, and no pass used it:
+
+- `value`: a number ('9', '1990'), a word written with a capital inside the
+  sentence ('California'), or a quoted literal — a value some field should
+  equal;
+- `comparison`: a comparative ('more', 'older', 'over', 'before', 'between')
+  before 'than', a number or a value — a bound some field should respect;
+- `reference`: a word that names data of the database (a field or a
+  collection) elsewhere than where the reading looked — a qualifier on data
+  the reading does not touch;
+- `negation`: 'not', 'never', 'without'... when no part of the reading
+  denies anything;
+- `operation`: a statistic named by its own word ('average', 'minimum')
+  that the reading does not compute, or an order's direction ('descending')
+  that nothing of it sorts by;
+- `qualifier`: a word no pass placed standing before a word naming the data
+  ('premium customers') or after a copula ending the clause ('that are open').
+
+A word is used when some pass put its position in `State.consumed` or it
+lies in a mention or an entity span (`passes.read_coverage`): a pass that
+reads a word must record it there, or the word counts as left out.
+
+The list is the record's `prediction.unresolved`; a reading with any is never
+reported as confident (`confidence.confidence` keeps it below the
+recommended threshold) and `nlq ask` abstains on it unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nlq.methods.rules.ir import IR
+from nlq.methods.rules.question import Question
+from nlq.methods.rules.vocabulary import AGG_WORDS, NEGATIONS, STOPWORDS, WORD_NUMBERS
+
+KINDS = ("value", "comparison", "reference", "negation", "operation", "qualifier")
+
+# Comparatives and bounds: with 'than', a number or a value after them they state a comparison.
+COMPARATIVES = frozenset(
+    "more less fewer greater higher lower larger smaller bigger older younger longer shorter earlier later "
+    "heavier lighter taller cheaper over under above below exceeding exceeds exceed before after since "
+    "between within beyond".split())
+# Words a capital does not make a value ('I').
+_NOT_VALUES = frozenset({"i"})
+_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<!\w)'([^']+)'(?!\w)")
+_SENTENCE_END = re.compile(r"[.?!;:]\s*$")
+
+
+def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None = None,
+                heads: frozenset = frozenset(), loose: frozenset = frozenset()) -> list[dict]:
+    """The unused words of `q` (positions not in `grounded`) that state a constraint,
+    in question order; `missed` are the unused positions whose word names data elsewhere,
+    `loose` the content words no pass placed, `heads` the positions of words naming data;
+    with the reading's `ir`, also a negation no filter of it denies and a statistic it
+    does not compute."""
+    found: dict[int, str] = {}
+    quoted = _quoted_positions(q)
+    negated = ir is not None and denies(ir)
+    for i, word in enumerate(q.raw):
+        if ir is not None and word in DIRECTIONS and not any(d == DIRECTIONS[word] for _, d in ir.sort):
+            found[i] = "operation"  # 'in descending order' read, yet nothing sorts that way
+            continue
+        if i in grounded:
+            continue
+        if i in quoted or _is_number(word) or _capitalized(q, i) and word not in STOPWORDS:
+            found[i] = "value"
+        elif word in COMPARATIVES and _bound_follows(q, i, grounded):
+            found[i] = "comparison"
+        elif i in missed:
+            found[i] = "reference"
+        elif ir is not None and word in STRICT_NEGATIONS and not negated:
+            found[i] = "negation"
+        elif ir is not None and word in STATISTIC_WORDS and STATISTIC_WORDS[word] not in computed(ir):
+            found[i] = "operation"
+        elif i in loose and _qualifies(q, i, heads):
+            found[i] = "qualifier"
+    return [{"word": q.raw[i], "kind": kind, "at": i} for i, kind in sorted(found.items())]
+
+
+# Negations that deny: some filter of the reading must say no ('other' and 'outside' set aside more loosely).
+STRICT_NEGATIONS = frozenset(NEGATIONS - {"other", "outside", "non"})
+# Statistics named by one unambiguous word ('most', 'top', 'least' also rank, so they are not here).
+STATISTIC_WORDS = {w: op for w, op in AGG_WORDS.items() if op in ("$avg", "$sum", "$min", "$max")
+                   and w in ("average", "avg", "mean", "total", "sum", "maximum", "max", "minimum", "min")}
+_DENYING_OPS = frozenset({"$ne", "$nin", "$not"})
+# Words that state the order's direction and nothing else.
+DIRECTIONS = {"descending": -1, "decreasing": -1, "ascending": 1, "increasing": 1}
+
+
+def denies(ir: IR) -> bool:
+    """Some part of the reading says no: a negated comparison, an absence, an empty array, an anti-join."""
+    return bool(ir.anti_joins) or any(f.op in _DENYING_OPS or f.op == "$exists" and not f.value
+                                      or f.value in (None, False, 0) and not isinstance(f.value, float) and f.op == "$eq"
+                                      or f.size and f.op in ("$eq", "$lt", "$lte") for f in ir.filters) or (
+        len(ir.having) == 2 and ir.having[0] in ("$eq", "$lt", "$lte") and ir.having[1] in (0, 1))
+
+
+def computed(ir: IR) -> set[str]:
+    """The statistics the reading computes ('$max' and '$min' also by ranking: 'the maximum price' sorts)."""
+    ops = {op for op, _ in ir.aggregates}
+    if ir.sort and ir.limit:
+        ops |= {"$max", "$min"}
+    if ir.count:
+        ops.add("$sum")  # 'the total number of': the count is the total
+    return ops
+
+
+COPULAS = frozenset({"is", "are", "was", "were", "be", "been", "being"})
+
+
+def _qualifies(q: Question, i: int, heads: frozenset) -> bool:
+    """'premium customers', 'theaters that are open', 'sales that were refunded': an adjective
+    before a word naming the data (`heads`: the entity and field mentions), or a word after a
+    copula that ends the clause ('were made in Denver' carries its constraint in what follows)."""
+    word = q.raw[i]
+    if not word.isalpha() or word in STOPWORDS or len(word) < 3 or word.endswith("ly"):
+        return False
+    if i + 1 in heads and not word.endswith(("ed", "ing")):  # participles mostly carry the relation
+        return True
+    return i > 0 and q.raw[i - 1] in COPULAS and (i + 1 == len(q.raw) or q.raw[i + 1] in CLAUSE_ENDS)
+
+
+CLAUSE_ENDS = COPULAS | {"and", "or", "but"}
+
+
+def _is_number(word: str) -> bool:
+    return bool(re.fullmatch(r"-?\d+(?:\.\d+)?", word))
+
+
+def _capitalized(q: Question, i: int) -> bool:
+    """The word is written with a capital where a sentence does not start."""
+    start, end = q.spans[i]
+    text = q.text[start:end]
+    if not text[:1].isupper() or q.raw[i] in _NOT_VALUES or not any(c.isalpha() for c in text):
+        return False
+    return i > 0 and not _SENTENCE_END.search(q.text[:start])
+
+
+def _bound_follows(q: Question, i: int, grounded: set[int]) -> bool:
+    """'older than', 'over 50', 'before 1990', 'after Monaco': a comparison's other side follows."""
+    for j in range(i + 1, min(len(q.raw), i + 4)):
+        word = q.raw[j]
+        if word == "than" or _is_number(word) or word in WORD_NUMBERS or _capitalized(q, j):
+            return True
+        if word not in STOPWORDS:
+            return False
+    return False
+
+
+def _quoted_positions(q: Question) -> set[int]:
+    out: set[int] = set()
+    for m in _QUOTED.finditer(q.text):
+        out.update(i for i, (s, e) in enumerate(q.spans) if s >= m.start() and e <= m.end())
+    return out
+
+
+def describe(unresolved: list[dict]) -> str:
+    """`'9' (a value), 'over' (a comparison)`: the words a reading left out, for a message."""
+    names = {"value": "a value", "comparison": "a comparison", "reference": "names other data",
+             "negation": "a negation", "operation": "a statistic", "qualifier": "a qualifier"}
+    return ", ".join(f"'{u['word']}' ({names.get(u['kind'], u['kind'])})" for u in unresolved)
