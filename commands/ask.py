@@ -15,7 +15,6 @@ from nlq.commands.options import (backend_options, errors_as_click, memory_optio
 Examples:
   nlq ask --data example --db clinic "How many patients are allergic to penicillin?"
   nlq ask --data example --db racing --explain "Which drivers are former junior champions?"
-  nlq ask -m card --also sql-pivot --also rules --explain --data example --db clinic "How many patients?"
 """)
 @backend_options
 @click.argument("question")
@@ -60,7 +59,10 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, also, mi
     afresh and not kept, and model replies are neither read nor written.
 
     An LLM method reads the model options (or NLQ_BASE_URL, NLQ_API_KEY and
-    NLQ_MODEL), e.g. `nlq ask -m card --data example --db clinic "..."`.
+    NLQ_MODEL), e.g. `nlq ask -m card --data example --db clinic "..."`;
+    with --also, several methods answer and the selection chooses, showing who
+    agreed: `nlq ask -m card --also sql-pivot --also rules --explain --data
+    example --db clinic "How many patients?"`.
     """
     from nlq import ask, io
 
