@@ -36,6 +36,7 @@ from nlq import index as grounding
 from nlq.backends import EmbeddedBackend
 from nlq.memory import Entry, Memory
 from nlq.memory import recall as memory_recall
+from nlq.methods.rules import MEMORY_FLOOR
 from tests.bench import bench_rules, calibrate_rules
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,7 +157,7 @@ def summary(name: str, rows: list[dict]) -> None:
     n = len(rows)
     chosen = []
     for r in rows:
-        use = "p" in r and r["p"] > r["rules_conf"]
+        use = "p" in r and r["p"] > r["rules_conf"] and r["p"] >= MEMORY_FLOOR
         chosen.append((r["memory"] if use else r["rules"], r["p"] if use else r["rules_conf"], r["db"], r["rules"]))
     alone = sum(r["rules"] for r in rows)
     mem = sum(r.get("memory", 0) for r in rows)
@@ -167,7 +168,8 @@ def summary(name: str, rows: list[dict]) -> None:
     print(f"  memory candidate alone {100 * mem / n:5.1f}%")
     print(f"  rules with memory      {100 * both / n:5.1f}%   ({100 * (both - alone) / n:+.1f} points)")
     print(f"  oracle of the two      {100 * oracle / n:5.1f}%")
-    print(f"  memory chosen for {sum(1 for r in rows if 'p' in r and r['p'] > r['rules_conf'])} of {n}")
+    print(f"  memory chosen for {sum(1 for r in rows if 'p' in r and r['p'] > r['rules_conf'] and r['p'] >= MEMORY_FLOOR)}"
+          f" of {n}")
     print(f"  ECE memory candidate (out of database) {ece([(r['p'], r['memory']) for r in rows if 'p' in r]):.3f}")
     print(f"  ECE chosen answer's confidence        {ece([(c[1], c[0]) for c in chosen]):.3f}")
     per_db = collections.defaultdict(lambda: [0, 0, 0])

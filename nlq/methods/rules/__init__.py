@@ -66,10 +66,16 @@ class RulesMethod:
         return prediction
 
 
+# The memory's candidate replaces rules' own reading only when it is the more probable of the two and
+# more likely right than wrong: between two answers that are both probably wrong, rules keeps its own,
+# whose shortcomings its `unresolved` words already say.
+MEMORY_FLOOR = 0.5
+
+
 def remembered(memory, task: dict, index: dict, prediction: dict, others: list, context) -> tuple[dict, list]:
     """Rules' reading beside the memory's candidate (the nearest verified entry adapted to the
-    question): the more probable answers, the other becomes a candidate; the prediction records
-    the memory consulted (`memory = {file, entries, chosen}`)."""
+    question): the more probable answers (the memory's only from MEMORY_FLOOR on), the other becomes
+    a candidate; the prediction records the memory consulted (`memory = {file, entries, chosen}`)."""
     from nlq.memory import candidate
 
     found = candidate(memory, task, index, reading=prediction, own_confidence=prediction["confidence"],
@@ -78,7 +84,7 @@ def remembered(memory, task: dict, index: dict, prediction: dict, others: list, 
     if found is None:
         return {**prediction, "memory": record}, others
     found = {**found, "method": prediction["method"]}
-    if found["confidence"] > prediction["confidence"]:
+    if found["confidence"] > prediction["confidence"] and found["confidence"] >= MEMORY_FLOOR:
         own = {k: prediction[k] for k in ("collection", "pipeline", "confidence", "method")}
         chosen = {k: v for k, v in found.items() if k not in ("reading", "signals")}
         # what the adapted query leaves out of this question is said as rules says its own
