@@ -21,3 +21,21 @@ def help_examples(help_text: str) -> list[str]:
     tail = parts[-1] if len(parts) > 1 else ""
     joined = re.sub(r"\\\n\s*", " ", tail)
     return [line.strip() for line in joined.splitlines() if line.strip()]
+
+
+class OneCallMethod:
+    """A test generation method: one model call on the bare question (with the shared repair turns),
+    decoded as a pipeline on collection `c`; `name` is what `generate.run` is asked for."""
+
+    channels = ("question",)
+    needs_model = True
+
+    def __init__(self, name: str = "echo"):
+        self.name = name
+
+    def generate(self, task, context):
+        from nlq.llm import chat_decoded, decode_pipeline, pipeline_schema
+
+        decoded = chat_decoded(context.model, [{"role": "user", "content": task["question"]}],
+                               lambda text: decode_pipeline(text, ["c"]), schema=pipeline_schema(["c"]))
+        return dict(decoded.value)

@@ -25,7 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from nlq import generate, io
-from nlq.llm import ChatClient, ModelConfig, chat_decoded, decode_pipeline, pipeline_schema
+from nlq.llm import ChatClient, ModelConfig
+from tests.helpers import OneCallMethod
 from tests.fakellm import ECHO_KEY, FakeLLM, drip, dropped, gzip_bomb, huge, non_json, raw, reply, stall, status, \
     truncated
 
@@ -47,18 +48,6 @@ def server():
         yield fake
 
 
-class _OneCall:
-    """A model method: one question, the shared repair turns, one pipeline."""
-
-    name = "one-call"
-    channels = ("question",)
-    needs_model = True
-
-    def generate(self, task, context):
-        decoded = chat_decoded(context.model, [{"role": "user", "content": task["question"]}],
-                               lambda text: decode_pipeline(text, ["c"]), schema=pipeline_schema(["c"]))
-        return dict(decoded.value)
-
 
 def run_one(server, spec, folder: Path, *, key: str | None = None, timeout: float = TIMEOUT):
     """The record `generate` writes when every request gets `spec`, with what was written."""
@@ -70,7 +59,7 @@ def run_one(server, spec, folder: Path, *, key: str | None = None, timeout: floa
                          backoff=0.001, max_backoff=0.005)
     client = ChatClient(config, warn=warnings.append)
     saved = generate.methods.get
-    generate.methods.get = lambda name: _OneCall()
+    generate.methods.get = lambda name: OneCallMethod("one-call")
     started = time.monotonic()
     try:
         out = list(generate.run(iter([{"id": 1, "question": "How many rows?", "witnesses": []}]), "one-call",

@@ -19,6 +19,7 @@ from nlq import generate
 from nlq.errors import (CacheMissError, ModelAuthError, ModelBadOutputError, ModelConfigError, ModelHTTPError,
                         ModelRateLimitedError, ModelTimeoutError)
 from nlq.llm import ChatClient, ModelConfig, chat_decoded, decode_pipeline, metered, pipeline_schema
+from tests.helpers import OneCallMethod
 from tests.conftest import ROOT
 from tests.fakellm import (FakeLLM, dropped, fenced, in_prose, non_json, rate_limited, reply, status, truncated)
 
@@ -374,18 +375,6 @@ def test_model_config_validates():
 # -- usage and ordered concurrency through generate.run ------------------------
 
 
-class _EchoMethod:
-    """A test method: one model call whose reply names the question's number."""
-
-    name = "echo"
-    channels = ("question",)
-    needs_model = True
-
-    def generate(self, task, context):
-        decoded = chat_decoded(context.model, [{"role": "user", "content": task["question"]}],
-                               lambda text: decode_pipeline(text, ["c"]), schema=pipeline_schema(["c"]))
-        return dict(decoded.value)
-
 
 def _echo_responder(body):
     question = body["messages"][0]["content"]
@@ -398,7 +387,7 @@ def _echo_responder(body):
 
 
 def test_generate_runs_model_methods_concurrently_in_input_order(fake_llm, tmp_path, monkeypatch):
-    monkeypatch.setattr(generate.methods, "get", lambda name: _EchoMethod())
+    monkeypatch.setattr(generate.methods, "get", lambda name: OneCallMethod("echo"))
     fake_llm.responder = _echo_responder
     client = client_for(fake_llm, concurrency=6, cache=tmp_path / "c.sqlite")
     records = [{"id": i, "question": f"question {i}", "witnesses": []} for i in range(40)]
@@ -419,7 +408,7 @@ def test_generate_runs_model_methods_concurrently_in_input_order(fake_llm, tmp_p
 
 
 def test_generate_without_a_model_for_a_model_method_is_a_config_error(monkeypatch):
-    monkeypatch.setattr(generate.methods, "get", lambda name: _EchoMethod())
+    monkeypatch.setattr(generate.methods, "get", lambda name: OneCallMethod("echo"))
     with pytest.raises(ModelConfigError, match="NLQ_BASE_URL"):
         list(generate.run(iter([{"question": "q", "witnesses": []}]), "echo", generate.Context({})))
 

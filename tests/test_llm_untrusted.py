@@ -16,8 +16,9 @@ from nlq import generate
 from nlq.commands import cli
 from nlq.errors import (CallBudgetExhaustedError, ModelAuthError, ModelHTTPError, ModelReplyTooLargeError,
                         ModelTimeoutError)
-from nlq.llm import ChatClient, ModelConfig, chat_decoded, decode_pipeline, metered, pipeline_schema
+from nlq.llm import ChatClient, ModelConfig, metered
 from nlq.llm.cache import ResponseCache, endpoint_identity, request_key
+from tests.helpers import OneCallMethod
 from tests.conftest import ROOT, WORLDS
 from tests.fakellm import ECHO_KEY, FakeLLM, drip, gzip_bomb, huge, raw, reply, stall, status
 
@@ -241,7 +242,7 @@ def test_a_damaged_cache_through_generate_is_no_internal_error(fake_llm, tmp_pat
     _filled(fake_llm, path)
     _damage_row(path)
     fake_llm.responder = lambda body: reply(json.dumps({"collection": "c", "pipeline": []}))
-    monkeypatch.setattr(generate.methods, "get", lambda name: _Echo())
+    monkeypatch.setattr(generate.methods, "get", lambda name: OneCallMethod("echo"))
     client = client_for(fake_llm, cache=path, warn=lambda message: None)
     out = list(generate.run(iter([{"id": 1, "question": "How many heroes?", "witnesses": []}]), "echo",
                             generate.Context({}, model=client)))
@@ -291,16 +292,6 @@ def test_a_lock_held_past_the_bound_loses_the_entry_not_the_reply(fake_llm, tmp_
 # -- build 9: the call budget ----------------------------------------------------------------
 
 
-class _Echo:
-    name = "echo"
-    channels = ("question",)
-    needs_model = True
-
-    def generate(self, task, context):
-        decoded = chat_decoded(context.model, [{"role": "user", "content": task["question"]}],
-                               lambda text: decode_pipeline(text, ["c"]), schema=pipeline_schema(["c"]))
-        return dict(decoded.value)
-
 
 def _numbered(body):
     number = int(body["messages"][0]["content"].split()[-1])
@@ -309,7 +300,7 @@ def _numbered(body):
 
 
 def test_the_call_budget_stops_cleanly_and_a_rerun_resumes(fake_llm, tmp_path, monkeypatch):
-    monkeypatch.setattr(generate.methods, "get", lambda name: _Echo())
+    monkeypatch.setattr(generate.methods, "get", lambda name: OneCallMethod("echo"))
     fake_llm.responder = _numbered
     records = [{"id": i, "question": f"question {i}", "witnesses": []} for i in range(5)]
     cache = tmp_path / "llm.sqlite"
