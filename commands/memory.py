@@ -11,7 +11,7 @@ from nlq import io
 
 @click.group("memory", epilog="""\b
 Example:
-  nlq memory add --memory out/clinic.memory.sqlite --gold example:tasks/clinic.jsonl > /dev/null
+  nlq memory add --memory out/clinic.memory.sqlite --gold example:tasks/clinic.jsonl | head -1
   nlq memory verify --memory out/clinic.memory.sqlite --data example -o /dev/null
   nlq memory list --memory out/clinic.memory.sqlite --db clinic | head -2
 """)

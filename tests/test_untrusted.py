@@ -277,7 +277,8 @@ def no_controls(text: str) -> bool:
 def test_ask_explain_escapes_a_title_sequence_and_a_bare_cr(runner, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     question = f"How many patients{OSC_TITLE} are allergic to penicillin?\rFAKE LINE \u202e\x9b2J"
-    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--explain", question])
+    result = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "--explain", "--allow-unresolved",
+                                 question])
     assert result.exit_code == 0, result.output
     assert no_controls(result.output), repr(result.output[:400])
     assert "\\x1b]0;owned\\a" in result.output and "\\rFAKE LINE" in result.output
