@@ -188,11 +188,11 @@ def features(recalled: Recalled, adapted, own_confidence: float | None, same_col
 @functools.lru_cache(maxsize=1)
 def calibration() -> dict:
     """The memory candidate's calibration model (read once; see `calibrate-memory`)."""
+    from nlq.methods.rules.calibration import check
+
     try:
         stored = orjson.loads(CALIBRATION.read_bytes())
-        if not (len(stored["features"]) == len(stored["weights"]) == len(stored["mean"]) == len(stored["scale"])):
-            raise ValueError("features, weights, mean and scale differ in length")
-        float(stored["bias"])
+        check(stored)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise NlqError(f"the memory calibration model {CALIBRATION.name} cannot be read: {exc}",
                        hint="reinstall nlq, or refit it with `make calibrate-memory`") from None

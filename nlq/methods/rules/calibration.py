@@ -36,15 +36,19 @@ def model() -> dict:
     try:
         stored = orjson.loads(PATH.read_bytes())
         for part in MODELS:
-            names = stored[part]["features"]
-            if not (len(names) == len(stored[part]["weights"]) == len(stored[part]["mean"])
-                    == len(stored[part]["scale"])):
-                raise ValueError(f"{part}: features, weights, mean and scale differ in length")
-            float(stored[part]["bias"])
+            check(stored[part], part)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise NlqError(f"the rules calibration model {PATH.name} cannot be read: {exc}",
                        hint="reinstall nlq, or refit it with `make calibrate`") from None
     return stored
+
+
+def check(stored: dict, part: str | None = None) -> None:
+    """ValueError (KeyError, TypeError) unless `stored` is one logistic model `apply` can read;
+    `part` names it in the message."""
+    if not (len(stored["features"]) == len(stored["weights"]) == len(stored["mean"]) == len(stored["scale"])):
+        raise ValueError((f"{part}: " if part else "") + "features, weights, mean and scale differ in length")
+    float(stored["bias"])
 
 
 def apply(stored: dict, signals: dict[str, float]) -> float:
