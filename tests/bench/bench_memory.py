@@ -75,7 +75,7 @@ def remember(memory: Memory, tasks: list[dict]) -> int:
     return len(memory)
 
 
-def run_split(name: str) -> list[dict] | None:
+def run_split(name: str, with_repair: bool = True) -> list[dict] | None:
     """Score rules' reading and the memory candidate of every answered record of one split."""
     path, data = SPLITS[name]
     if not path.exists():
@@ -102,7 +102,7 @@ def run_split(name: str) -> list[dict] | None:
                                                reading=p["prediction"], own_confidence=p["prediction"]["confidence"],
                                                cache=cache, k=1)
             candidates.append(cand)
-        if "--no-repair" not in sys.argv:
+        if with_repair:
             through_repair(name, witnessed, indexes, backend, memory)
     scored = list(score.run(predicted, backend))
     with_mem = [{**r, "prediction": c} for r, c in zip(scored, candidates) if c]
@@ -147,12 +147,6 @@ def out_of_database(rows: list[dict]) -> None:
                 r["p"] = memory_recall.probability(r["signals"], model)
 
 
-def ece(pairs: list[tuple[float, int]]) -> float:
-    table = bench_rules.reliability(pairs)
-    n = sum(b[2] for b in table) or 1
-    return sum(b[2] * abs(b[3] - b[4]) for b in table if b[2]) / n
-
-
 def summary(name: str, rows: list[dict]) -> None:
     n = len(rows)
     chosen = []
@@ -170,8 +164,8 @@ def summary(name: str, rows: list[dict]) -> None:
     print(f"  oracle of the two      {100 * oracle / n:5.1f}%")
     print(f"  memory chosen for {sum(1 for r in rows if 'p' in r and r['p'] > r['rules_conf'] and r['p'] >= MEMORY_FLOOR)}"
           f" of {n}")
-    print(f"  ECE memory candidate (out of database) {ece([(r['p'], r['memory']) for r in rows if 'p' in r]):.3f}")
-    print(f"  ECE chosen answer's confidence        {ece([(c[1], c[0]) for c in chosen]):.3f}")
+    print(f"  ECE memory candidate (out of database) {bench_rules.ece([(r['p'], r['memory']) for r in rows if 'p' in r]):.3f}")
+    print(f"  ECE chosen answer's confidence        {bench_rules.ece([(c[1], c[0]) for c in chosen]):.3f}")
     per_db = collections.defaultdict(lambda: [0, 0, 0])
     for c in chosen:
         per_db[c[2]][0] += c[3]
@@ -195,7 +189,7 @@ def fit_all(rows: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    results = {name: run_split(name) for name in SPLITS}
+    results = {name: run_split(name, with_repair="--no-repair" not in argv) for name in SPLITS}
     rows = [r for part in results.values() if part for r in part]
     if not rows:
         return
