@@ -264,3 +264,15 @@ def test_the_entitys_word_before_a_field_modifies_it():
     assert [f.mql for f in rules.build_ir("List the company headquarters.", [], EPONYM_INDEX).outputs] == \
         ["Headquarters"]
     assert [f.mql for f in rules.build_ir("Show all company names.", [], EPONYM_INDEX).outputs] == ["Company"]
+
+
+def test_a_fields_unit_after_in_or_per_goes_without_saying():
+    # `Rating_in_percent` is the rating: 'in percent' states its unit; `lost_in_battle` in battles
+    # relates the document to its collection, so 'lost' alone does not name it
+    index = {**INDEX, "collections": {**INDEX["collections"], "battle": {"count": 4, "sampled": 4}},
+             "lattice": INDEX["lattice"] + [entry("venue", "Rating_in_percent", types={"double": 4}),
+                                            entry("battle", "lost_in_battle")]}
+    assert ("Rating_in_percent", "rating") in mentioned("the venue with the highest rating", "venue", index)
+    assert not any(f == "lost_in_battle" for f, _ in mentioned("the battles where ships were lost", "battle", index))
+    ir = rules.build_ir("Show the name of the venue with the highest rating.", [], index)
+    assert [(k.mql, d) for k, d in ir.sort] == [("Rating_in_percent", -1)] and ir.limit == 1

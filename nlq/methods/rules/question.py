@@ -323,10 +323,19 @@ def _only_implicit_words_unmatched(f: Field, span: list[str], collection: set[st
     what its stored values already are ('opened' names Open_Year when the field
     holds calendar years, 'hired' names hire_date of a date field)."""
     implied = WEAK_FIELD_WORDS | collection | {w[0] for w in collection} | ({"year"} if f.years else set()) | (
-        {"date"} if f.type == "date" else set())
+        {"date"} if f.type == "date" else set()) | unit_words(f.words, collection)
     named = {fw for fw in f.words if fw != "id" and any(word_match(w, fw) >= 0.7 and w not in NAMING_VERBS
                                                         for w in span)}
     return bool(named) and all(fw in named or fw in implied for fw in f.words)
+
+
+def unit_words(words: tuple[str, ...], collection: set[str]) -> set[str]:
+    """`Rating_in_percent`, `Height_in_meters`, `Cost_per_unit`: what follows 'in' or 'per'
+    after a field's first word states its unit, which a question naming the measure leaves out
+    ('the highest rating'); the preposition goes with it. Not when it names the collection
+    (`lost_in_battle` in battles relates the document, it is no unit)."""
+    at = next((i for i, w in enumerate(words) if i >= 1 and w in ("in", "per")), None)
+    return set(words[at:]) if at is not None and not set(words[at + 1:]) & collection else set()
 
 
 def _inverted_match(words: list[str], start: int, fwords: tuple[str, ...]) -> int | None:
