@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from nlq import methods
@@ -45,7 +47,7 @@ Examples:
               help="You checked this answer: remember it in --memory as a verified entry (rerun the question "
                    "with --confirm once its rows are right).")
 @question_limit
-@model_options
+@model_options(several=True)
 def cli(data, uri, timeout, max_rows, question, db, method, use_repair, also, min_confidence, max_steps,
         allow_unresolved, explain, as_json, memory_path, confirm, max_question_chars, model_options):
     """Answer QUESTION on a database: print the result rows as JSONL.
@@ -62,7 +64,9 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, also, mi
     NLQ_MODEL), e.g. `nlq ask -m card --data example --db clinic "..."`;
     with --also, several methods answer and the selection chooses, showing who
     agreed: `nlq ask -m card --also sql-pivot --also rules --explain --data
-    example --db clinic "How many patients?"`.
+    example --db clinic "How many patients?"`; with --model repeated, several
+    models of the endpoint answer with the method (`--model a --model b`), each
+    its own system (METHOD@MODEL) in the selection.
     """
     from nlq import ask, io
 
@@ -74,13 +78,25 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, also, mi
     config = model_config_from(model_options, needed=any(methods.needs(i, "needs_model", {}) for i in impls) or (
         use_repair and bool(model_options["model"])), what=f"--method {method}")
     reject_model_only(config, why=f"--method {method} calls none (an LLM method does, and --repair with --model)")
+    models = model_options["models"]
+    if len(models) > 1 and not methods.needs(impls[0], "needs_model", {}):
+        raise click.UsageError(f"several --model answer with a method that calls a model; --method {method} "
+                               "calls none (e.g. -m card)")
+    if len(set(models)) < len(models):
+        raise click.UsageError("each --model is named once: one model's repetition is no second opinion")
+    more = [model_config_from({**model_options, "model": name}, needed=True, what=f"--model {name}")
+            for name in models[1:]]
     memory = open_memory(memory_path)
-    with open_backend_from(data, uri, timeout) as backend, errors_as_click(), model_client(config) as model:
+    with contextlib.ExitStack() as stack:
+        backend = stack.enter_context(open_backend_from(data, uri, timeout))
+        stack.enter_context(errors_as_click())
+        model = stack.enter_context(model_client(config))
+        more_models = tuple(stack.enter_context(model_client(c)) for c in more)
         record = ask.run(question, backend, db, method=method, repair=use_repair,
                          cache=not model_options["no_cache"], timeout=timeout, max_rows=max_rows, model=model,
                          options={"min_confidence": min_confidence, "max_steps": max_steps, "memory": memory},
                          warn=warn, max_question_chars=max_question_chars, also=also,
-                         allow_unresolved=allow_unresolved)
+                         allow_unresolved=allow_unresolved, more_models=more_models)
         if as_json:
             io.write_records([record])
         elif explain:

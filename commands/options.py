@@ -247,7 +247,7 @@ def _budget(ctx, param, value):
     return budget
 
 
-def model_options(fn):
+def model_options(fn=None, *, several: bool = False):
     """The model bundle, collected into one `model_options` dict argument.
 
     `--model` (env NLQ_MODEL), `--base-url` (env NLQ_BASE_URL), `--api-key`
@@ -255,13 +255,22 @@ def model_options(fn):
     `--option KEY=VALUE`, `--json-mode`, `--concurrency`, `--request-timeout`,
     `--max-reply-bytes`, `--budget calls=N,tokens=M` (env NLQ_BUDGET),
     `--cache FILE` (env NLQ_CACHE) / `--no-cache`, `--offline`, `--log FILE`.
-    Turn it into a ModelConfig with `model_config_from`."""
+    Turn it into a ModelConfig with `model_config_from`.
+
+    With `several` (`@model_options(several=True)`), `--model` may be repeated:
+    `model_options["models"]` holds every name given (NLQ_MODEL may list several,
+    separated by spaces), `model_options["model"]` the first."""
+    if fn is None:
+        return functools.partial(model_options, several=several)
     from nlq.llm.config import DEFAULT_MAX_REPLY_BYTES
 
     names = ("model", "base_url", "api_key", "temperature", "max_tokens", "option", "json_mode", "concurrency",
              "request_timeout", "cache", "no_cache", "offline", "log", "max_reply_bytes", "budget", "draw")
 
-    @click.option("--model", envvar="NLQ_MODEL", help="Model name sent to the endpoint (env NLQ_MODEL).")
+    @click.option("--model", envvar="NLQ_MODEL", multiple=several,
+                  help="Model name sent to the endpoint (env NLQ_MODEL)." + (
+                      " Repeatable: every model answers, the selection chooses among their answers and "
+                      "--explain shows which models agreed." if several else ""))
     @click.option("--base-url", envvar="NLQ_BASE_URL",
                   help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (env NLQ_BASE_URL).")
     @click.option("--api-key", envvar="NLQ_API_KEY", show_default=False,
@@ -300,7 +309,11 @@ def model_options(fn):
                        "--option seed=N).")
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        kwargs["model_options"] = {name: kwargs.pop(name) for name in names}
+        bundle = {name: kwargs.pop(name) for name in names}
+        given = bundle["model"]
+        models = tuple(given or ()) if several else ((given,) if given else ())
+        bundle["model"], bundle["models"] = (models[0] if models else None), models
+        kwargs["model_options"] = bundle
         return fn(*args, **kwargs)
     return wrapper
 

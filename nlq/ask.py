@@ -41,7 +41,7 @@ from nlq import __version__, card, execute, generate, io, witness
 from nlq import repair as repair_stage
 from nlq import index as grounding
 from nlq import text as text_module
-from nlq.errors import AbstainedError, BackendError, NlqError, NoAnswerError, failure
+from nlq.errors import AbstainedError, BackendError, ModelConfigError, NlqError, NoAnswerError, failure
 from nlq.mql import serialize
 from nlq.mql.fields import read_paths
 from nlq.methods.rules.accounting import describe
@@ -107,13 +107,17 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
         timeout: float = 20.0, max_rows: int = 100_000, options: dict | None = None, model=None,
         warn: Callable[[str], None] | None = None,
         max_question_chars: int = witness.DEFAULT_MAX_QUESTION_CHARS, also: tuple = (),
-        allow_unresolved: bool = False) -> dict:
+        allow_unresolved: bool = False, more_models: tuple = ()) -> dict:
     """The answer record of one question on `db` (see the module docstring).
 
     A question longer than `max_question_chars` is a typed `input_too_large` failure.
 
     `model` is the ChatClient of a method that calls a model (`needs_model`); `options`
     are the method's (`min_confidence`, `max_steps`, ...), as `nlq generate` passes them.
+    `more_models` are further ChatClients: each answers with `method` too, every
+    prediction is a candidate of the selection, and each is its own system
+    (`prediction.system` = `METHOD@MODEL`), so `repair.agreed` names the models that agreed.
+    `also` names further methods, answering with `model`.
 
     A prediction whose reading left out words stating a constraint (`unresolved`, see
     `nlq.methods.rules.accounting`) answers another question: the record abstains (the
@@ -145,6 +149,15 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
     for name in also:
         other, = generate.run([witnessed], name, context, max_question_chars=max_question_chars)
         others.append(other)
+    if more_models:
+        if model is None:
+            raise ModelConfigError("several models answer only with a method that calls a model")
+        record = tag_system(record, model)
+        for client in more_models:
+            own = generate.Context(indexes, backend=backend, model=client,
+                                   **{"timeout": timeout, "max_rows": max_rows, **(options or {})})
+            other, = generate.run([witnessed], method, own, max_question_chars=max_question_chars)
+            others.append(tag_system(other, client))
     t = lap("generate", t)
     generated = record.get("prediction") or {}
     if others:  # several systems: their predictions are candidates, selection chooses (who agreed is shown)
@@ -193,6 +206,15 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
     timings["total"] = round((time.perf_counter() - started) * 1000, 3)
     record["explain"] = explain
     return record
+
+
+def tag_system(record: dict, client) -> dict:
+    """The record with its prediction's `system` naming the model that answered (`METHOD@MODEL`):
+    the selection counts two models as two systems, one model's repetition as one."""
+    prediction = record.get("prediction")
+    if not isinstance(prediction, dict):
+        return record
+    return {**record, "prediction": {**prediction, "system": f"{prediction.get('method')}@{client.config.model}"}}
 
 
 def remember(record: dict, memory) -> int:

@@ -68,7 +68,7 @@ from nlq.mql import analyze
 from nlq.mql.mongosh import parse_query
 from nlq.normexec import prepare
 from nlq.score import submitted_query
-from nlq.selection import Evidence, columns_of, pipeline_shape, representative
+from nlq.selection import Evidence, builds_values, columns_of, pipeline_shape, representative
 
 STAGE = "repair"
 NO_VALID_CANDIDATE = "no_valid_candidate"
@@ -305,31 +305,48 @@ def vote(candidates: list[Candidate], weighted: bool = False, voters: str = "adm
 
 
 def system_of(submitted, position: int) -> str:
-    """The system a candidate comes from: its prediction's `method` (two runs of one method are one
-    system: their agreement is repetition, not independent evidence), else `candidate <position>`."""
-    method = submitted.get("method") if isinstance(submitted, dict) else None
-    return method if isinstance(method, str) and method else f"candidate {position}"
+    """The system a candidate comes from: its prediction's `system` (`nlq ask` with several models
+    names each `METHOD@MODEL`), else its `method` (two runs of one method are one system: their
+    agreement is repetition, not independent evidence), else `candidate <position>`."""
+    for key in ("system", "method"):
+        name = submitted.get(key) if isinstance(submitted, dict) else None
+        if isinstance(name, str) and name:
+            return name
+    return f"candidate {position}"
 
 
 def evidence_of(candidates: list[Candidate]) -> list[Evidence]:
     """What selection reads of each candidate (:class:`nlq.selection.Evidence`): its system, its
     result group (equal results, equal `cluster`), its result's shape and its violations."""
     keys: dict = {}
+    sets: dict = {}
     first: dict = {}
     out = []
     for c in candidates:
-        cluster = keys.setdefault(result_key(c.rows), len(keys)) if c.executed else None
+        counts = prepare(c.rows).counts if c.executed else None
+        cluster = keys.setdefault(frozenset(counts.items()), len(keys)) if counts is not None else None
+        set_cluster = sets.setdefault(frozenset(counts), len(sets)) if counts is not None else None
         if cluster is not None:
             first.setdefault(cluster, c.rows)
         sorted_, limit = pipeline_shape(c.query.pipeline) if c.query is not None else (False, None)
         rows = c.rows or []
-        out.append(Evidence(system_of(c.submitted, c.position), c.position, cluster, len(rows), columns_of(rows),
-                            tuple(v.check for v in c.violations), confidence_of(c), sorted_, limit))
+        system = system_of(c.submitted, c.position) if c.submitted is not None else ""  # nothing given: no vote
+        out.append(Evidence(system, c.position, cluster, len(rows), columns_of(rows),
+                            tuple(v.check for v in c.violations), confidence_of(c), sorted_, limit,
+                            distinct=len(counts) if counts is not None else None, set_cluster=set_cluster,
+                            built=c.query is not None and builds_values(c.query.pipeline),
+                            **_size(c.query.pipeline if c.query is not None else None)))
     near = near_results(first)
     for e in out:
         if e.cluster is not None:
             e.near = near.get(e.cluster, ())
     return out
+
+
+def _size(pipeline) -> dict:
+    """A pipeline's `joins` (its `$lookup` stages) for the selection's evidence."""
+    stages = pipeline if isinstance(pipeline, list) else []
+    return {"joins": sum(1 for s in stages if isinstance(s, dict) and "$lookup" in s)}
 
 
 NEAR_ROWS = 1000  # results compared with each other up to this many rows

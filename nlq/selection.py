@@ -31,7 +31,11 @@ be seen without the gold:
 - the result's shape against the question: one value asked (how many, what
   is the total/average/maximum ...) and one row returned or not, the N rows
   of a "top N" / "first N", a list asked and a single row returned, the
-  columns the question names, an order asked and no `$sort`.
+  columns the question names, an order asked and no `$sort`;
+- the result itself: repeated rows (`repeated_rows`, and `repeated_distinct`
+  when the question asks for distinct values), the share of systems whose
+  result is the same set of rows repeated otherwise (`set_share`), values
+  the pipeline built rather than read (`built`), its `$lookup` joins (`joins`).
 
 The group with the highest probability wins; its probability, recalibrated
 (Platt scaling of the winner's score, fitted out of database), is
@@ -63,7 +67,7 @@ class Evidence:
     """What selection knows of one candidate (nothing of the gold): its system, its result's
     identity (`cluster`, equal for equal results of one record) and shape, and its violations."""
 
-    system: str
+    system: str                    # "": nothing was submitted (a run's null prediction), no vote
     position: int
     cluster: int | None            # None: it did not execute
     rows: int = 0
@@ -73,6 +77,10 @@ class Evidence:
     sorted: bool = False           # the pipeline has a $sort (or a sorted find)
     limit: int | None = None       # the pipeline's last $limit
     near: tuple = ()               # the other result groups that agree with this one but for surplus columns
+    distinct: int | None = None    # its distinct rows (fewer than `rows`: it repeats rows); None: not known
+    set_cluster: int | None = None  # the identity of its result as a set of rows (repetitions ignored)
+    built: bool = False            # it returns values it built ($concat, $toUpper, $dateToString ...), not stored ones
+    joins: int = 0                 # its pipeline's `$lookup` stages
 
     def to_json(self) -> dict:
         out = asdict(self)
@@ -81,8 +89,12 @@ class Evidence:
 
     @classmethod
     def from_json(cls, doc: dict) -> "Evidence":
+        doc = {k: v for k, v in doc.items() if k in _EVIDENCE_FIELDS}  # a cache written by another version
         return cls(**{**doc, "columns": tuple(doc.get("columns") or ()), "checks": tuple(doc.get("checks") or ()),
                       "near": tuple(doc.get("near") or ())})
+
+
+_EVIDENCE_FIELDS = frozenset(Evidence.__dataclass_fields__)
 
 
 def pipeline_shape(pipeline) -> tuple[bool, int | None]:
@@ -97,6 +109,30 @@ def pipeline_shape(pipeline) -> tuple[bool, int | None]:
         elif name == "$limit" and isinstance(arg, int) and not isinstance(arg, bool):
             limit = arg
     return sorted_, limit
+
+
+# expression operators whose value is a string built from others: an answer made of them returns values
+# no document stores (a full name glued from two fields, a reformatted date)
+BUILDERS = frozenset({"$concat", "$toUpper", "$toLower", "$substr", "$substrBytes", "$substrCP", "$dateToString",
+                      "$toString", "$trim", "$ltrim", "$rtrim", "$replaceOne", "$replaceAll"})
+
+
+def builds_values(pipeline) -> bool:
+    """Whether a pipeline's output stage ($project, $addFields, $set, $group, $replaceRoot) builds
+    a value with a string operator (:data:`BUILDERS`); a `$match` using one only filters."""
+    def uses(value) -> bool:
+        if isinstance(value, dict):
+            return any(k in BUILDERS or uses(v) for k, v in value.items())
+        if isinstance(value, list):
+            return any(uses(v) for v in value)
+        return False
+
+    for stage in pipeline if isinstance(pipeline, list) else ():
+        if isinstance(stage, dict) and len(stage) == 1:
+            (name, arg), = stage.items()
+            if name in ("$project", "$addFields", "$set", "$group", "$replaceRoot", "$replaceWith") and uses(arg):
+                return True
+    return False
 
 
 def columns_of(rows: list, most: int = 50) -> tuple:
@@ -128,6 +164,7 @@ _SUPERLATIVE = re.compile(r"\bthe (?:\w+ )?(?:most|least|highest|lowest|largest|
 _LIST = re.compile(r"^(?:list|show|find all|give all|return all|which|what are)\b|\ball\b|\beach\b")
 _ORDER = re.compile(r"\b(?:order(?:ed)?|sort(?:ed)?|ascending|descending|alphabetical(?:ly)?|rank(?:ed)?|"
                     r"from (?:the )?(?:highest|lowest|largest|smallest|oldest|youngest|most|least))\b")
+_DISTINCT = re.compile(r"\b(?:distinct|different|unique|various)\b")
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -141,6 +178,7 @@ class Asked:
     listing: bool = False     # a list ("list", "show all", "which ...")
     order: bool = False       # an order ("sorted by", "in descending order")
     words: frozenset = frozenset()
+    distinct: bool = False    # distinct values ("the different ...", "unique")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -157,7 +195,7 @@ def asked(question: str) -> Asked:
     single = top is None and not one_value and not each and bool(_SUPERLATIVE.search(text))
     words = frozenset(w for w in _WORD.findall(text) if len(w) > 1)
     return Asked(one_value, top, single, bool(_LIST.search(text)) and not one_value and not single,
-                 bool(_ORDER.search(text)), words)
+                 bool(_ORDER.search(text)), words, bool(_DISTINCT.search(text)))
 
 
 def _column_words(name: str) -> set:
@@ -181,7 +219,8 @@ def _named(columns: tuple, words: frozenset) -> float:
 FEATURES = ("answered", "share", "near_share", "same_rows", "others", "repeats", "reliability_in", "reliability_out", "has_confidence_in",
             "confidence_in", "has_confidence_out", "confidence_out", "empty", "leaked_id", "gate", "join",
             "one_value_match", "one_value_mismatch", "top_match", "top_mismatch", "single_match",
-            "single_mismatch", "list_single", "named", "columns", "order_missing")
+            "single_mismatch", "list_single", "named", "columns", "order_missing", "set_share", "repeated_rows",
+            "repeated_distinct", "built", "joins")
 
 
 def logit(p: float, eps: float = 0.02) -> float:
@@ -210,7 +249,7 @@ def features(question: str, evidence: list[Evidence], reliability) -> dict[int, 
     """The feature vector of each result group of one record (keyed by its `cluster`);
     `reliability(system) -> probability` is the per-system reliability."""
     groups = clusters_of(evidence)
-    answered = {e.system for e in evidence}
+    answered = {e.system for e in evidence if e.system}  # "": a system that gave nothing, no vote
     executed = {e.system for e in evidence if e.cluster is not None}
     want = asked(question)
     out = {}
@@ -225,6 +264,9 @@ def features(question: str, evidence: list[Evidence], reliability) -> dict[int, 
         gate = min(sum(1 for c in e.checks if c in GATE) for e in members)
         near = {e.system for other in head.near for e in groups.get(other, ())} - systems
         same_rows = {e.system for e in evidence if e.cluster is not None and e.cluster != key and e.rows == rows} - systems
+        same_set = {e.system for e in evidence if e.cluster is not None and e.cluster != key
+                    and head.set_cluster is not None and e.set_cluster == head.set_cluster} - systems
+        repeated = head.distinct is not None and head.distinct < rows
         out[key] = {
             "answered": math.log(max(len(answered), 1)),
             "share": len(systems) / max(len(answered), 1),
@@ -252,6 +294,11 @@ def features(question: str, evidence: list[Evidence], reliability) -> dict[int, 
             "named": _named(head.columns, want.words),
             "columns": math.log1p(len([c for c in head.columns if c != "_id"])),
             "order_missing": float(want.order and not any(e.sorted for e in members)),
+            "set_share": len(same_set) / max(len(answered), 1),
+            "repeated_rows": float(repeated),
+            "repeated_distinct": float(repeated and want.distinct),
+            "built": float(all(e.built for e in members)),
+            "joins": float(min(e.joins for e in members)),
         }
     return out
 
@@ -322,7 +369,7 @@ class Selector:
         """The Platt scaling for a record answered by this many systems."""
         if not self.by_answered:
             return self.calibration
-        n = len({e.system for e in evidence})
+        n = len({e.system for e in evidence if e.system})
         keys = sorted(int(k) for k in self.by_answered)
         fit = max((k for k in keys if k <= n), default=keys[0])
         return tuple(self.by_answered[str(fit)])
@@ -343,15 +390,16 @@ class Selector:
         return round(_sigmoid(a * self.score(vector) + b), 4)
 
     def choose(self, question: str, evidence: list[Evidence]) -> Choice:
-        """The result group most likely right, with its calibrated confidence; ties go to more
-        systems, then the group whose first candidate comes first."""
+        """The result group most likely right, with its calibrated confidence; where the choice
+        model ties, the probability model decides, then more systems, then the group whose first
+        candidate comes first."""
         vectors = features(question, evidence, self.system_reliability)
         if not vectors:
             return Choice(None, 0.0)
         groups = clusters_of(evidence)
         scores = {key: self.score(v) for key, v in vectors.items()}
         picks = {key: sum(self.choice_of(name) * value for name, value in v.items()) for key, v in vectors.items()}
-        best = max(scores, key=lambda k: (round(picks[k], 9), vectors[k]["share"],
+        best = max(scores, key=lambda k: (round(picks[k], 9), round(scores[k], 9), vectors[k]["share"],
                                           -min(e.position for e in groups[k])))
         a, b = self.scaling(evidence)
         agreed = sorted({e.system for e in groups[best]})
@@ -373,4 +421,4 @@ def _shipped() -> Selector:
 
 
 __all__ = ["Evidence", "Asked", "asked", "features", "representative", "FEATURES", "Selector", "Choice", "clusters_of",
-           "pipeline_shape", "columns_of", "logit"]
+           "pipeline_shape", "columns_of", "builds_values", "logit"]

@@ -321,3 +321,40 @@ def test_several_methods_answer_and_the_explanation_says_who_agreed(runner, cach
     explained = runner.invoke(cli, ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--also",
                                     "nlq-only", "--explain", *model_args(fake_llm, tmp_path), PENICILLIN]).stdout
     assert "selected: from card, agreed by card, nlq-only; confidence" in explained
+
+
+def by_model(wrong_model: str):
+    """A responder whose model `wrong_model` counts the wrong field, the others the right one."""
+    from tests.fakellm import reply
+
+    def respond(body):
+        field = "allergy" if body["model"] == wrong_model else "allergies"
+        return reply(orjson.dumps({"collection": "patients", "pipeline": [
+            {"$match": {field: "penicillin"}}, {"$count": "count"}]}).decode())
+    return respond
+
+
+def test_several_models_answer_each_its_own_system_and_the_selection_names_who_agreed(runner, cache, fake_llm,
+                                                                                     tmp_path):
+    fake_llm.responder = by_model("m3")
+    args = ["ask", "--data", str(WORLDS), "--db", "clinic", "-m", "card", "--base-url", fake_llm.url,
+            "--cache", str(tmp_path / "llm.sqlite"), "--model", "m1", "--model", "m2", "--model", "m3"]
+    result = runner.invoke(cli, [*args, "--json", PENICILLIN])
+    assert result.exit_code == 0, result.output
+    record, = rows_of(result.stdout)
+    assert sorted(b["model"] for b in fake_llm.bodies) == ["m1", "m2", "m3"]  # every model was asked
+    assert [c["system"] for c in record["candidates"]] == ["card@m2", "card@m3"]
+    assert record["repair"]["agreed"] == ["card@m1", "card@m2"]  # m3's empty count lost to the two that agree
+    assert record["prediction"]["pipeline"][0] == {"$match": {"allergies": "penicillin"}}
+    explained = runner.invoke(cli, [*args, "--explain", PENICILLIN]).stdout
+    assert "agreed by card@m1, card@m2; confidence" in explained
+
+
+def test_several_models_need_an_llm_method_and_distinct_names(runner, cache, fake_llm, tmp_path):
+    base = ["ask", "--data", str(WORLDS), "--db", "clinic", "--base-url", fake_llm.url]
+    rules = runner.invoke(cli, [*base, "--model", "a", "--model", "b", "--repair", PENICILLIN])
+    assert rules.exit_code == 2 and "several --model answer with a method that calls a model" in rules.stderr
+    twice = runner.invoke(cli, [*base, "-m", "card", "--model", "a", "--model", "a", PENICILLIN])
+    assert twice.exit_code == 2 and "each --model is named once" in twice.stderr
+    assert fake_llm.bodies == []
+

@@ -199,3 +199,52 @@ def test_agreement_but_for_a_helper_column_counts():
     assert chosen("List the names of labs in the North.", evidence) in (0, 1)
     vector = features("List the names of labs in the North.", evidence, lambda s: 0.8)
     assert vector[0]["near_share"] == pytest.approx(1 / 3) and vector[2]["near_share"] == 0.0
+
+
+def test_the_evidence_reads_repetitions_built_values_and_size(backend):
+    names = q("a", {"$project": {"_id": 0, "city": 1}})
+    cities = q("b", {"$group": {"_id": "$city"}}, {"$project": {"_id": 0, "city": "$_id"}})
+    glued = q("c", {"$project": {"_id": 0, "label": {"$concat": ["$name", " / ", "$city"]}}})
+    joined = q("d", {"$lookup": {"from": "labs", "localField": "city", "foreignField": "city", "as": "same"}},
+               {"$project": {"_id": 0, "city": 1}})
+    record = {"id": "w/1", "db": "w", "question": "List the cities of the labs."}
+    options = repair.Options()
+    candidates = [repair.evaluate(s, i, record, backend, INDEX, options) for i, s in
+                  enumerate([names, cities, glued, joined])]
+    a, b, c, d = repair.evidence_of(candidates)
+    assert (a.rows, a.distinct, b.rows, b.distinct) == (9, 3, 3, 3)
+    assert a.cluster != b.cluster and a.set_cluster == b.set_cluster  # the same cities, repeated or not
+    assert d.cluster == a.cluster and d.joins == 1 and a.joins == 0
+    assert c.built and not a.built and not b.built
+    vector = features("List the cities of the labs.", [a, b, c], lambda s: 0.8)
+    assert vector[a.cluster]["repeated_rows"] == 1.0 and vector[b.cluster]["repeated_rows"] == 0.0
+    assert vector[a.cluster]["set_share"] == pytest.approx(1 / 3) and vector[c.cluster]["set_share"] == 0.0
+    assert vector[c.cluster]["built"] == 1.0
+    assert features("List the different cities of the labs.", [a, b], lambda s: 0.8)[a.cluster]["repeated_distinct"] == 1.0
+
+
+def test_a_filter_that_normalises_is_no_built_value():
+    from nlq.selection import builds_values
+
+    assert not builds_values([{"$match": {"$expr": {"$eq": [{"$toLower": "$city"}, "north"]}}},
+                              {"$project": {"_id": 0, "name": 1}}])
+    assert builds_values([{"$group": {"_id": {"$toUpper": "$city"}}}])
+    assert not builds_values("not a pipeline")
+
+
+def test_repeated_rows_lose_when_distinct_values_are_asked_and_built_values_lose():
+    repeated = Evidence("a", 0, 0, 9, ("city",), (), None, distinct=3, set_cluster=0)
+    distinct = Evidence("b", 1, 1, 3, ("city",), (), None, distinct=3, set_cluster=0)
+    assert chosen("List the different cities of the labs.", [repeated, distinct]) == 1
+    assert chosen("List the different cities of the labs.", [distinct, repeated]) == 1
+    glued = Evidence("a", 0, 0, 9, ("name",), (), None, distinct=9, set_cluster=0, built=True)
+    stored = Evidence("b", 1, 1, 9, ("name",), (), None, distinct=9, set_cluster=1)
+    assert chosen("List the names of the labs.", [glued, stored]) == 1
+
+
+def test_the_fitted_directions_hold():
+    from tests.bench.select_fit import SIGNS
+
+    model = Selector.load()
+    for name, sign in SIGNS.items():
+        assert model.weights[name] * sign >= 0 and model.choice_of(name) * sign >= 0, name

@@ -42,6 +42,20 @@ from nlq.score import Scorer
 from nlq.selection import FEATURES, Evidence, Selector, clusters_of, features, logit, representative
 
 L2 = 1.0
+# The direction of the features whose meaning fixes it: agreement and a matching shape can only
+# raise a group's score, an empty result, a violation or a shape mismatch only lower it (a
+# sign-constrained fit: collinear features, a count pipeline's extra stages say, cannot turn a
+# feature's effect around). The others are fitted freely.
+SIGNS = {"share": 1, "near_share": 1, "set_share": 1, "reliability_in": 1, "reliability_out": -1,
+         "confidence_in": 1, "confidence_out": -1, "empty": -1, "leaked_id": -1, "gate": -1, "join": -1,
+         "one_value_match": 1, "one_value_mismatch": -1, "top_match": 1, "top_mismatch": -1,
+         "single_match": 1, "single_mismatch": -1, "order_missing": -1, "repeated_distinct": -1}
+
+
+def bounds(extra: int = 0) -> list:
+    """L-BFGS-B bounds of the weights (in FEATURES order) after :data:`SIGNS`, then `extra` free ones."""
+    side = {1: (0.0, None), -1: (None, 0.0)}
+    return [side.get(SIGNS.get(f), (None, None)) for f in FEATURES] + [(None, None)] * extra
 CHOICE_L2 = 10.0  # the choice model learns from the few records whose groups disagree: a firmer penalty
 MIN_SCALING = 200  # records a per-count Platt scaling needs (fewer: the pooled one)
 INNER_FOLDS = 5  # the Platt scaling's folds (databases dealt round-robin)
@@ -120,7 +134,7 @@ def subsets(records: list[dict]) -> list[dict]:
 
     out = []
     for r in records:
-        systems = sorted({e.system for e in r["evidence"]})
+        systems = sorted({e.system for e in r["evidence"] if e.system})
         for k in range(1, len(systems) + 1):
             for kept in combinations(systems, k):
                 evidence = [e for e in r["evidence"] if e.system in kept]
@@ -132,7 +146,7 @@ def subsets(records: list[dict]) -> list[dict]:
 
 
 def systems_of(records: list[dict]) -> list[str]:
-    return sorted({e.system for r in records for e in r["evidence"]})
+    return sorted({e.system for r in records for e in r["evidence"] if e.system})
 
 
 def reliability_table(records: list[dict]) -> tuple[dict, float]:
@@ -142,7 +156,8 @@ def reliability_table(records: list[dict]) -> tuple[dict, float]:
     for r in records:
         firsts = {}
         for e in r["evidence"]:
-            firsts.setdefault(e.system, e)
+            if e.system:
+                firsts.setdefault(e.system, e)
         for system, e in firsts.items():
             seen[system] += 1
             hits[system] += int(e.cluster is not None and r["right_pos"].get(e.position, 0) == 1)
@@ -201,7 +216,7 @@ def winners(records: list[dict], selector: Selector) -> list[tuple[float | None,
     best: dict = {}
     for (n, g), score, pick in zip(where, scores, choice):
         group = records[n]["groups"][g]
-        rank = (round(float(pick), 9), group[6], -group[5])
+        rank = (round(float(pick), 9), round(float(score), 9), group[6], -group[5])
         if n not in best or rank > best[n][0]:
             best[n] = (rank, float(score), group[4])
     return [(best[n][1], best[n][2]) if n in best else (None, 0) for n in range(len(records))]
@@ -236,7 +251,7 @@ def conditional_logit(x: np.ndarray, y: np.ndarray, where: list, l2: float = L2)
         grad = z.T @ (p_all - p_right) + l2 * w
         return value, grad
 
-    w = minimize(loss, np.zeros(z.shape[1]), jac=True, method="L-BFGS-B").x
+    w = minimize(loss, np.zeros(z.shape[1]), jac=True, method="L-BFGS-B", bounds=bounds()).x
     return w / std
 
 
@@ -254,7 +269,7 @@ def logistic(x: np.ndarray, y: np.ndarray, l2: float = L2) -> tuple[np.ndarray, 
         grad = np.concatenate([z.T @ (p - y) + l2 * w, [np.sum(p - y)]])
         return value, grad
 
-    theta = minimize(loss, np.zeros(z.shape[1] + 1), jac=True, method="L-BFGS-B").x
+    theta = minimize(loss, np.zeros(z.shape[1] + 1), jac=True, method="L-BFGS-B", bounds=bounds(1)).x
     w = theta[:-1] / std
     return w, float(theta[-1] - w @ mean)
 
@@ -290,7 +305,7 @@ def fit_selector(records: list[dict], calibrate: bool = True) -> Selector:
                 if score is not None:
                     scores.append(score)
                     right.append(ok)
-                    answered.append(len({e.system for e in r["evidence"]}))
+                    answered.append(len({e.system for e in r["evidence"] if e.system}))
         a, c = platt(scores, right)
         selector.calibration = (round(a, DIGITS), round(c, DIGITS))
         for n in sorted(set(answered)):  # one scaling per number of systems that answered
