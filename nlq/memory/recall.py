@@ -18,9 +18,10 @@ is the record's id, or the same record in another phrasing (`nlq import
 record's question or one of its `paraphrases`, is left out (`own_entry`).
 
 The candidate is the nearest entry's query adapted to the question
-(`nlq.memory.adapt`), with a calibrated confidence: the probability that it
-is right, by a logistic model over the similarity, what the adaptation could
-not carry over, and the method's own confidence in its reading
+(`nlq.memory.adapt`: fields re-bound to those the question names, then
+literals replaced), with a calibrated confidence: the probability that it
+is right, by a logistic model over the similarity, what the adaptation
+re-bound and could not carry over, and the method's own confidence in its reading
 (`calibration.json` beside this module, fitted out of database by `make
 calibrate-memory`).
 """
@@ -233,7 +234,7 @@ def candidate(memory: Memory, task: dict, index: dict, *, reading: dict | None =
               model: dict | None = None) -> dict | None:
     """The most probable adaptation of the `k` nearest entries, as a candidate
     `{collection, pipeline, confidence, reading, memory: {entry, score, substitutions, unmapped,
-    unplaced}, signals}`; None when the database has no usable entry."""
+    unplaced, rebound, unrebound, unread}, signals}`; None when the database has no usable entry."""
     pipeline = reading.get("pipeline") if reading else None
     best = None
     db = task.get("db") or index.get("db")

@@ -20,6 +20,12 @@ with memory, and of an oracle that picks the right one of the two; the wins
 and losses per database; the ECE of the memory candidate's confidence and of
 the chosen answer's confidence; the same for `rules --candidates 3 | repair`
 with the memory candidate among the candidates.
+
+No repeated-question benchmark is built from TEND: a question asked again in
+another phrasing is one of the same record's five paraphrases, and a record is
+never answered from an entry of itself or its paraphrases (the leak rule);
+every other record of a database is a different task, which is what the halves
+above already measure.
 """
 
 from __future__ import annotations
