@@ -284,3 +284,72 @@ def generate_line(tmp_path, *extra) -> str:
 def test_make_paper_runs_without_a_memory_unless_asked(tmp_path):
     assert "NLQ_MEMORY='' " in generate_line(tmp_path)  # the user's NLQ_MEMORY is not passed on
     assert f"NLQ_MEMORY='{tmp_path}/m.sqlite' " in generate_line(tmp_path, f"MEMORY={tmp_path}/m.sqlite")
+
+
+# -- fields re-bound ------------------------------------------------------------------------------
+
+STUDENTS = [
+    {"_id": 1, "name": "Ann", "age": 20, "weight": 61.5, "city": "Lyon", "major": "math"},
+    {"_id": 2, "name": "Bo", "age": 23, "weight": 80, "city": "Oslo", "major": "art"},
+    {"_id": 3, "name": "Cy", "age": 31, "weight": 72, "city": "Oslo", "major": "math"},
+]
+AVERAGE_AGE = [{"$group": {"_id": None, "avg": {"$avg": "$age"}}}]
+
+
+@pytest.fixture
+def school(tmp_path):
+    (tmp_path / "school").mkdir()
+    (tmp_path / "school" / "students.json").write_bytes(orjson.dumps(STUDENTS))
+    return next(grounding.build(EmbeddedBackend(tmp_path), ["school"]))
+
+
+def adapted_with_fields(index, old_q, pipeline, new_q):
+    from nlq.memory.rebind import named_fields
+    from nlq.methods.rules.schema import prepare
+
+    schema = prepare(index)
+    old_w, new_w = witness.find(old_q, index), witness.find(new_q, index)
+    fields = (named_fields(old_q, old_w, index, schema, "students", pipeline),
+              named_fields(new_q, new_w, index, schema, "students", pipeline))
+    return adapt(old_q, old_w, pipeline, new_q, new_w, fields=fields)
+
+
+def test_a_field_the_new_question_names_is_re_bound_and_reported(school):
+    adapted = adapted_with_fields(school, "What is the average age of students?", AVERAGE_AGE,
+                                  "What is the average weight of students?")
+    assert adapted.rebound == [{"from": "age", "to": "weight"}] and adapted.complete
+    assert mql.aggregate(STUDENTS, adapted.pipeline) == [{"_id": None, "avg": pytest.approx(71.1666, abs=1e-3)}]
+    # with a literal replaced too, and a group key and a sort key re-bound
+    pipeline = [{"$match": {"city": "Lyon"}}, {"$group": {"_id": "$major", "avg": {"$avg": "$age"}}},
+                {"$sort": {"_id": 1}}]
+    adapted = adapted_with_fields(school, "What is the average age of students in Lyon for each major?", pipeline,
+                                  "What is the average weight of students in Oslo for each major?")
+    assert adapted.rebound == [{"from": "age", "to": "weight"}]
+    assert adapted.substitutions == [{"from": "Lyon", "to": "Oslo", "path": "city"}]
+    assert mql.aggregate(STUDENTS, adapted.pipeline) == [{"_id": "art", "avg": 80}, {"_id": "math", "avg": 72}]
+    sorted_by = adapted_with_fields(school, "Show the name of students sorted by age.",
+                                    [{"$sort": {"age": 1}}, {"$project": {"_id": 0, "name": 1}}],
+                                    "Show the name of students sorted by weight.")
+    assert sorted_by.pipeline == [{"$sort": {"weight": 1}}, {"$project": {"_id": 0, "name": 1}}]
+
+
+def test_a_field_that_does_not_exist_is_not_invented(school):
+    adapted = adapted_with_fields(school, "What is the average age of students?", AVERAGE_AGE,
+                                  "What is the average height of students?")
+    assert adapted.rebound == [] and adapted.pipeline == AVERAGE_AGE
+
+
+def test_a_remembered_field_with_no_counterpart_is_said_and_lowers_the_confidence(school):
+    # 'major' holds text: it cannot stand where the query averages a number
+    adapted = adapted_with_fields(school, "What is the average age of students?", AVERAGE_AGE,
+                                  "What is the average major of students?")
+    assert adapted.rebound == [] and adapted.unrebound == ["age"] and adapted.unread == ["major"]
+    assert not adapted.complete
+    from nlq.memory.recall import Recalled, calibration, features, probability
+
+    recalled = Recalled(Entry(db="school", question="q", collection="students", pipeline=AVERAGE_AGE,
+                              verified_by="user"), 0.8, 0.8, 1.0)
+    clean = adapted_with_fields(school, "What is the average age of students?", AVERAGE_AGE,
+                                "What is the average weight of students?")
+    assert "unrebound" in calibration()["features"]
+    assert probability(features(recalled, adapted, 0.5, True)) < probability(features(recalled, clean, 0.5, True))

@@ -1,7 +1,15 @@
-"""A remembered query adapted to a new question: its literals replaced by the new question's.
+"""A remembered query adapted to a new question: its fields re-bound, its literals replaced.
 
-    adapted = adapt(entry_question, entry_witnesses, pipeline, question, witnesses)
+    adapted = adapt(entry_question, entry_witnesses, pipeline, question, witnesses, fields=(old, new))
     adapted.pipeline, adapted.substitutions, adapted.unmapped, adapted.unplaced
+    adapted.rebound, adapted.unrebound, adapted.unread
+
+With `fields` (what each question names, `nlq.memory.rebind.named_fields`),
+the fields the remembered question names are first re-bound to those the new
+question names at the same places (`nlq.memory.rebind`): `rebound` lists
+each `{from, to}`, `unrebound` the remembered fields kept though the new
+question names others, `unread` the fields it names that the query never
+reads. Then the literals:
 
 The remembered question's literals (its value witnesses: quoted strings,
 dates, codes, numbers, names, stored n-grams) are found in the remembered
@@ -22,6 +30,7 @@ import copy
 import re
 from dataclasses import dataclass, field
 
+from nlq.memory.rebind import Fields, rebind
 from nlq.text import normalize, number_term
 
 # value-witness sources that state a constraint (an n-gram counts when it is hard: few locations)
@@ -37,10 +46,13 @@ class Adapted:
     substitutions: list = field(default_factory=list)  # [{from, to, path}]
     unmapped: list = field(default_factory=list)       # remembered literals with no counterpart
     unplaced: list = field(default_factory=list)       # the new question's literals the query never reads
+    rebound: list = field(default_factory=list)        # [{from, to}]: fields re-bound to the question's
+    unrebound: list = field(default_factory=list)      # remembered fields kept though the question names others
+    unread: list = field(default_factory=list)         # fields the question names that the query never reads
 
     @property
     def complete(self) -> bool:
-        return not self.unmapped and not self.unplaced
+        return not self.unmapped and not self.unplaced and not self.unrebound
 
 
 def literal_witnesses(witnesses: list[dict]) -> list[dict]:
@@ -98,9 +110,13 @@ def _counterpart(old: dict, context: tuple[str, ...] | None, candidates: list[di
 
 
 def adapt(entry_question: str, entry_witnesses: list[dict], pipeline: list, question: str,
-          witnesses: list[dict]) -> Adapted:
-    """`pipeline` (the remembered query of `entry_question`) with its literals replaced by those of
-    `question`; see the module docstring."""
+          witnesses: list[dict], *, fields: tuple[Fields, Fields] | None = None) -> Adapted:
+    """`pipeline` (the remembered query of `entry_question`) with its fields re-bound (given what both
+    questions name, `fields = (old, new)`) and its literals replaced by those of `question`; see the
+    module docstring."""
+    rebinding = rebind(pipeline, *fields) if fields is not None else None
+    if rebinding is not None:
+        pipeline = rebinding.pipeline
     old_literals = literal_witnesses(entry_witnesses)
     new_literals = literal_witnesses(witnesses)
     shared = {normalize(str(w["term"])) for w in old_literals} & {normalize(str(w["term"])) for w in new_literals}
@@ -109,6 +125,8 @@ def adapt(entry_question: str, entry_witnesses: list[dict], pipeline: list, ques
     old_numbers = numbers(entry_question)
     new_numbers = numbers(question)
     out = Adapted(copy.deepcopy(pipeline))
+    if rebinding is not None:
+        out.rebound, out.unrebound, out.unread = rebinding.rebound, rebinding.unrebound, rebinding.unread
     used: set[int] = set()   # ids of new witnesses placed
     replaced: set[int] = set()  # ids of old witnesses replaced
 

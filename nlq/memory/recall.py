@@ -18,9 +18,10 @@ is the record's id, or the same record in another phrasing (`nlq import
 record's question or one of its `paraphrases`, is left out (`own_entry`).
 
 The candidate is the nearest entry's query adapted to the question
-(`nlq.memory.adapt`), with a calibrated confidence: the probability that it
-is right, by a logistic model over the similarity, what the adaptation could
-not carry over, and the method's own confidence in its reading
+(`nlq.memory.adapt`: fields re-bound to those the question names, then
+literals replaced), with a calibrated confidence: the probability that it
+is right, by a logistic model over the similarity, what the adaptation
+re-bound and could not carry over, and the method's own confidence in its reading
 (`calibration.json` beside this module, fitted out of database by `make
 calibrate-memory`).
 """
@@ -38,6 +39,7 @@ import orjson
 
 from nlq.errors import NlqError
 from nlq.memory.adapt import adapt, literal_witnesses
+from nlq.memory.rebind import Fields, joins, named_fields
 from nlq.memory.store import Entry, Memory
 from nlq.text import STOPWORDS, normalize, singular, tokens
 from nlq.witness import find as find_witnesses
@@ -132,6 +134,23 @@ class _Profile:
         n = len(entries)
         self.idf = {t: math.log((1 + n) / (1 + d)) + 1.0 for t, d in df.items()}
         self.default_idf = math.log(1 + n) + 1.0
+        self.index = index
+        self.grounding = None
+        self.fields: dict[int, Fields] = {}  # entry id -> what its question names
+
+    def schema(self):
+        """What `rules` reads of the index (once per database and run)."""
+        if self.grounding is None:
+            from nlq.methods.rules.schema import prepare
+
+            self.grounding = prepare(self.index)
+        return self.grounding
+
+    def named(self, entry: Entry, witnesses: list[dict]) -> Fields:
+        if entry.id not in self.fields:
+            self.fields[entry.id] = named_fields(entry.question, witnesses, self.index, self.schema(),
+                                                 entry.collection, entry.pipeline)
+        return self.fields[entry.id]
 
     def weight(self, term: str) -> float:
         return self.idf.get(term, self.default_idf)
@@ -182,6 +201,9 @@ def features(recalled: Recalled, adapted, own_confidence: float | None, same_col
         "unplaced": float(len(adapted.unplaced)),
         "own": float(own_confidence) if own_confidence is not None else 0.5,
         "same_collection": float(same_collection),
+        "rebound": float(len(adapted.rebound)),
+        "unrebound": float(len(adapted.unrebound)),
+        "unread": float(len(adapted.unread)),
     }
 
 
@@ -212,13 +234,20 @@ def candidate(memory: Memory, task: dict, index: dict, *, reading: dict | None =
               model: dict | None = None) -> dict | None:
     """The most probable adaptation of the `k` nearest entries, as a candidate
     `{collection, pipeline, confidence, reading, memory: {entry, score, substitutions, unmapped,
-    unplaced}, signals}`; None when the database has no usable entry."""
+    unplaced, rebound, unrebound, unread}, signals}`; None when the database has no usable entry."""
     pipeline = reading.get("pipeline") if reading else None
     best = None
+    db = task.get("db") or index.get("db")
+    asked: dict[tuple, Fields] = {}  # what the question names, per remembered collection and joins
     for recalled, entry_witnesses in nearest(memory, task, index, k, reading=pipeline, cache=cache):
         entry = recalled.entry
+        known = profile(memory, db, index, cache)
+        key = (entry.collection, tuple(sorted(joins(entry.pipeline).items())))
+        if key not in asked:
+            asked[key] = named_fields(task["question"], task.get("witnesses") or [], index, known.schema(),
+                                      entry.collection, entry.pipeline)
         adapted = adapt(entry.question, entry_witnesses, entry.pipeline, task["question"],
-                        task.get("witnesses") or [])
+                        task.get("witnesses") or [], fields=(known.named(entry, entry_witnesses), asked[key]))
         same = reading is not None and reading.get("collection") == entry.collection
         signals = features(recalled, adapted, own_confidence, same)
         p = probability(signals, model)
@@ -227,6 +256,7 @@ def candidate(memory: Memory, task: dict, index: dict, *, reading: dict | None =
                     "reading": f"memory entry {entry.id}",
                     "memory": {"entry": entry.id, "question": entry.question, "score": round(recalled.score, 4),
                                "substitutions": adapted.substitutions, "unmapped": adapted.unmapped,
-                               "unplaced": adapted.unplaced},
+                               "unplaced": adapted.unplaced, "rebound": adapted.rebound,
+                               "unrebound": adapted.unrebound, "unread": adapted.unread},
                     "signals": signals}
     return best

@@ -20,6 +20,12 @@ with memory, and of an oracle that picks the right one of the two; the wins
 and losses per database; the ECE of the memory candidate's confidence and of
 the chosen answer's confidence; the same for `rules --candidates 3 | repair`
 with the memory candidate among the candidates.
+
+No repeated-question benchmark is built from TEND: a question asked again in
+another phrasing is one of the same record's five paraphrases, and a record is
+never answered from an entry of itself or its paraphrases (the leak rule);
+every other record of a database is a different task, which is what the halves
+above already measure.
 """
 
 from __future__ import annotations
@@ -122,12 +128,21 @@ def run_split(name: str, with_repair: bool = True) -> list[dict] | None:
 def through_repair(name: str, witnessed: list[dict], indexes: dict, backend, memory: Memory) -> None:
     """EXC of `rules --candidates 3 | repair` (no model: gate, execution, confidence-weighted vote)
     without and with the memory (its candidate among the others, by the shipped calibration)."""
+    per_db = []
     for label, options in (("without memory", {}), ("with memory", {"memory": memory})):
         context = generate.Context(indexes, candidates=3, **options)
         generated = [next(generate.run([dict(w)], "rules", context)) for w in witnessed]
         repaired = list(repair.run(generated, backend, indexes))
-        exc = sum(r["score"]["exc"] for r in score.run(repaired, backend))
-        print(f"{name}: rules --candidates 3 | repair, {label}: {100 * exc / len(witnessed):.1f}% EXC")
+        by_db: collections.Counter = collections.Counter()
+        for r in score.run(repaired, backend):
+            by_db[r["db"]] += r["score"]["exc"]
+        per_db.append(by_db)
+        print(f"{name}: rules --candidates 3 | repair, {label}: {100 * sum(by_db.values()) / len(witnessed):.1f}% EXC")
+    dbs = {w["db"] for w in witnessed}
+    wins = sum(per_db[1][db] > per_db[0][db] for db in dbs)
+    losses = sorted(db for db in dbs if per_db[1][db] < per_db[0][db])
+    print(f"{name}: repair with memory: databases helped {wins}, hurt {len(losses)}, "
+          f"unchanged {len(dbs) - wins - len(losses)}" + (f" (hurt: {', '.join(losses)})" if losses else ""))
 
 
 def folds(rows: list[dict]) -> dict[str, int]:
