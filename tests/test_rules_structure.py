@@ -476,3 +476,36 @@ def test_the_entity_right_after_most_is_counted_not_a_measure_named_later():
     ir = ir_of("Which region has the most peaks that were first climbed after 1900?")
     assert [f.mql for f in ir.group_by] == ["Region"] and ir.sort == [("count", -1)]
     assert [(f.field.mql, f.op) for f in ir.filters] == [("First_Climbed", "$gt")]
+
+
+# -- an array inside the entity a relative clause is said of ----------------------------------------------------
+
+BANKS = {
+    "db": "banks",
+    "collections": {"bank": {"count": 3, "sampled": 3}},
+    "lattice": [
+        entry("bank", "bname", present=3),
+        entry("bank", "customer", kind="array", types={"array": 3}, present=3),
+        entry("bank", "customer[].cust_name", present=6),
+        entry("bank", "customer[].credit_score", types={"int": 6}, present=6),
+        entry("bank", "customer[].loan", kind="array", types={"array": 6}, present=6),
+        entry("bank", "customer[].loan[].amount", types={"int": 4}, present=4),
+        entry("bank", "loan", kind="array", types={"array": 3}, present=3),
+        entry("bank", "loan[].amount", types={"int": 4}, present=4),
+    ],
+    "values": {},
+}
+
+
+@pytest.mark.parametrize("question, op, value", [
+    ("Find the name and credit score of the customers who have some loans.", "$gte", 1),
+    ("Show the names of customers that have any loan.", "$gte", 1),
+    ("Find the name of customers who do not have any loans.", "$eq", 0),
+])
+def test_having_an_array_said_of_array_elements_reads_their_own_array(question, op, value):
+    """'customers who have loans': each customer's own `customer.loan[]`, tested after the
+    customers are unwound — not the bank document's `loan[]`."""
+    pipeline = rules.render(rules.build_ir(question, [], BANKS))
+    unwind = pipeline.index({"$unwind": "$customer"})
+    size = {"$expr": {op: [{"$size": {"$ifNull": ["$customer.loan", []]}}, value]}}
+    assert {"$match": size} in pipeline[unwind + 1:], pipeline

@@ -10,7 +10,7 @@ from nlq.methods.rules.vocabulary import (BETWEEN, COMPARATORS, NEGATIONS, NUMBE
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denied, is_year, plain_word, to_number, word_match
-from nlq.methods.rules.grounding import TEMPORAL_COMPARATORS, array_named, measure_field, number_fits, object_named
+from nlq.methods.rules.grounding import TEMPORAL_COMPARATORS, array_named, array_of_subject, measure_field, number_fits, object_named
 
 
 def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int]) -> list[tuple[str, str, str]]:
@@ -329,8 +329,9 @@ def detect_absence(q: Question, fields: list[Field], consumed: set[int]) -> list
     for at, word in enumerate(q.raw):
         if word not in NEGATIONS and word != "empty" or word in SETTING_ASIDE or at in consumed:
             continue
+        subject = _subject_before(q, at)
         for j in range(at + 1, min(at + (3 if word == "empty" else 6), len(q.raw))):
-            array = array_named(q, j, fields)
+            array = array_of_subject(q, j, fields, subject) or array_named(q, j, fields)
             if array is not None and j not in consumed:
                 filters.append(Filter(array, "$eq", 0, at, size=True))
                 consumed.update(range(at, j + 1))
@@ -347,6 +348,18 @@ def detect_absence(q: Question, fields: list[Field], consumed: set[int]) -> list
     return filters
 
 
+RELATIVES = frozenset({"who", "that", "which", "whose"})
+
+
+def _subject_before(q: Question, at: int) -> int:
+    """The word a relative clause around `at` is said of ('customers who do not have ...':
+    customers), or -1."""
+    for j in range(at - 1, max(-1, at - 4), -1):
+        if q.raw[j] in RELATIVES:
+            return j - 1
+    return -1
+
+
 HAVING_SOME = re.compile(r"\b(?:that|who|which)\s+(?:currently\s+|still\s+|actually\s+|already\s+|do\s+|does\s+)?"
                          r"(?:has|have|had|own|owns|contain|contains|include|includes)\s+"
                          r"(?:any\s+|some\s+|at least one\s+|one or more\s+)?")
@@ -359,7 +372,7 @@ def detect_presence(q: Question, fields: list[Field], consumed: set[int], filter
     found = []
     for m in HAVING_SOME.finditer(q.text.lower()):
         j = q.word_at(m.end())
-        array = array_named(q, j, fields)
+        array = array_of_subject(q, j, fields, q.word_at(m.start()) - 1) or array_named(q, j, fields)
         if array is None or j in consumed or any(array.mql in (f.field.mql, *f.field.arrays) for f in filters):
             continue
         if j + 1 < len(q.raw) and q.raw[j + 1] in ("with", "whose", "that", "who", "which", "of", "in", "at"):

@@ -253,6 +253,20 @@ def array_named(q: Question, at: int, fields: list[Field], top_level: bool = Tru
     return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else None
 
 
+def array_of_subject(q: Question, at: int, fields: list[Field], subject_at: int) -> Field | None:
+    """The array the word at `at` names inside the entity the word at `subject_at` names
+    ('customers who have some loans', customers the elements of `customer[]`: each
+    customer's own `customer.loan[]`, not the document's `loan[]`), or None."""
+    if subject_at < 0 or at >= len(q.stems):
+        return None
+    subject = array_named(q, subject_at, fields, top_level=False)
+    if subject is None:
+        return None
+    named = [f for f in fields if f.kind == "array" and f.words and f.mql.startswith(subject.mql + ".")
+             and word_match(q.stems[at], f.words[-1]) >= 0.85]
+    return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else None
+
+
 def measure_field(fields: list[Field], measure: str, numeric: bool = True) -> Field | None:
     """The field a measure word names ('price' also by 'cost'; 'year' also a field
     whose stored values are calendar years, such as `Founded`), least nested first;

@@ -108,7 +108,9 @@ def _traversal(ir: IR) -> list[tuple[str, str]]:
 
 def _is_late(f: Filter, ir: IR) -> bool:
     """A filter that must wait for an unwind or an expansion on its path."""
-    if f.size or f.op in ("$elemMatch", "$all"):
+    if f.size:  # the size of an array inside another one waits for the outer one's unwind
+        return bool({a for a in f.field.arrays if a != f.field.mql} & set(ir.unwinds))
+    if f.op in ("$elemMatch", "$all"):
         return False  # a condition on the whole array ('$all': its elements hold every value)
     return bool(set(f.field.arrays) & set(ir.unwinds)) or any(m in ir.expand for m in f.field.maps)
 
