@@ -509,3 +509,30 @@ def test_having_an_array_said_of_array_elements_reads_their_own_array(question, 
     unwind = pipeline.index({"$unwind": "$customer"})
     size = {"$expr": {op: [{"$size": {"$ifNull": ["$customer.loan", []]}}, value]}}
     assert {"$match": size} in pipeline[unwind + 1:], pipeline
+
+
+PEOPLE = {
+    "db": "ventures",
+    "collections": {"people": {"count": 4, "sampled": 4}},
+    "lattice": [
+        entry("people", "Name"), entry("people", "Height", types={"double": 4}),
+        entry("people", "entrepreneur", kind="array", types={"array": 4}),
+        entry("people", "entrepreneur[].Company", present=2),
+        entry("people", "entrepreneur[].Money_Requested", types={"double": 2}, present=2),
+    ],
+    "values": {},
+}
+
+
+@pytest.mark.parametrize("question, has", [
+    ("What are the names of entrepreneurs?", True),
+    ("Show the heights of entrepreneurs.", True),
+    ("What are the names of people?", False),
+    ("What are the companies of entrepreneurs?", False),    # their own values: the elements, unwound
+])
+def test_the_values_of_an_entity_kept_in_an_array_are_of_documents_holding_one(question, has):
+    """'the names of entrepreneurs', entrepreneurs an array of each person: only people with an
+    entrepreneur element are entrepreneurs."""
+    ir = rules.build_ir(question, [], PEOPLE)
+    sizes = [(f.field.mql, f.op, f.value) for f in ir.filters if f.size]
+    assert (sizes == [("entrepreneur", "$gte", 1)]) is has, sizes

@@ -375,6 +375,30 @@ def read_per_group(s: State) -> None:
     ir.sort = ir.sort or default_order(ir, identifier(s.index, s.collection, s.fields))
 
 
+def read_entity_presence(s: State) -> None:
+    """'the names of entrepreneurs', entrepreneurs an array of each person: the question's
+    entity is the array's elements, the values shown are their documents', so a document
+    stands for one only if its array has an element. Only when the reading reads nothing
+    inside any array (a condition, a value shown, a count of elements: then those elements
+    may be what the question is about) and the whole array name is said, as a plural."""
+    q, ir, names = s.q, s.ir, split_name(s.collection)
+    named = {i for m in s.mentions for i in range(m.start, m.end)}  # words naming a field of the documents
+    used = [f for f in (*[f.field for f in ir.filters], *ir.outputs, *ir.group_by, *ir.sizes,
+                        *[f for _, f in ir.aggregates if f is not None], *[k for k, _ in ir.sort if isinstance(k, Field)])]
+    if ir.count or not ir.outputs or any(f.arrays or f.kind == "array" for f in used):
+        return
+    for at in sorted(s.entities & s.plural):
+        array = array_named(q, at, s.fields)
+        if array is None or at in named or q.raw[at] in STOPWORDS \
+                or any(word_match(q.stems[at], w) >= 0.85 for w in names):
+            continue
+        words = [w for w in array.words if w not in STOPWORDS]
+        said = q.stems[max(0, at - len(words) + 1):at + 1]
+        if len(said) == len(words) and all(word_match(a, b) >= 0.85 for a, b in zip(said, words)):
+            ir.filters.append(Filter(array, "$gte", 1, at, size=True))
+            return
+
+
 def counted_inside(ir: IR) -> None:
     """'the teams that suffered more than three eliminations', each elimination holding its
     team: what is shown lives in the array whose size is compared, so the elements are
@@ -452,7 +476,7 @@ def plan_traversal(s: State) -> None:
 
 
 PASSES = (read_limits, read_having, read_filters, read_literals, read_counts, read_grouping, read_aggregates,
-          read_order, read_outputs, read_per_group, read_coverage, plan_traversal)
+          read_order, read_outputs, read_per_group, read_entity_presence, read_coverage, plan_traversal)
 
 
 def read(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,
