@@ -7,6 +7,7 @@ hand-written schema configuration. The package follows the flow:
     schema.py       fields of every collection, with the words that name them
     question.py     the question's words (the tokenizer shared with witness) and the spans naming fields
     grounding.py    the collection, witnessed literals bound to stored forms, attribute bags
+    joins.py        another collection a question reaches through a join edge, as a virtual array
     filters.py      comparisons, text patterns, null vs missing, empty arrays, flags, anti-joins, $or
     aggregation.py  count, sum, average, min, max, coordinated statistics, rounding, HAVING
     grouping.py     'for each', 'by X', date parts, the top document per group

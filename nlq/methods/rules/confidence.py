@@ -82,6 +82,8 @@ def signals(ir: IR) -> dict[str, float]:
         "filters": float(len(ir.filters)),
         "fields": float(ir.offered),
         "witnessed": float(ir.witnessed),
+        # another collection reached through a join edge (joins.py): one more decision that can be wrong
+        "joins": float(len(ir.joins)),
         # the words stating a constraint the reading left out (accounting.py), by kind
         **{f"unused_{kind}": float(sum(c["kind"] == kind for c in ir.constraints)) for kind in CONSTRAINT_KINDS},
     }

@@ -88,6 +88,7 @@ class IR:
     conditions: list = field(default_factory=list)  # (aggregate index, operator, number) per group
     presort: list = field(default_factory=list)  # (Field, dir) before grouping: each group's $first is its top
     anti_joins: list = field(default_factory=list)  # (collection, local, foreign): no document refers here
+    joins: list = field(default_factory=list)  # (alias, collection, local, foreign): its documents, $lookup'ed
     grounded_share: float = 0.0
     witnesses_bound: int = 0
     unresolved: list[str] = field(default_factory=list)
@@ -117,6 +118,7 @@ class IR:
             "conditions": [list(c) for c in self.conditions],
             "presort": [{"key": f.mql, "dir": d} for f, d in self.presort],
             "anti_joins": [list(j) for j in self.anti_joins],
+            "joins": [list(j) for j in self.joins],
             "outputs": [f.mql for f in self.outputs],
             "sizes": [f.mql for f in self.sizes],
             "unresolved": self.unresolved, "missed": self.missed, "inferred": self.inferred, "issues": self.issues,

@@ -32,6 +32,7 @@ from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
+from nlq.methods.rules.joins import reach
 from nlq.methods.rules.ordering import default_order, detect_limit, detect_order, entity_limit, superlative_limit
 from nlq.methods.rules.outputs import (asks_for_entity, count_grain, entity_outputs, full_names, grain_of, intent_word,
                                        names_array, plan_expansions, plan_unwinds, plural_attribute, unrepresented,
@@ -97,6 +98,12 @@ class State:
         meaningful = [m for m in meaningful_mentions(q, all_mentions) if m.field.mql not in avoid]
         mentions = select_mentions(meaningful, collection, entities, plural,
                                    name_span(q, collection, fields) | order_words(q))
+        # what only another collection explains, reached through a join edge (joins.py)
+        ir.joins, fields, mentions, witnesses, named = reach(q, index, grounding, collection, fields, mentions,
+                                                             meaningful, entities, witnesses)
+        if ir.joins:
+            entities = entities | named
+            ir.array_paths = frozenset(a for f in fields for a in f.arrays)
         ir.mentions = mentions
         ir.alternative = bool(avoid or variant or collection != ranked[0][0])
         return cls(q, witnesses, index, grounding, ir, fields, entities, plural, mentions, ranked=ranked,
@@ -384,7 +391,8 @@ def read_entity_presence(s: State) -> None:
     q, ir, names = s.q, s.ir, split_name(s.collection)
     named = {i for m in s.mentions for i in range(m.start, m.end)}  # words naming a field of the documents
     used = [f for f in (*[f.field for f in ir.filters], *ir.outputs, *ir.group_by, *ir.sizes,
-                        *[f for _, f in ir.aggregates if f is not None], *[k for k, _ in ir.sort if isinstance(k, Field)])]
+                        *[f for _, f in ir.aggregates if f is not None], *[k for k, _ in ir.sort if isinstance(k, Field)],
+                        *[k[1] for k, _ in ir.sort if isinstance(k, tuple)])]
     if ir.count or not ir.outputs or any(f.arrays or f.kind == "array" for f in used):
         return
     for at in sorted(s.entities & s.plural):

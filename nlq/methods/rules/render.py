@@ -107,12 +107,31 @@ def _traversal(ir: IR) -> list[tuple[str, str]]:
 
 
 def _is_late(f: Filter, ir: IR) -> bool:
-    """A filter that must wait for an unwind or an expansion on its path."""
+    """A filter that must wait for an unwind, an expansion or a join on its path."""
+    if f.field.arrays and f.field.arrays[0] in {j[0] for j in ir.joins}:
+        return True  # the joined documents exist once `$lookup` has run
     if f.size:  # the size of an array inside another one waits for the outer one's unwind
         return bool({a for a in f.field.arrays if a != f.field.mql} & set(ir.unwinds))
     if f.op in ("$elemMatch", "$all"):
         return False  # a condition on the whole array ('$all': its elements hold every value)
     return bool(set(f.field.arrays) & set(ir.unwinds)) or any(m in ir.expand for m in f.field.maps)
+
+
+def _joins_ready(ir: IR, pending: list, unwound: set[str]) -> list[dict]:
+    """The `$lookup` (and `$unwind`, when its documents are shown, grouped or sorted) of each
+    pending join whose local field no longer waits for an unwind: one inside an array that
+    is unwound joins per element, after that unwind."""
+    stages = []
+    for join in list(pending):
+        alias, other, local, foreign = join
+        waits = [a for a in ir.unwinds if local.startswith(a + ".") and a not in unwound]
+        if waits:
+            continue
+        pending.remove(join)
+        stages.append({"$lookup": {"from": other, "localField": local, "foreignField": foreign, "as": alias}})
+        if alias in ir.unwinds:
+            stages.append({"$unwind": "$" + alias})
+    return stages
 
 
 def render(ir: IR) -> list[dict]:
@@ -137,9 +156,16 @@ def render(ir: IR) -> list[dict]:
     documents_first = _ranks_documents(ir, late)
     if documents_first:  # 'the cities of the county with the most officers': pick the county, then unwind
         pipeline += _ranking(ir)
+    pending = list(ir.joins)
+    pipeline += _joins_ready(ir, pending, set())
+    done: set[str] = set()
     for kind, path in _traversal(ir):
+        if any(path == j[0] for j in ir.joins):
+            continue  # unwound right after its `$lookup`
         if kind == "unwind":
             pipeline.append({"$unwind": "$" + physical(path, ir)})
+            done.add(path)
+            pipeline += _joins_ready(ir, pending, done)
         else:
             pipeline.append({"$addFields": {_alias(path): {"$objectToArray": "$" + physical(path, ir)}}})
             pipeline.append({"$unwind": "$" + _alias(path)})

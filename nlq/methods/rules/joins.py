@@ -1,0 +1,99 @@
+"""Another collection a question reaches through a join, read as an array of the chosen one.
+
+    joins, fields, mentions, witnesses = reach(q, index, grounding, collection, fields, ...)
+
+A question about one collection often names values another one stores ('the
+last names of the authors of the paper titled "Binders Unbound"': titles in
+`Papers`, last names in `Authors`). When the index has a trusted join edge
+between the two (`schema.join_edge`) and the question names the other
+collection, or a literal only it stores, its fields are offered to the
+reading as the elements of a virtual array `_<other>` of each document —
+what `$lookup` builds — so every pass reads them as it reads an embedded
+array, and render.py emits the `$lookup` before the array is used.
+
+Only words the chosen collection cannot explain are read in the other one:
+its fields never displace one of the collection's own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from nlq.methods.rules.ir import Field, Mention
+from nlq.methods.rules.question import Question, word_match
+from nlq.methods.rules.schema import Grounding, join_edge, split_name
+
+UNNAMED = ("object", "dynamic_map", "array", "key")  # kinds a mention never reads across a join
+
+
+def alias_of(other: str) -> str:
+    """The field `$lookup` writes the other collection's documents to."""
+    return "_" + re.sub(r"[^0-9A-Za-z]+", "_", other)
+
+
+def virtual_fields(collection: str, other: str, fields: list[Field]) -> list[Field]:
+    """The other collection's fields as the elements of the array `alias_of(other)` of
+    `collection`, and that array itself (named by no word: the question names the collection)."""
+    alias = alias_of(other)
+    out = [Field(collection=collection, path=alias, mql=alias, arrays=(alias,), kind="array", type="array",
+                 words=(), context=())]
+    for f in fields:
+        if f.mql == "_id" or f.kind == "key":
+            continue
+        out.append(replace(f, collection=collection, path=f"{alias}[].{f.path}", mql=f"{alias}.{f.mql}",
+                           arrays=(alias,) + tuple(f"{alias}.{a}" for a in f.arrays),
+                           maps=tuple(f"{alias}.{m}" for m in f.maps),
+                           context=tuple(split_name(other)) + f.context))
+    return out
+
+
+def reach(q: Question, index: dict, grounding: Grounding, collection: str, fields: list[Field],
+          mentions: list[Mention], all_mentions: list[Mention], entities: set[int], witnesses: list[dict]):
+    """The join a question asks for beyond `collection`, if any: ([(alias, other, local,
+    foreign)], the fields with the other's virtual ones, the mentions with those that name
+    them, the witnesses with the other's stored literals also placed under the alias); the
+    inputs unchanged when the question reaches no other collection."""
+    covered = {i for m in mentions for i in range(m.start, m.end)} | set(entities)
+    own = {str(w.get("term")) for w in witnesses
+           if any(m.get("collection") == collection for m in w.get("matches", []))}
+    best = None
+    for other in sorted(grounding.schema):
+        if other == collection:
+            continue
+        edge = join_edge(index, collection, other)
+        if edge is None:
+            continue
+        named = {i for i, w in enumerate(q.stems) if i not in covered and w
+                 and any(word_match(w, n) >= 0.85 for n in split_name(other) if len(n) > 2)}
+        literals = [w for w in witnesses if str(w.get("term")) not in own
+                    and any(m.get("collection") == other and m.get("kind") == "value" for m in w.get("matches", []))]
+        if not (named or literals):
+            continue
+        virtual = {f.path: f for f in virtual_fields(collection, other, grounding.schema[other])}
+        alias = alias_of(other)
+        found, taken = [], set(covered) | named
+        for m in sorted((m for m in all_mentions if m.field.collection == other and m.field.kind not in UNNAMED
+                         and m.share >= 1.0), key=lambda m: (-m.score, m.start)):
+            span = set(range(m.start, m.end))
+            target = virtual.get(f"{alias}[].{m.field.path}")
+            if target is not None and not span & taken:
+                found.append(replace(m, field=target))
+                taken |= span
+        if not (found or literals):
+            continue
+        rank = (len(found) + len(literals), len(named))
+        if best is None or rank > best[0]:
+            best = (rank, other, edge, list(virtual.values()), found, literals, named)
+    if best is None:
+        return [], fields, mentions, witnesses, set()
+    _, other, (local, foreign), virtual, found, literals, named = best
+    alias = alias_of(other)
+    placed = [{**w, "matches": list(w.get("matches", [])) + [
+        {**m, "collection": collection, "path": f"{alias}[].{m['path']}"}
+        for m in w.get("matches", []) if m.get("collection") == other]} if w in literals else w for w in witnesses]
+    return ([(alias, other, local, foreign)], fields + virtual, sorted(mentions + found, key=lambda m: m.start),
+            placed, named)
+
+
+__all__ = ["alias_of", "reach", "virtual_fields"]

@@ -1,0 +1,57 @@
+"""`rules` reaches another collection through a join edge the index induced: the values a
+question names in a collection other than the one it is about are read through `$lookup`."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from nlq import generate, witness
+from nlq import index as grounding
+from nlq.backends import EmbeddedBackend
+
+PAPERS = [{"paperID": 200 + i, "title": title, "Authorship": [{"authID": a, "paperID": 200 + i} for a in authors]}
+          for i, (title, authors) in enumerate([("Binders Unbound", [50, 51]), ("Nameless Painless", [52]),
+                                                ("Proving Theorems", [51, 53]), ("Typed Closures", [50])])]
+AUTHORS = [{"authID": 50 + i, "fname": f, "lname": l} for i, (f, l) in
+           enumerate([("Stephanie", "Weirich"), ("Aaron", "Turon"), ("Olin", "Shivers"), ("Jeremy", "Gibbons")])]
+LEAGUE = [{"team": "Ravens", "coach": "Ada"}, {"team": "Hawks", "coach": "Ben"}]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("joins")
+    (root / "papers").mkdir()
+    (root / "papers" / "Papers.json").write_bytes(orjson.dumps(PAPERS))
+    (root / "papers" / "Authors.json").write_bytes(orjson.dumps(AUTHORS))
+    (root / "league").mkdir()
+    (root / "league" / "teams.json").write_bytes(orjson.dumps(LEAGUE))
+    backend = EmbeddedBackend(root)
+    return backend, {doc["db"]: doc for doc in grounding.build(backend, ["papers", "league"])}
+
+
+def answer(world, db, question):
+    backend, indexes = world
+    task = next(witness.run([{"id": "q", "db": db, "question": question}], indexes))
+    prediction = next(generate.run([task], "rules", generate.Context(indexes)))["prediction"]
+    rows = list(backend.aggregate(db, prediction["collection"], prediction["pipeline"]))
+    return prediction, rows
+
+
+def test_a_value_of_another_collection_is_shown_through_a_lookup(world):
+    prediction, rows = answer(world, "papers", 'What are the last names of the authors of the paper titled "Binders Unbound"?')
+    assert any("$lookup" in stage for stage in prediction["pipeline"]), prediction["pipeline"]
+    assert sorted(r["lname"] for r in rows) == ["Turon", "Weirich"]
+
+
+def test_a_literal_only_another_collection_stores_filters_through_a_lookup(world):
+    prediction, rows = answer(world, "papers", 'What are the titles of the papers written by "Turon"?')
+    assert any("$lookup" in stage for stage in prediction["pipeline"]), prediction["pipeline"]
+    assert sorted(r["title"] for r in rows) == ["Binders Unbound", "Proving Theorems"]
+
+
+def test_a_question_one_collection_explains_needs_no_join(world):
+    prediction, _ = answer(world, "papers", "What are the titles of all papers?")
+    assert not any("$lookup" in stage for stage in prediction["pipeline"])
+    prediction, _ = answer(world, "league", "Which coach does the Ravens team have?")
+    assert not any("$lookup" in stage for stage in prediction["pipeline"])
