@@ -273,7 +273,7 @@ def read_order(s: State) -> None:
     if not ir.sort:
         ir.sort = detect_order(q, s.lower, s.mentions, s.fields, s.used)
     if not ir.sort and s.limit_direction:
-        target = next((m for m in s.mentions if m.field.numeric and m.start not in s.used), None)
+        target = next((m for m in s.mentions if m.field.measurable and m.start not in s.used), None)
         if target:
             ir.sort = [(target.field, s.limit_direction)]
             s.used.add(target.start)
@@ -372,7 +372,9 @@ def read_per_group(s: State) -> None:
         # 'the top 5 cities by number of theaters': groups ranked by what is counted or measured
         ir.sort = [("count", s.limit_direction)] if ir.count or ir.aggregates[0][1] is None \
             else [(ir.aggregates[0][1], s.limit_direction)]
-    ir.sort = ir.sort or default_order(ir, identifier(s.index, s.collection, s.fields))
+    if not ir.sort:
+        ir.sort = default_order(ir, identifier(s.index, s.collection, s.fields))
+        ir.default_sort = bool(ir.sort)
 
 
 def counted_inside(ir: IR) -> None:
