@@ -24,7 +24,7 @@ def value(stored, path, collection="wrestler", frequency=1):
 INDEX = {
     "db": "ring",
     "collections": {"wrestler": {"count": 4, "sampled": 4}, "region": {"count": 3, "sampled": 3},
-                    "department": {"count": 3, "sampled": 3}},
+                    "department": {"count": 3, "sampled": 3}, "Addresses": {"count": 9, "sampled": 9}},
     "lattice": [
         entry("wrestler", "Wrestler_ID", types={"int": 4}), entry("wrestler", "Name"),
         entry("wrestler", "Days_held"), entry("wrestler", "Location"),
@@ -36,6 +36,11 @@ INDEX = {
         entry("department", "Member_of", kind="array", types={"array": 3}, present=3),
         entry("department", "Member_of[]", kind="object", types={"object": 6}, present=6),
         entry("department", "Member_of[].Student_Ref", types={"int": 6}, present=6),
+        entry("wrestler", "Champion", present=4),
+        entry("Addresses", "address_id", types={"int": 9}, present=9), entry("Addresses", "country", present=9),
+        entry("Addresses", "Client_Addresses", kind="array", types={"array": 9}, present=9),
+        entry("Addresses", "Client_Addresses[]", kind="object", types={"object": 9}, present=9),
+        entry("Addresses", "Client_Addresses[].client_id", types={"int": 9}, present=9),
     ],
     # Days_held holds numbers written as text ('344'); Location holds text that spells none
     "values": {"344": [value("344", "Days_held")], "1285": [value("1285", "Days_held")],
@@ -92,3 +97,18 @@ def test_at_least_one_unread_says_only_that_some_exists():
     q = Question.of("List the wrestlers with at least three titles.")
     assert [(c["word"], c["kind"]) for c in constraints(q, set(), set(), IR(collection="wrestler"))][:1] == [
         ("least", "comparison")]
+
+
+@pytest.mark.parametrize("question", ["Show the champion that has won the most times.",
+                                      "Which champion won the most number of times?"])
+def test_the_most_times_is_the_most_common_value(question):
+    assert pipeline_of(question) == [
+        {"$group": {"_id": "$Champion", "count": {"$sum": 1}}}, {"$sort": {"count": -1, "_id": 1}}, {"$limit": 1},
+        {"$project": {"_id": 0, "Champion": "$_id"}}]
+
+
+def test_more_than_n_of_the_collections_own_documents_counts_them_per_value():
+    # 'addresses' names the collection itself, and `Client_Addresses` only in part
+    assert pipeline_of("List the countries having more than 4 addresses listed.") == [
+        {"$group": {"_id": "$country", "count": {"$sum": 1}}}, {"$match": {"count": {"$gt": 4}}},
+        {"$sort": {"_id": 1}}, {"$project": {"_id": 0, "country": "$_id"}}]

@@ -241,7 +241,6 @@ def read_grouping(s: State) -> None:
     s.common = bool(common)
     if common:
         at = q.word_at(common.end())
-        s.consumed.add(at - 2)  # its 'most' ranks the counts: no maximum of a field
         ordering = re.match(r"\s*(?:first|last|to)\b", lower[common.end():])  # 'most common first' orders
         after = [mm for mm in mentions if mm.start >= at - 1 and mm.start not in used]
         target = None if ordering and ir.group_by else (after[0] if after else mentions[0] if mentions else None)
@@ -250,6 +249,7 @@ def read_grouping(s: State) -> None:
                 ir.group_by.append(target.field)
             used.add(target.start)
         if target or ir.group_by:
+            s.consumed.add(at - 2)  # its 'most' ranks the counts: no maximum of a field
             ir.sort = [("count", -1 if "most" in common.group() else 1)]
             if not ordering:
                 ir.limit = ir.limit or 1  # "the most common X" is one
