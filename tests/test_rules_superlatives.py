@@ -37,6 +37,7 @@ INDEX = {
         entry("department", "Member_of[]", kind="object", types={"object": 6}, present=6),
         entry("department", "Member_of[].Student_Ref", types={"int": 6}, present=6),
         entry("wrestler", "Champion", present=4),
+        entry("department", "Head_Name", present=3), entry("department", "Head_DOB", present=3),
         entry("Addresses", "address_id", types={"int": 9}, present=9), entry("Addresses", "country", present=9),
         entry("Addresses", "Client_Addresses", kind="array", types={"array": 9}, present=9),
         entry("Addresses", "Client_Addresses[]", kind="object", types={"object": 9}, present=9),
@@ -112,3 +113,9 @@ def test_more_than_n_of_the_collections_own_documents_counts_them_per_value():
     assert pipeline_of("List the countries having more than 4 addresses listed.") == [
         {"$group": {"_id": "$country", "count": {"$sum": 1}}}, {"$match": {"count": {"$gt": 4}}},
         {"$sort": {"_id": 1}}, {"$project": {"_id": 0, "country": "$_id"}}]
+
+
+@pytest.mark.parametrize("question, direction", [("Who is the head name of the oldest department head?", 1),
+                                                 ("Show the head name of the youngest head.", -1)])
+def test_with_no_age_stored_the_oldest_was_born_first(question, direction):
+    assert pipeline_of(question)[:2] == [{"$sort": {"Head_DOB": direction}}, {"$limit": 1}]

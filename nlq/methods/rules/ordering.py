@@ -100,11 +100,23 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                 f = measure_field(fields, "height")  # 'the shortest peak', where no length is stored
             if f is not None:
                 return [(f, measure[1])]
-            if measure[0] == "age":  # no age stored: the oldest was founded or born first
-                f = measure_field(fields, "year") or measure_field(fields, "date", False)
+            if measure[0] == "age":  # no age stored: the oldest was born (or founded) first
+                f = birth_date(fields, mentions) or measure_field(fields, "year") or measure_field(fields, "date", False)
                 if f is not None:
                     return [(f, -measure[1])]
     return []
+
+
+# Words naming a date of birth ('DOB', 'Birth_Date', 'Born').
+BIRTH_WORDS = frozenset({"dob", "birth", "birthday", "born", "birthdate"})
+
+
+def birth_date(fields: list[Field], mentions: list[Mention]) -> Field | None:
+    """The date of birth that says who is oldest: in the documents or elements the question's
+    fields are read in ('the youngest student' among `DEPARTMENT.STUDENT`), else the least nested."""
+    born = [f for f in fields if f.kind == "scalar" and BIRTH_WORDS & set(f.words)]
+    grains = {m.field.arrays for m in mentions}
+    return min(born, key=lambda f: (f.arrays not in grains, len(f.arrays), f.mql)) if born else None
 
 
 def ranked_by(q: Question, mentions: list[Mention], used: set[int]) -> list[tuple[object, int]]:
