@@ -19,8 +19,10 @@ every sale. A word states a constraint when it is, and no pass used it:
 - `negation`: 'not', 'never', 'without'... when no part of the reading
   denies anything;
 - `operation`: a statistic named by its own word ('average', 'minimum')
-  that the reading does not compute, or an order's direction ('descending')
-  that nothing of it sorts by;
+  that the reading does not compute, an order's direction ('descending')
+  that nothing of it sorts by, or a superlative ('the fewest', 'the most',
+  'top') when the reading ranks nothing — it neither picks the first rows of
+  an order, nor sorts as asked, nor takes a maximum or a minimum;
 - `qualifier`: a word no pass placed standing before a word naming the data
   ('premium customers') or after a copula ending the clause ('that are open').
 
@@ -39,7 +41,7 @@ import re
 
 from nlq.methods.rules.ir import IR
 from nlq.methods.rules.question import Question
-from nlq.methods.rules.vocabulary import AGG_WORDS, NEGATIONS, STOPWORDS, WORD_NUMBERS
+from nlq.methods.rules.vocabulary import AGG_WORDS, NEGATIONS, STOPWORDS, SUPERLATIVES, WORD_NUMBERS
 
 KINDS = ("value", "comparison", "reference", "negation", "operation", "qualifier")
 
@@ -80,6 +82,14 @@ def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None
             found[i] = "negation"
         elif ir is not None and word in STATISTIC_WORDS and STATISTIC_WORDS[word] not in computed(ir):
             found[i] = "operation"
+        elif ir is not None and word in RANKING_WORDS and not ranks(ir):
+            # 'the wrestler with the fewest days held' read without its 'fewest' lists every wrestler
+            # ('at least', 'at most' left unread are a bound, not a ranking; 'at least one' only
+            # says that some exists, which a condition on the elements already requires)
+            if q.raw[i - 1:i] != ["at"]:
+                found[i] = "operation"
+            elif q.raw[i + 1:i + 2] not in (["one"], ["a"], ["an"], ["1"]):
+                found[i] = "comparison"
         elif i in loose and _qualifies(q, i, heads):
             found[i] = "qualifier"
     return [{"word": q.raw[i], "kind": kind, "at": i} for i, kind in sorted(found.items())]
@@ -111,6 +121,17 @@ def computed(ir: IR) -> set[str]:
     if ir.count:
         ops.add("$sum")  # 'the total number of': the count is the total
     return ops
+
+
+# Words that rank: superlatives ('fewest', 'most', 'tallest') and 'top'.
+RANKING_WORDS = SUPERLATIVES | {"top"}
+
+
+def ranks(ir: IR) -> bool:
+    """The reading ranks: it keeps the first rows of an order, sorts as the question asks (not
+    by the default order), takes a maximum or a minimum, or keeps each group's top document."""
+    return ir.limit is not None or bool(ir.presort) or bool(ir.sort) and not ir.default_sort or any(
+        op in ("$max", "$min") for op, _ in ir.aggregates)
 
 
 COPULAS = frozenset({"is", "are", "was", "were", "be", "been", "being"})

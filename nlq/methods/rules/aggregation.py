@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 from nlq.methods.rules.vocabulary import AGG_WORDS, COUNT_PATTERNS, GROUP_PATTERNS, STATISTICS, WORD_NUMBERS
-from nlq.methods.rules.ir import Field, IR, Mention
+from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import split_name
 from nlq.methods.rules.question import Question, to_number, word_match
-from nlq.methods.rules.grounding import array_named
+from nlq.methods.rules.grounding import array_named, array_phrase
 from nlq.methods.rules.ordering import entity_limit
 
 
@@ -87,9 +87,15 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             op = ADJACENT_STATISTICS[word]  # 'the overall student capacity', 'the typical price'
         if op is None or i in consumed:
             continue
-        target = next((mm for mm in mentions if mm.start > i and mm.start - i <= 4 and mm.field.numeric), None)
+        # (a field of numbers before one of numbers spelled as text: 'the total amount in pounds')
+        near = [mm for mm in mentions if mm.start > i and mm.start - i <= 4 and mm.field.measurable]
+        target = next((mm for mm in near if mm.field.numeric), near[0] if near else None)
         counted = i + 3 if q.raw[i + 1:i + 3] == ["number", "of"] else i + 1
-        array = array_named(q, counted, fields) if target is None else None
+        # ('the most drama workshop groups' counts the elements of an array named in several words;
+        # 'the highest roller coaster' measures one)
+        phrase = (array_phrase(q, counted, fields) if word in COUNTING or counted > i + 1 else
+                  _single(array_named(q, counted, fields), counted)) if target is None else None
+        array, array_end = phrase if phrase is not None else (None, counted + 1)
         if op in ("$avg", "$sum") and array is not None:
             # 'average number of chapters', 'average readership': the size of each document's array
             if (op, array) not in ir.aggregates:
@@ -108,6 +114,8 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             and (target is None or counted_entity and target.start > i + 1) and array is None else None
         if key is None and op in ("$max", "$min") and array is not None:
             key = _value_of_elements(q, i, mentions, array, used)
+            if key is not None:
+                consumed.update(range(i + 1, array_end))  # 'the most drama workshop groups': the array
         if key is not None:
             # 'which genre has the most books': the value of a field shared by the most documents
             ir.group_by.append(key.field)
@@ -117,9 +125,13 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1  # 'the three regions with the most'
             continue
         if op in ("$max", "$min") and array is not None:
+            if not ir.sort and op == "$min":
+                # 'the department with the fewest members': among those that have some, as a count
+                # per document of its elements does (a document without any forms no group)
+                ir.filters.append(Filter(array, "$gt", 0, size=True))
             ir.sort = ir.sort or [(("size", array), -1 if op == "$max" else 1)]  # 'the most players'
             ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1
-            consumed.add(i + 1)
+            consumed.update(range(i + 1, array_end))
             continue
         if target is None and op in ("$avg", "$sum") and q.raw[i - 1:i] in (["on"], ["in"]):
             # 'how old is each gender on average', 'how many hours were played in total': the measure
@@ -164,6 +176,15 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
 
     if rank_aggregate and ir.aggregates and not ir.sort:
         ir.sort = [(ir.aggregates[0][1], rank_aggregate)]
+
+
+# Superlatives that count ('the most players', 'the fewest members'), not measure ('the highest').
+COUNTING = frozenset({"most", "least", "fewest"})
+
+
+def _single(array: Field | None, at: int) -> tuple[Field, int] | None:
+    """(array, end) of an array named by the one word at `at`."""
+    return (array, at + 1) if array is not None else None
 
 
 def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[int],
@@ -298,7 +319,7 @@ def _measured_before(q: Question, i: int, mentions: list[Mention], used: set[int
         return None
     j = i - 1 if i and q.raw[i - 1] == "the" else i
     j -= 1 if j and q.raw[j - 1] in ("is", "are", "was", "were") else 0
-    return next((m for m in mentions if m.end == j and m.field.numeric and m.start not in used), None)
+    return next((m for m in mentions if m.end == j and m.field.measurable and m.start not in used), None)
 
 
 def _coordinated(q: Question, first: Mention, mentions: list[Mention], used: set[int]) -> list[Mention]:

@@ -259,7 +259,8 @@ def detect_having(q: Question, mentions: list[Mention], fields: list[Field], ent
             start, end, after = count[0], after, count[1]
         else:
             continue
-        if array_named(q, after, fields, top_level=False) is not None:
+        array = array_named(q, after, fields, top_level=False)
+        if array is not None and not _own_documents(q, after, array):
             continue
         before = [m for m in mentions if m.end <= start and m.start not in used and m.field.kind != "array"
                   and not m.field.arrays]
@@ -270,6 +271,16 @@ def detect_having(q: Question, mentions: list[Mention], fields: list[Field], ent
                 counted.add(start)
             return before[-1].field, op, value
     return None
+
+
+def _own_documents(q: Question, at: int, array: Field) -> bool:
+    """'the countries having more than 4 addresses' in `Addresses`, beside its `Customer_Addresses`:
+    the word names the collection's own documents, and the array only in part (the rest of the
+    array's name is not said before it)."""
+    head = split_name(array.collection)[-1:]
+    if not head or word_match(q.stems[at], head[0]) < 0.85 or len(array.words) < 2:
+        return False
+    return at == 0 or not any(word_match(q.stems[at - 1], w) >= 0.85 for w in array.words[:-1])
 
 
 # Words that name a collection's documents, whatever the collection holds.

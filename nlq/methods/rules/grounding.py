@@ -267,6 +267,33 @@ def array_of_subject(q: Question, at: int, fields: list[Field], subject_at: int)
     return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else None
 
 
+def array_phrase(q: Question, at: int, fields: list[Field], top_level: bool = True) -> tuple[Field, int] | None:
+    """(array, end) of the array a noun phrase starting at `at` names, its head noun last:
+    'players' (`array_named`), 'drama workshop groups' (`Drama_Workshop_Groups`), 'contact
+    individuals' (`Organization_Contact_Individuals`), 'members' (`Member_of`, whose last
+    word is no noun); a word before the head must name a word of the array too."""
+    found = array_named(q, at, fields, top_level)
+    if found is not None:
+        return found, at + 1
+    arrays = [f for f in fields if f.kind == "array" and f.words and (not top_level or "." not in f.mql)]
+    for end in range(at + 1, min(at + 4, len(q.stems)) + 1):
+        head = q.stems[end - 1]
+        named = [f for f in arrays if word_match(head, _head_word(f)) >= 0.85
+                 and all(any(word_match(w, fw) >= 0.8 for fw in f.words) for w in q.stems[at:end - 1])]
+        if named:
+            return min(named, key=lambda f: (len(f.arrays), f.mql)), end
+    return None
+
+
+# Words that end a field's name without naming what it holds ('Member_of').
+_NAME_TAILS = frozenset({"of", "in", "for", "by", "to", "at", "on", "list", "info", "details", "data"})
+
+
+def _head_word(f: Field) -> str:
+    """The noun a field's name ends on: its last word that is no preposition or filler."""
+    return next((w for w in reversed(f.words) if w not in _NAME_TAILS), f.words[-1])
+
+
 def measure_field(fields: list[Field], measure: str, numeric: bool = True) -> Field | None:
     """The field a measure word names ('price' also by 'cost'; 'year' also a field
     whose stored values are calendar years, such as `Founded`), least nested first;

@@ -24,6 +24,7 @@ class Field:
     types: frozenset = frozenset()  # every BSON type the field holds
     years: bool = False             # its stored numbers are calendar years (a `Founded` field)
     span: tuple | None = None       # (least, greatest) of its witnessed numbers, when it holds any
+    numeric_text: bool = False      # strings that all spell numbers ('344'): a measure once converted
 
     @property
     def mixed_numeric(self) -> bool:
@@ -34,6 +35,11 @@ class Field:
     @property
     def numeric(self) -> bool:
         return self.type in ("int", "long", "double", "decimal")
+
+    @property
+    def measurable(self) -> bool:
+        """A measure a superlative can rank by: numbers, or strings that spell numbers."""
+        return self.numeric or self.numeric_text
 
 
 @dataclass
@@ -74,6 +80,7 @@ class IR:
     count_asked: bool = False  # the question asks for the count ('how many'), not only ranks by it
     distinct: bool = False
     sort: list[tuple[object, int]] = field(default_factory=list)  # (Field | "count" | agg name, dir)
+    default_sort: bool = False  # `sort` is the default order (ordering.default_order), not one the question asks
     limit: int | None = None
     outputs: list[Field] = field(default_factory=list)
     sizes: list[Field] = field(default_factory=list)  # arrays whose sizes are output per document

@@ -85,12 +85,12 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
         measure = MEASURE_SUPERLATIVES.get(word)
         if measure:
             # 'the latest open year', 'the longest working history': the field named right after
-            adjacent = next((m for m in mentions if m.start == i + 1 and (m.field.numeric or m.field.type == "date")
+            adjacent = next((m for m in mentions if m.start == i + 1 and (m.field.measurable or m.field.type == "date")
                              and m.start not in used), None)
             if adjacent is None and (i + 1 == len(q.raw) or q.raw[i + 1] in ("and", "or", "of", "among", "in")):
                 # 'the university that was founded the earliest': the date or year named just before
                 j = i - 1 if i and q.raw[i - 1] == "the" else i
-                adjacent = next((m for m in mentions if m.end == j and (m.field.numeric or m.field.type == "date")
+                adjacent = next((m for m in mentions if m.end == j and (m.field.measurable or m.field.type == "date")
                                  and m.start not in used), None)
             if adjacent is not None:
                 used.add(adjacent.start)
@@ -100,11 +100,23 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                 f = measure_field(fields, "height")  # 'the shortest peak', where no length is stored
             if f is not None:
                 return [(f, measure[1])]
-            if measure[0] == "age":  # no age stored: the oldest was founded or born first
-                f = measure_field(fields, "year") or measure_field(fields, "date", False)
+            if measure[0] == "age":  # no age stored: the oldest was born (or founded) first
+                f = birth_date(fields, mentions) or measure_field(fields, "year") or measure_field(fields, "date", False)
                 if f is not None:
                     return [(f, -measure[1])]
     return []
+
+
+# Words naming a date of birth ('DOB', 'Birth_Date', 'Born').
+BIRTH_WORDS = frozenset({"dob", "birth", "birthday", "born", "birthdate"})
+
+
+def birth_date(fields: list[Field], mentions: list[Mention]) -> Field | None:
+    """The date of birth that says who is oldest: in the documents or elements the question's
+    fields are read in ('the youngest student' among `DEPARTMENT.STUDENT`), else the least nested."""
+    born = [f for f in fields if f.kind == "scalar" and BIRTH_WORDS & set(f.words)]
+    grains = {m.field.arrays for m in mentions}
+    return min(born, key=lambda f: (f.arrays not in grains, len(f.arrays), f.mql)) if born else None
 
 
 def ranked_by(q: Question, mentions: list[Mention], used: set[int]) -> list[tuple[object, int]]:
@@ -118,7 +130,7 @@ def ranked_by(q: Question, mentions: list[Mention], used: set[int]) -> list[tupl
             if q.raw[j] != "by":
                 continue
             at = j + 1 + (q.raw[j + 1:j + 2] in (["the"], ["their"], ["its"]))
-            target = next((m for m in mentions if m.start == at and m.field.numeric and m.start not in used), None)
+            target = next((m for m in mentions if m.start == at and m.field.measurable and m.start not in used), None)
             if target is not None:
                 used.add(target.start)
                 return [(target.field, 1 if word in ASC_WORDS else -1)]

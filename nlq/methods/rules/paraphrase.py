@@ -132,6 +132,9 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"population|headcount) of\b", r"most number of"),
     (r"\b(?:lowest|smallest|fewest|minimum|least) (?:number|count|amount|quantity|total number|population|"
      r"headcount) of\b", r"least number of"),
+    # 'has been governor the most times', 'ordered the most number of times': how often, a frequency
+    (r"\b(?:the )?most (?:number of )?times\b", r"most common"),
+    (r"\b(?:the )?(?:least|fewest) (?:number of )?times\b", r"least common"),
     (r"\b(?:highest|greatest|largest|biggest|maximum) ([a-z]+) (?:counts?|population|headcount)\b",
      lambda m: m.group() if m.group(1).lower() in _FUNCTION_WORDS else "most number of " + m.group(1)),
     (r"\b(?:lowest|smallest|fewest|minimum) ([a-z]+) (?:counts?|population|headcount)\b",

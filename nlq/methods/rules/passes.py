@@ -248,7 +248,6 @@ def read_grouping(s: State) -> None:
     s.common = bool(common)
     if common:
         at = q.word_at(common.end())
-        s.consumed.add(at - 2)  # its 'most' ranks the counts: no maximum of a field
         ordering = re.match(r"\s*(?:first|last|to)\b", lower[common.end():])  # 'most common first' orders
         after = [mm for mm in mentions if mm.start >= at - 1 and mm.start not in used]
         target = None if ordering and ir.group_by else (after[0] if after else mentions[0] if mentions else None)
@@ -257,6 +256,7 @@ def read_grouping(s: State) -> None:
                 ir.group_by.append(target.field)
             used.add(target.start)
         if target or ir.group_by:
+            s.consumed.add(at - 2)  # its 'most' ranks the counts: no maximum of a field
             ir.sort = [("count", -1 if "most" in common.group() else 1)]
             if not ordering:
                 ir.limit = ir.limit or 1  # "the most common X" is one
@@ -280,7 +280,7 @@ def read_order(s: State) -> None:
     if not ir.sort:
         ir.sort = detect_order(q, s.lower, s.mentions, s.fields, s.used)
     if not ir.sort and s.limit_direction:
-        target = next((m for m in s.mentions if m.field.numeric and m.start not in s.used), None)
+        target = next((m for m in s.mentions if m.field.measurable and m.start not in s.used), None)
         if target:
             ir.sort = [(target.field, s.limit_direction)]
             s.used.add(target.start)
@@ -379,7 +379,9 @@ def read_per_group(s: State) -> None:
         # 'the top 5 cities by number of theaters': groups ranked by what is counted or measured
         ir.sort = [("count", s.limit_direction)] if ir.count or ir.aggregates[0][1] is None \
             else [(ir.aggregates[0][1], s.limit_direction)]
-    ir.sort = ir.sort or default_order(ir, identifier(s.index, s.collection, s.fields))
+    if not ir.sort:
+        ir.sort = default_order(ir, identifier(s.index, s.collection, s.fields))
+        ir.default_sort = bool(ir.sort)
 
 
 def read_entity_presence(s: State) -> None:

@@ -66,7 +66,7 @@ def names_quantity(q: Question, count: re.Match, mentions: list[Mention]) -> boo
     if not count.group().endswith("of"):
         return False
     at = q.word_at(count.end())
-    return any(m.start == at and m.share >= 0.8 and m.field.numeric and "id" not in m.field.words
+    return any(m.start == at and m.share >= 0.8 and m.field.measurable and "id" not in m.field.words
                for m in mentions)
 
 

@@ -43,8 +43,25 @@ def _ref(f: Field, ir: IR):
 
 
 def _measure(f: Field, ir: IR):
-    """What an aggregate adds up: a value, or the number of an array's elements."""
-    return {"$size": {"$ifNull": [_ref(f, ir), []]}} if f.kind == "array" else _ref(f, ir)
+    """What an aggregate adds up: a value, the number a string spells, or the number of an array's elements."""
+    if f.kind == "array":
+        return {"$size": {"$ifNull": [_ref(f, ir), []]}}
+    return _number(_ref(f, ir)) if f.numeric_text else _ref(f, ir)
+
+
+def _number(ref):
+    """The number a string spells ('344' -> 344.0); null for one that spells none."""
+    return {"$convert": {"input": ref, "to": "double", "onError": None, "onNull": None}}
+
+
+def _spelled_keys(keys, ir: IR) -> dict:
+    """The $addFields that give each sort key holding numbers as text its number, by `_sort_path`."""
+    return {_sort_path(k, ir): _number(_ref(k, ir)) for k in keys if isinstance(k, Field) and k.numeric_text}
+
+
+def _sort_path(f: Field, ir: IR) -> str:
+    """Where a document is sorted by `f`: its stored path, or the number a text of digits spells."""
+    return "_number_" + _key_name(f) if f.numeric_text else physical(f.mql, ir, key=f.kind == "key")
 
 
 def _key_name(f: Field) -> str:
@@ -179,7 +196,10 @@ def render(ir: IR) -> list[dict]:
     keys = ir.group_by or (ir.outputs if ir.distinct else [])
     if ir.group_by or ir.aggregates or (ir.distinct and keys):
         if ir.presort:
-            pipeline.append({"$sort": {physical(f.mql, ir): d for f, d in ir.presort}})
+            spelled = _spelled_keys([f for f, _ in ir.presort], ir)
+            if spelled:
+                pipeline.append({"$addFields": spelled})
+            pipeline.append({"$sort": {_sort_path(f, ir): d for f, d in ir.presort}})
         group: dict = {"_id": (_ref(keys[0], ir) if len(keys) == 1
                                else {_key_name(k): _ref(k, ir) for k in keys} if keys else None)}
         agg_names = []
@@ -260,6 +280,9 @@ def _ranking(ir: IR) -> list[dict]:
     if any(isinstance(k, tuple) for k, _ in ir.sort):
         size_of = next(k[1] for k, _ in ir.sort if isinstance(k, tuple))
         stages.append({"$addFields": {"_size": {"$size": {"$ifNull": [_ref(size_of, ir), []]}}}})
+    spelled = _spelled_keys([k for k, _ in ir.sort], ir)
+    if spelled:
+        stages.append({"$addFields": spelled})
     _sort_and_limit(stages, _render_sort(ir, [], []), ir.limit)
     return stages
 
@@ -289,7 +312,7 @@ def _render_sort(ir: IR, agg_names: list[str], keys: list[Field]) -> dict:
             elif key in keys:
                 sort["_id" if len(keys) == 1 else "_id." + _key_name(key)] = direction
         else:
-            sort[physical(key.mql, ir, key=key.kind == "key")] = direction
+            sort[_sort_path(key, ir)] = direction
     if sort and grouped:
         sort.setdefault("_id", 1)  # groups come in no defined order: make ties deterministic
     return sort

@@ -72,6 +72,7 @@ def prepare(index: dict) -> Grounding:
     schema: dict[str, list[Field]] = {c: [] for c in index.get("collections", {})}
     spans = _number_spans(index.get("values", {}))
     year_paths = {p for p, (_, _, all_years) in spans.items() if all_years}
+    spelled = _spelled_numbers(index.get("values", {}))
     for entry in index.get("lattice", []):
         path = entry["path"]
         mql, arrays = lattice_to_mql(path)
@@ -94,7 +95,9 @@ def prepare(index: dict) -> Grounding:
             words=words, context=context, present=entry.get("present", 0),
             maps=maps,
             nulls=entry.get("null", 0), missing=entry.get("missing", 0), types=frozenset(entry.get("types", {})),
-            years=path in year_paths, span=spans[path][:2] if path in spans else None))
+            years=path in year_paths, span=spans[path][:2] if path in spans else None,
+            numeric_text=kind_of == "string" and entry.get("types", {}).keys() <= {"string", "null"}
+            and spelled.get(path, 0) >= SPELLED_SHARE * max(1, entry.get("present", 0) - entry.get("null", 0))))
         if entry.get("kind") == "dynamic_map":
             # the map's keys are data ('seasons' -> a season, 'results_by_driver' -> a driver);
             # a map directly inside another map has no name for its keys
@@ -130,6 +133,29 @@ def _number_spans(values: dict) -> dict[str, tuple]:
                 low, high, years = spans.get(path, (stored, stored, True))
                 spans[path] = (min(low, stored), max(high, stored), years and year)
     return spans
+
+
+# A string field whose witnessed values spell numbers for at least this share of its documents (and
+# never anything else) holds numbers written as text: `Days_held` = "344".
+SPELLED_SHARE = 0.5
+_SPELLED = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)")
+
+
+def _spelled_numbers(values: dict) -> dict[str, int]:
+    """Per lattice path, how many witnessed strings spell a number; 0 for a path where some
+    witnessed string does not (a path absent holds no strings)."""
+    counts: dict[str, int] = {}
+    other: set[str] = set()
+    for locations in values.values():
+        for loc in locations:
+            stored, path = loc.get("stored"), loc.get("path")
+            if loc.get("kind") != "value" or not isinstance(stored, str):
+                continue
+            if _SPELLED.fullmatch(stored.strip()):
+                counts[path] = counts.get(path, 0) + loc.get("frequency", 1)
+            else:
+                other.add(path)
+    return {p: n for p, n in counts.items() if p not in other}
 
 
 def join_edge(index: dict, collection: str, other: str) -> tuple[str, str] | None:
