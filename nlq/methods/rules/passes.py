@@ -156,10 +156,7 @@ def read_counts(s: State) -> None:
     """'how many', 'number of' (unless it names a stored quantity), 'distinct'."""
     q, ir, mentions = s.q, s.ir, s.mentions
     ir.distinct = any(w in DISTINCT_WORDS for w in q.raw) or bool(DISTINCT_PHRASES.search(s.lower))
-    named = {i for m in mentions for i in range(m.start, m.end)}
-    counts = [c for c in COUNT_PATTERNS.finditer(s.lower) if q.word_at(c.start()) not in named | s.counted
-              and not names_quantity(q, c, mentions) and not averaged_count(q, c, mentions, s.fields)
-              and not compound_number(q, c)]
+    counts = count_phrases(s)
     # 'the range with the most number of peaks' ranks by the count; it does not ask for it
     ranking = [c for c in counts if q.raw[q.word_at(c.start()) - 1:q.word_at(c.start())] in (
         ["most"], ["least"], ["fewest"])]
@@ -168,6 +165,16 @@ def read_counts(s: State) -> None:
     if ir.count:
         count_quantities(q, ir, mentions, s.entities, s.used)
         count_per_value(s.lower, ir)
+
+
+def count_phrases(s: State) -> list[re.Match]:
+    """The count phrases that count ('how many', 'the number of'): not a field's own name, a
+    phrase a condition or a statistic already reads (`counted`), a stored quantity or a compound."""
+    q, mentions = s.q, s.mentions
+    named = {i for m in mentions for i in range(m.start, m.end)}
+    return [c for c in COUNT_PATTERNS.finditer(s.lower) if q.word_at(c.start()) not in named | s.counted
+            and not names_quantity(q, c, mentions) and not averaged_count(q, c, mentions, s.fields)
+            and not compound_number(q, c)]
 
 
 # Words that may stand before a count's 'number of' ('the total number of', 'an equal number of').
@@ -259,7 +266,10 @@ def read_grouping(s: State) -> None:
 def read_aggregates(s: State) -> None:
     """'average price', 'total and minimum enrollment'; superlatives sort; 'top 5 X by'; 'by X' groups."""
     q, ir = s.q, s.ir
-    ir.aggregates += coordinated_aggregates(q, s.mentions, s.consumed, s.used)
+    read = len(s.counted)
+    ir.aggregates += coordinated_aggregates(q, s.mentions, s.consumed, s.used, s.counted)
+    if len(s.counted) > read and ir.count and not ir.having and not s.common and not count_phrases(s):
+        ir.count = ir.count_asked = False  # 'the minimum and maximum number of bathrooms' measures, counts nothing
     detect_aggregates(q, ir, s.mentions, s.fields, s.entities, s.consumed, s.used, s.common,
                       per_document(q, s.lower, s.collection))
     top_group(q, ir, s.mentions, s.used, s.fields)
