@@ -24,7 +24,8 @@ INDEX = {
         entry("station", "weekly[].wind_speed", types={"int": 12}, present=12),
         entry("building", "Building_ID", types={"int": 4}), entry("building", "Title"),
         entry("building", "bathroom_count", types={"int": 4}), entry("building", "followers", types={"int": 4}),
-        entry("building", "Share"),
+        entry("building", "Share"), entry("building", "Average", types={"int": 4}),
+        entry("building", "Revenue", types={"int": 4}),
     ],
     "values": {},
 }
@@ -54,6 +55,10 @@ def test_statistics_of_several_fields_are_aggregates(question, aggregates):
      [("$min", "bathroom_count"), ("$max", "bathroom_count")]),
     ("Find the maximum and total number of followers of all buildings.",
      [("$max", "followers"), ("$sum", "followers")]),
+    # words that name a statistic only in a run of them
+    ("Provide the average, peak, and cumulative revenues of the buildings.",
+     [("$avg", "Revenue"), ("$max", "Revenue"), ("$sum", "Revenue")]),
+    ("What are the top and bottom revenues of the buildings?", [("$max", "Revenue"), ("$min", "Revenue")]),
     # extremes of a value stored as text are still its extremes
     ("What are the maximum and minimum share of the buildings?", [("$max", "Share"), ("$min", "Share")]),
 ])
@@ -64,3 +69,9 @@ def test_a_statistics_run_shares_its_field(question, aggregates):
 def test_a_superlative_beside_a_shown_field_still_ranks():
     aggregates, _, sort = reading("Find the name of the station with the highest wind speed.")
     assert aggregates == [] and sort == [("weekly.wind_speed", -1)]
+
+
+def test_a_field_named_by_a_statistic_word_in_a_run_is_not_shown():
+    ir = rules.build_ir("What is the average and maximum revenue of all buildings?", [], INDEX)
+    assert [(op, f.mql) for op, f in ir.aggregates] == [("$avg", "Revenue"), ("$max", "Revenue")]
+    assert ir.group_by == [] and ir.outputs == []

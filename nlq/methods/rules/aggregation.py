@@ -179,7 +179,7 @@ def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[i
     i = 0
     while i < len(q.raw):
         end = _statistics_run(q, i)
-        ops = [AGG_WORDS[q.raw[k]] for k in range(i, end + 1) if _is_statistic(q, k)]
+        ops = [RUN_STATISTICS.get(q.raw[k]) or AGG_WORDS[q.raw[k]] for k in range(i, end + 1) if _is_statistic(q, k)]
         target = next((m for m in mentions if end < m.start <= end + 4 and m.start not in used
                        and (m.field.numeric or m.field.kind == "scalar" and set(ops) <= {"$max", "$min"}
                             and m.share == 1.0 and "id" not in m.field.words)),
@@ -192,6 +192,7 @@ def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[i
                 found.append((op, target.field))
         consumed.update(range(i, end + 1))
         used.add(target.start)
+        used.update(m.start for m in mentions if i <= m.start <= end)  # a field named 'Average' is not shown
         if counted is not None:
             counted.update(c for c in range(i, target.start) if q.raw[c] in COUNT_HEADS)
         i = end + 1
@@ -202,11 +203,16 @@ def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[i
 COUNT_HEADS = frozenset({"number", "numbers", "count", "total"})
 
 
+# Words that name a statistic only beside other statistics ('the average, peak and cumulative
+# revenues', 'the top and bottom shares', 'the least and most number of'): they join a run but
+# never make one alone ('most', 'least', 'fewest': the form 'maximum number of' is read in, paraphrase.py).
+RUN_STATISTICS = {**ADJACENT_STATISTICS, "most": "$max", "least": "$min", "fewest": "$min", "top": "$max",
+                  "peak": "$max", "bottom": "$min"}
+
+
 def _is_statistic(q: Question, k: int) -> bool:
-    """A word of a statistics run: 'maximum', 'average', ...; also 'most', 'least', 'fewest'
-    ('the least and most number of', the form 'maximum number of' is read in, paraphrase.py),
-    which join a run but never make one alone."""
-    return q.raw[k] in STATISTICS or q.raw[k] in ("most", "least", "fewest")
+    """A word of a statistics run: 'maximum', 'average', ... or one of RUN_STATISTICS."""
+    return q.raw[k] in STATISTICS or q.raw[k] in RUN_STATISTICS
 
 
 def _statistics_run(q: Question, i: int) -> int:
