@@ -75,3 +75,9 @@ def test_a_field_named_by_a_statistic_word_in_a_run_is_not_shown():
     ir = rules.build_ir("What is the average and maximum revenue of all buildings?", [], INDEX)
     assert [(op, f.mql) for op, f in ir.aggregates] == [("$avg", "Revenue"), ("$max", "Revenue")]
     assert ir.group_by == [] and ir.outputs == []
+
+
+def test_gender_names_a_sex_field():
+    index = {**INDEX, "lattice": INDEX["lattice"] + [entry("building", "Sex")]}
+    ir = rules.build_ir("What is the average revenue for each gender?", [], index)
+    assert [f.mql for f in ir.group_by] == ["Sex"]
