@@ -155,7 +155,9 @@ def read_literals(s: State) -> None:
 def read_counts(s: State) -> None:
     """'how many', 'number of' (unless it names a stored quantity), 'distinct'."""
     q, ir, mentions = s.q, s.ir, s.mentions
-    ir.distinct = any(w in DISTINCT_WORDS for w in q.raw) or bool(DISTINCT_PHRASES.search(s.lower))
+    grouping = {q.word_at(m.end()) - 1 for m in GROUP_PATTERNS.finditer(s.lower)}  # 'for different investors'
+    ir.distinct = any(w in DISTINCT_WORDS and i not in grouping for i, w in enumerate(q.raw)) \
+        or bool(DISTINCT_PHRASES.search(s.lower))
     counts = count_phrases(s)
     # 'the range with the most number of peaks' ranks by the count; it does not ask for it
     ranking = [c for c in counts if q.raw[q.word_at(c.start()) - 1:q.word_at(c.start())] in (
