@@ -28,3 +28,35 @@ def test_for_different_documents_groups_rather_than_deduplicates():
     ir = rules.build_ir("Show the number of transactions for different investors.", [], INDEX)
     assert not ir.distinct
     assert [f.mql for f in ir.sizes] == ["transactions"] and [f.mql for f in ir.outputs] == ["investor_id"]
+
+
+SCHOOL = {
+    "db": "school",
+    "collections": {"department": {"count": 3, "sampled": 3}},
+    "lattice": [
+        entry("department", "dept_code"), entry("department", "dept_name"),
+        entry("department", "course", kind="array", types={"array": 3}),
+        entry("department", "course[].crs_code", present=6), entry("department", "course[].crs_title", present=6),
+        entry("department", "course[].class", kind="array", types={"array": 6}, present=6),
+        entry("department", "course[].class[].class_section", present=12),
+        entry("department", "course[].class[].class_room", present=12),
+        entry("department", "course[].class[].sport", present=12),
+    ],
+    "values": {},
+}
+
+
+def test_a_count_for_each_element_of_an_array():
+    ir = rules.build_ir("How many sections does each course have?", [], SCHOOL)
+    assert [f.mql for f in ir.group_by] == ["course.crs_title"] and ir.count  # its own label
+    assert ir.outputs == [] and "course.class" in ir.unwinds  # the sections are counted, not shown
+
+
+def test_the_element_attributes_named_are_the_keys():
+    ir = rules.build_ir("Show the course titles and the number of classes for each course.", [], SCHOOL)
+    assert [f.mql for f in ir.group_by] == ["course.crs_title"]
+
+
+def test_a_count_for_each_value_after_a_verb():
+    ir = rules.build_ir("How many classes play each sport?", [], SCHOOL)
+    assert [f.mql for f in ir.group_by] == ["course.class.sport"] and ir.count
