@@ -81,3 +81,8 @@ def test_gender_names_a_sex_field():
     index = {**INDEX, "lattice": INDEX["lattice"] + [entry("building", "Sex")]}
     ir = rules.build_ir("What is the average revenue for each gender?", [], index)
     assert [f.mql for f in ir.group_by] == ["Sex"]
+
+
+def test_most_and_least_common_rank_counts():
+    ir = rules.build_ir("What are the most and least common titles of the buildings?", [], INDEX)
+    assert ir.aggregates == [] and ir.count

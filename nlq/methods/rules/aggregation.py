@@ -183,7 +183,7 @@ def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[i
         target = next((m for m in mentions if end < m.start <= end + 4 and m.start not in used
                        and (m.field.numeric or m.field.kind == "scalar" and set(ops) <= {"$max", "$min"}
                             and m.share == 1.0 and "id" not in m.field.words)),
-                      None) if end > i else None
+                      None) if end > i and not _read_elsewhere(q, i, end, consumed) else None
         if target is None:
             i = max(i + 1, end)
             continue
@@ -197,6 +197,12 @@ def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[i
             counted.update(c for c in range(i, target.start) if q.raw[c] in COUNT_HEADS)
         i = end + 1
     return found
+
+
+def _read_elsewhere(q: Question, i: int, end: int, consumed: set[int]) -> bool:
+    """A word of the run another pass already read ('the most and least common': its
+    'least' ranks counts), other than a count phrase's word ('total number')."""
+    return any(k in consumed and q.raw[k] not in COUNT_HEADS for k in range(i, end + 1))
 
 
 # The first words of a count phrase ('number of', 'count of', 'total number').
