@@ -188,40 +188,71 @@ def _single(array: Field | None, at: int) -> tuple[Field, int] | None:
 
 
 def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[int],
-                           used: set[int]) -> list[tuple[str, Field]]:
+                           used: set[int], counted: set[int] | None = None) -> list[tuple[str, Field]]:
     """'the maximum, minimum and average capacity', 'total and minimum
-    enrollment': statistic words joined by 'and' or commas share the numeric
-    field named right after them (none of them ranks documents)."""
+    enrollment': statistic words joined by 'and' or commas share the field named
+    right after them (none of them ranks documents). The field is numeric, or any
+    ordered value when every word is an extreme ('the maximum and minimum share',
+    stored as text). A count phrase in the run or right after it ('the minimum and
+    maximum number of bathrooms', 'the maximum and total number of followers') names
+    the field's quantity: its first word goes to `counted` (it counts nothing)."""
     found = []
     i = 0
     while i < len(q.raw):
         end = _statistics_run(q, i)
-        target = next((m for m in mentions if end < m.start <= end + 4 and m.field.numeric
-                       and m.start not in used), None) if end > i else None
+        ops = [RUN_STATISTICS.get(q.raw[k]) or AGG_WORDS[q.raw[k]] for k in range(i, end + 1) if _is_statistic(q, k)]
+        target = next((m for m in mentions if end < m.start <= end + 4 and m.start not in used
+                       and (m.field.numeric or m.field.kind == "scalar" and set(ops) <= {"$max", "$min"}
+                            and m.share == 1.0 and "id" not in m.field.words)),
+                      None) if end > i and not _read_elsewhere(q, i, end, consumed) else None
         if target is None:
             i = max(i + 1, end)
             continue
-        for k in range(i, end + 1):
-            op = AGG_WORDS.get(q.raw[k])
-            if q.raw[k] in STATISTICS and (op, target.field) not in found:
+        for op in ops:
+            if (op, target.field) not in found:
                 found.append((op, target.field))
         consumed.update(range(i, end + 1))
         used.add(target.start)
+        used.update(m.start for m in mentions if i <= m.start <= end)  # a field named 'Average' is not shown
+        if counted is not None:
+            counted.update(c for c in range(i, target.start) if q.raw[c] in COUNT_HEADS)
         i = end + 1
     return found
+
+
+def _read_elsewhere(q: Question, i: int, end: int, consumed: set[int]) -> bool:
+    """A word of the run another pass already read ('the most and least common': its
+    'least' ranks counts), other than a count phrase's word ('total number')."""
+    return any(k in consumed and q.raw[k] not in COUNT_HEADS for k in range(i, end + 1))
+
+
+# The first words of a count phrase ('number of', 'count of', 'total number').
+COUNT_HEADS = frozenset({"number", "numbers", "count", "total"})
+
+
+# Words that name a statistic only beside other statistics ('the average, peak and cumulative
+# revenues', 'the top and bottom shares', 'the least and most number of'): they join a run but
+# never make one alone ('most', 'least', 'fewest': the form 'maximum number of' is read in, paraphrase.py).
+RUN_STATISTICS = {**ADJACENT_STATISTICS, "most": "$max", "least": "$min", "fewest": "$min", "top": "$max",
+                  "peak": "$max", "bottom": "$min"}
+
+
+def _is_statistic(q: Question, k: int) -> bool:
+    """A word of a statistics run: 'maximum', 'average', ... or one of RUN_STATISTICS."""
+    return q.raw[k] in STATISTICS or q.raw[k] in RUN_STATISTICS
 
 
 def _statistics_run(q: Question, i: int) -> int:
     """The last word of a run of statistic words starting at `i` ('maximum,
     minimum and average'), or `i` when no other statistic is joined to it."""
-    if q.raw[i] not in STATISTICS:
+    if not _is_statistic(q, i):
         return i
     j = i
     while j + 1 < len(q.raw):
         gap = q.text[q.spans[j][1]:q.spans[j + 1][0]]
-        if q.raw[j + 1] == "and" and j + 2 < len(q.raw) and q.raw[j + 2] in STATISTICS:
+        if q.raw[j + 1] == "and" and j + 2 < len(q.raw) and _is_statistic(q, j + 2):
             j += 2
-        elif "," in gap and q.raw[j + 1] in STATISTICS:
+        elif "," in gap and _is_statistic(q, j + 1):
             j += 1
         else:
             break
@@ -338,12 +369,29 @@ def _coordinated(q: Question, first: Mention, mentions: list[Mention], used: set
 
 
 def _is_superlative(q: Question, i: int, mentions: list[Mention], target: Mention, used: set[int]) -> bool:
-    """'the ship with the highest tonnage' sorts; 'the highest tonnage' aggregates."""
+    """'the ship with the highest tonnage' sorts; 'the highest tonnage' aggregates, and so
+    does 'the maximum low temperature and average precipitation': a field another statistic
+    word measures is no column shown beside a ranked document."""
     # 'the maximum enrollment across all schools': what follows 'all' is the domain, not a column
+    measured = _measured_by_statistics(q, mentions)
     others = [m for m in mentions if m.field.mql != target.field.mql and m.start not in used
-              and q.raw[m.start - 1:m.start] != ["all"]]
+              and q.raw[m.start - 1:m.start] != ["all"] and m.start not in measured]
     return bool(others) or any(q.raw[j] in ("with", "whose", "has", "have", "having", "that", "who")
                                for j in range(max(0, i - 3), i))
+
+
+def _measured_by_statistics(q: Question, mentions: list[Mention]) -> set[int]:
+    """The numeric mentions (by start) a statistic word stands before ('the average
+    precipitation', 'the lowest consider rate'): at most four words before it, no other
+    mention between."""
+    out = set()
+    for k, word in enumerate(q.raw):
+        if word not in STATISTICS:
+            continue
+        after = next((m for m in mentions if m.start > k), None)
+        if after is not None and after.start - k <= 4 and after.field.numeric:
+            out.add(after.start)
+    return out
 
 
 def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set[int], used: set[int]) -> None:

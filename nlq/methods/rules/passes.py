@@ -67,6 +67,7 @@ class State:
     common: bool = False          # 'the most common X' ranked the counts
     ranked: list = field(default_factory=list)  # (collection, margin) best first: the other readings' collections
     variant: frozenset = frozenset()  # another reading: "identified" (an entity with its id), "ungrouped"
+    grain: str | None = None      # the array a count per element counts, when no array's name says it
 
     @property
     def lower(self) -> str:
@@ -162,11 +163,10 @@ def read_literals(s: State) -> None:
 def read_counts(s: State) -> None:
     """'how many', 'number of' (unless it names a stored quantity), 'distinct'."""
     q, ir, mentions = s.q, s.ir, s.mentions
-    ir.distinct = any(w in DISTINCT_WORDS for w in q.raw) or bool(DISTINCT_PHRASES.search(s.lower))
-    named = {i for m in mentions for i in range(m.start, m.end)}
-    counts = [c for c in COUNT_PATTERNS.finditer(s.lower) if q.word_at(c.start()) not in named | s.counted
-              and not names_quantity(q, c, mentions) and not averaged_count(q, c, mentions, s.fields)
-              and not compound_number(q, c)]
+    grouping = {q.word_at(m.end()) - 1 for m in GROUP_PATTERNS.finditer(s.lower)}  # 'for different investors'
+    ir.distinct = any(w in DISTINCT_WORDS and i not in grouping for i, w in enumerate(q.raw)) \
+        or bool(DISTINCT_PHRASES.search(s.lower))
+    counts = count_phrases(s)
     # 'the range with the most number of peaks' ranks by the count; it does not ask for it
     ranking = [c for c in counts if q.raw[q.word_at(c.start()) - 1:q.word_at(c.start())] in (
         ["most"], ["least"], ["fewest"])]
@@ -175,6 +175,16 @@ def read_counts(s: State) -> None:
     if ir.count:
         count_quantities(q, ir, mentions, s.entities, s.used)
         count_per_value(s.lower, ir)
+
+
+def count_phrases(s: State) -> list[re.Match]:
+    """The count phrases that count ('how many', 'the number of'): not a field's own name, a
+    phrase a condition or a statistic already reads (`counted`), a stored quantity or a compound."""
+    q, mentions = s.q, s.mentions
+    named = {i for m in mentions for i in range(m.start, m.end)}
+    return [c for c in COUNT_PATTERNS.finditer(s.lower) if q.word_at(c.start()) not in named | s.counted
+            and not names_quantity(q, c, mentions) and not averaged_count(q, c, mentions, s.fields)
+            and not compound_number(q, c)]
 
 
 # Words that may stand before a count's 'number of' ('the total number of', 'an equal number of').
@@ -213,6 +223,9 @@ def read_grouping(s: State) -> None:
             ir.group_by.append(eponym)  # 'for different grapes' in `grapes`: its `Grape`
         elif target is None and not is_order_phrase(lower, m.start()):
             group_by_date_part(q, at, s.fields, mentions, ir, s.consumed)
+            elements = array_named(q, at, s.fields, top_level=False) if ir.count else None
+            if elements is not None and at not in s.consumed and elements not in ir.group_by:
+                group_by_elements(s, elements)
         named = target and set(range(target.start, target.end)) & s.entities
         if named and not ir.count and not STATISTICS & set(q.raw):
             if target.field.arrays:
@@ -240,10 +253,16 @@ def read_grouping(s: State) -> None:
         if target.field not in ir.group_by:
             ir.group_by.append(target.field)
         used.add(target.start)
-    for m in re.finditer(r"\b(?:each|every)\s+", lower):  # 'spent each year'
+    phrased = {q.word_at(m.end()) for m in GROUP_PATTERNS.finditer(lower)}
+    for m in re.finditer(r"\b(?:each|every)\s+", lower):  # 'spent each year', 'how many students play each sport'
         at = q.word_at(m.end())
-        if not any(mm.start == at for mm in mentions):
+        target = next((mm for mm in mentions if mm.start == at), None)
+        if target is None:
             group_by_date_part(q, at, s.fields, mentions, ir, s.consumed)
+        elif ir.count and at not in phrased and target.start not in used and target.field.kind == "scalar" \
+                and not set(range(target.start, target.end)) & s.entities and target.field not in ir.group_by:
+            ir.group_by.append(target.field)
+            used.add(target.start)
     common = re.search(r"\b(?:most|least) (?:common|frequent|popular|often)\b", lower)
     s.common = bool(common)
     if common:
@@ -263,10 +282,32 @@ def read_grouping(s: State) -> None:
             ir.count = True
 
 
+def group_by_elements(s: State, elements: Field) -> None:
+    """'how many sections does each course have', 'the customer id and the number of bookings
+    for each customer', `courses` / `customers` arrays: a count per element. What the count
+    phrase ends on inside the elements is counted (its array is the grain), not shown; the
+    element's attributes the question names are the keys (else its own label, `element_key`).
+    With an attribute of other data named, the elements are not what the count is per."""
+    ends = {s.q.word_at(c.end()) for c in COUNT_PATTERNS.finditer(s.lower)}
+    inside = [m for m in s.mentions if m.start in ends and len(m.field.arrays) > len(elements.arrays)
+              and m.field.arrays[:len(elements.arrays)] == elements.arrays]
+    named = [m for m in s.mentions if m.start not in s.used and m not in inside and m.field.kind == "scalar"
+             and (not m.field.numeric or "id" in m.field.words)]  # an identifier, not a measure
+    if any(m.field.arrays != elements.arrays for m in named):
+        return
+    s.ir.group_by += [m.field for m in named if m.field not in s.ir.group_by] or [elements]
+    s.used.update(m.start for m in named + inside)
+    if inside:
+        s.grain = inside[0].field.arrays[-1]
+
+
 def read_aggregates(s: State) -> None:
     """'average price', 'total and minimum enrollment'; superlatives sort; 'top 5 X by'; 'by X' groups."""
     q, ir = s.q, s.ir
-    ir.aggregates += coordinated_aggregates(q, s.mentions, s.consumed, s.used)
+    read = len(s.counted)
+    ir.aggregates += coordinated_aggregates(q, s.mentions, s.consumed, s.used, s.counted)
+    if len(s.counted) > read and ir.count and not ir.having and not s.common and not count_phrases(s):
+        ir.count = ir.count_asked = False  # 'the minimum and maximum number of bathrooms' measures, counts nothing
     detect_aggregates(q, ir, s.mentions, s.fields, s.entities, s.consumed, s.used, s.common,
                       per_document(q, s.lower, s.collection))
     top_group(q, ir, s.mentions, s.used, s.fields)
@@ -305,7 +346,7 @@ def read_outputs(s: State) -> None:
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities,
                                         "identified" in s.variant) + ir.outputs
     ir.outputs = full_names(lower, ir.outputs, fields)
-    ir.grain = count_grain(q, fields, s.collection) if ir.count else None
+    ir.grain = s.grain or count_grain(q, fields, s.collection) if ir.count else None
     if ir.count and ir.grain and "." not in ir.grain and not (ir.outputs or ir.group_by or ir.aggregates
                                                               or ir.distinct or ir.filters):
         # "all products and the number of complaints each has received": the entity,

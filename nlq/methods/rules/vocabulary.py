@@ -148,6 +148,7 @@ SYNONYMS = {
     "compensation": ("salary", "pay", "wage"), "income": ("salary", "income"),
     "fare": ("price", "fare", "cost"), "costing": ("price", "cost"), "priced": ("price",), "pricing": ("price",),
     "eldest": ("age",), "aged": ("age",),
+    "gender": ("sex", "gender"), "sex": ("sex", "gender"),
     "store": ("shop", "store"), "shop": ("shop", "store"), "role": ("position", "role"),
     "position": ("position", "role"), "rating": ("score", "rating"), "rated": ("score", "rating"),
     "score": ("score", "point"), "point": ("point", "score"),

@@ -1,0 +1,62 @@
+"""`rules` reads what a count is per: 'for different investors' (each document, its
+array's elements counted), 'each course' (an array's elements), 'play each sport' (a value)."""
+
+from __future__ import annotations
+
+from nlq.methods import rules
+
+
+def entry(collection, path, kind="scalar", types=None, present=4):
+    return {"collection": collection, "path": path, "kind": kind, "types": types or {"string": present},
+            "present": present, "null": 0, "missing": 0, "empty": 0, "array_len": None}
+
+
+INDEX = {
+    "db": "brokers",
+    "collections": {"investor": {"count": 4, "sampled": 4}},
+    "lattice": [
+        entry("investor", "investor_id", types={"int": 4}), entry("investor", "details"),
+        entry("investor", "transactions", kind="array", types={"array": 4}),
+        entry("investor", "transactions[].transaction_id", types={"int": 9}, present=9),
+        entry("investor", "transactions[].amount", types={"double": 9}, present=9),
+    ],
+    "values": {},
+}
+
+
+def test_for_different_documents_groups_rather_than_deduplicates():
+    ir = rules.build_ir("Show the number of transactions for different investors.", [], INDEX)
+    assert not ir.distinct
+    assert [f.mql for f in ir.sizes] == ["transactions"] and [f.mql for f in ir.outputs] == ["investor_id"]
+
+
+SCHOOL = {
+    "db": "school",
+    "collections": {"department": {"count": 3, "sampled": 3}},
+    "lattice": [
+        entry("department", "dept_code"), entry("department", "dept_name"),
+        entry("department", "course", kind="array", types={"array": 3}),
+        entry("department", "course[].crs_code", present=6), entry("department", "course[].crs_title", present=6),
+        entry("department", "course[].class", kind="array", types={"array": 6}, present=6),
+        entry("department", "course[].class[].class_section", present=12),
+        entry("department", "course[].class[].class_room", present=12),
+        entry("department", "course[].class[].sport", present=12),
+    ],
+    "values": {},
+}
+
+
+def test_a_count_for_each_element_of_an_array():
+    ir = rules.build_ir("How many sections does each course have?", [], SCHOOL)
+    assert [f.mql for f in ir.group_by] == ["course.crs_title"] and ir.count  # its own label
+    assert ir.outputs == [] and "course.class" in ir.unwinds  # the sections are counted, not shown
+
+
+def test_the_element_attributes_named_are_the_keys():
+    ir = rules.build_ir("Show the course titles and the number of classes for each course.", [], SCHOOL)
+    assert [f.mql for f in ir.group_by] == ["course.crs_title"]
+
+
+def test_a_count_for_each_value_after_a_verb():
+    ir = rules.build_ir("How many classes play each sport?", [], SCHOOL)
+    assert [f.mql for f in ir.group_by] == ["course.class.sport"] and ir.count
