@@ -55,3 +55,18 @@ def test_a_question_one_collection_explains_needs_no_join(world):
     assert not any("$lookup" in stage for stage in prediction["pipeline"])
     prediction, _ = answer(world, "league", "Which coach does the Ravens team have?")
     assert not any("$lookup" in stage for stage in prediction["pipeline"])
+
+
+def test_the_collection_asked_for_is_read_and_the_literal_of_another_reached(world):
+    """'which papers have "Turon" as an author': the papers are asked for (their titles), the
+    author only filters them — though the literal and 'author' favour Authors."""
+    prediction, rows = answer(world, "papers", 'Which papers have "Turon" as an author?')
+    assert prediction["collection"] == "Papers"
+    assert sorted(r["title"] for r in rows) == ["Binders Unbound", "Proving Theorems"]
+
+
+def test_a_text_pattern_on_another_collection_replaces_a_partial_field_name(world):
+    """'a paper with title containing ...': 'paper' names Papers, not half of `paperID`."""
+    prediction, rows = answer(world, "papers", 'Find the last names of the authors that have written a paper with '
+                                               'title containing the word "Closures".')
+    assert rows == [{"lname": "Weirich"}], prediction["pipeline"]

@@ -21,8 +21,9 @@ import re
 from dataclasses import replace
 
 from nlq.methods.rules.ir import Field, Mention
-from nlq.methods.rules.question import Question, word_match
+from nlq.methods.rules.question import Question, denied, word_match
 from nlq.methods.rules.schema import Grounding, join_edge, split_name
+from nlq.methods.rules.vocabulary import COUNT_PATTERNS
 
 UNNAMED = ("object", "dynamic_map", "array", "key")  # kinds a mention never reads across a join
 
@@ -48,6 +49,29 @@ def virtual_fields(collection: str, other: str, fields: list[Field]) -> list[Fie
     return out
 
 
+ASKING = frozenset({"which", "what", "who", "find", "show", "list", "give", "return", "display", "get", "name",
+                    "identify", "provide", "tell", "retrieve"})
+
+
+def asked_collection(q: Question, index: dict, schema: dict, best: str, mentions: list[Mention]) -> str:
+    """The collection the question asks for, when its first named collection is not `best`
+    (the one its words and literals favour) but joins it: 'which papers have "Stephanie
+    Weirich" as an author' asks for papers, the author only filters them. `best` otherwise."""
+    if not q.raw or q.raw[0] not in ASKING or COUNT_PATTERNS.search(q.text.lower()):
+        return best  # a count is of what the question counts, wherever it is named
+    firm = {i for m in mentions if m.field.collection == best and m.share >= 1.0 for i in range(m.start, m.end)}
+    for i, stem in enumerate(q.stems[:8]):
+        named = sorted(c for c in schema if split_name(c) and word_match(stem, split_name(c)[-1]) >= 0.85)
+        if not named:
+            continue
+        if best in named or i in firm or any(f.words and word_match(stem, f.words[-1]) >= 0.85 for f in schema[best]):
+            return best  # the collection asked for, or a word naming one of its fields ('customer IDs', 'states')
+        if q.raw[i] != stem or q.raw[i - 1:i] in (["the"], ["all"], ["each"], ["which"], ["what"]):
+            joined = [c for c in named if join_edge(index, c, best) is not None]
+            return joined[0] if len(joined) == 1 else best
+    return best
+
+
 def reach(q: Question, index: dict, grounding: Grounding, collection: str, fields: list[Field],
           mentions: list[Mention], all_mentions: list[Mention], entities: set[int], witnesses: list[dict]):
     """The join a question asks for beyond `collection`, if any: ([(alias, other, local,
@@ -55,6 +79,8 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
     them, the witnesses with the other's stored literals also placed under the alias); the
     inputs unchanged when the question reaches no other collection."""
     covered = {i for m in mentions for i in range(m.start, m.end)} | set(entities)
+    # a word naming the other collection may also partly name a field here ('paper' and `paperID`)
+    firm = {i for m in mentions if m.share >= 1.0 for i in range(m.start, m.end)} | set(entities)
     own = {str(w.get("term")) for w in witnesses
            if any(m.get("collection") == collection for m in w.get("matches", []))}
     best = None
@@ -64,7 +90,7 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
         edge = join_edge(index, collection, other)
         if edge is None:
             continue
-        named = {i for i, w in enumerate(q.stems) if i not in covered and w
+        named = {i for i, w in enumerate(q.stems) if i not in firm and w and not denied(q, i)
                  and any(word_match(w, n) >= 0.85 for n in split_name(other) if len(n) > 2)}
         literals = [w for w in witnesses if str(w.get("term")) not in own
                     and any(m.get("collection") == other and m.get("kind") == "value" for m in w.get("matches", []))]
@@ -92,8 +118,9 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
     placed = [{**w, "matches": list(w.get("matches", [])) + [
         {**m, "collection": collection, "path": f"{alias}[].{m['path']}"}
         for m in w.get("matches", []) if m.get("collection") == other]} if w in literals else w for w in witnesses]
-    return ([(alias, other, local, foreign)], fields + virtual, sorted(mentions + found, key=lambda m: m.start),
+    kept = [m for m in mentions if m.share >= 1.0 or not set(range(m.start, m.end)) & named]
+    return ([(alias, other, local, foreign)], fields + virtual, sorted(kept + found, key=lambda m: m.start),
             placed, named)
 
 
-__all__ = ["alias_of", "reach", "virtual_fields"]
+__all__ = ["alias_of", "asked_collection", "reach", "virtual_fields"]

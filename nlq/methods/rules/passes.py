@@ -32,7 +32,7 @@ from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
-from nlq.methods.rules.joins import reach
+from nlq.methods.rules.joins import asked_collection, reach
 from nlq.methods.rules.ordering import default_order, detect_limit, detect_order, entity_limit, superlative_limit
 from nlq.methods.rules.outputs import (asks_for_entity, count_grain, entity_outputs, full_names, grain_of, intent_word,
                                        names_array, plan_expansions, plan_unwinds, plural_attribute, unrepresented,
@@ -89,7 +89,7 @@ class State:
         schema = grounding.schema
         all_mentions = mention_fields(q.stems, schema)
         ranked, entity_positions = resolve_collection(q, schema, all_mentions, witnesses)
-        collection = collection or ranked[0][0]
+        collection = collection or asked_collection(q, index, schema, ranked[0][0], all_mentions)
         margin = dict(ranked).get(collection, -1.0)
         fields = schema.get(collection, [])
         ir = IR(collection=collection, collection_margin=margin, collections=len(ranked),
