@@ -536,3 +536,9 @@ def test_the_values_of_an_entity_kept_in_an_array_are_of_documents_holding_one(q
     ir = rules.build_ir(question, [], PEOPLE)
     sizes = [(f.field.mql, f.op, f.value) for f in ir.filters if f.size]
     assert (sizes == [("entrepreneur", "$gte", 1)]) is has, sizes
+
+
+@pytest.mark.parametrize("question", ["Show the names of peaks that have a guide.",
+                                      "Show the names of peaks that have some guides."])
+def test_having_a_named_array_element_is_presence(question):
+    assert ("guide", "$gte", 1, 0) in filters_of(question)

@@ -373,7 +373,7 @@ def _subject_before(q: Question, at: int) -> int:
 
 HAVING_SOME = re.compile(r"\b(?:that|who|which)\s+(?:currently\s+|still\s+|actually\s+|already\s+|do\s+|does\s+)?"
                          r"(?:has|have|had|own|owns|contain|contains|include|includes)\s+"
-                         r"(?:any\s+|some\s+|at least one\s+|one or more\s+)?")
+                         r"(?:any\s+|some\s+|at least one\s+|one or more\s+|an?\s+)?")
 
 
 def detect_presence(q: Question, fields: list[Field], consumed: set[int], filters: list[Filter]) -> list[Filter]:
