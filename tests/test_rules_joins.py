@@ -13,8 +13,9 @@ from nlq.backends import EmbeddedBackend
 PAPERS = [{"paperID": 200 + i, "title": title, "Authorship": [{"authID": a, "paperID": 200 + i} for a in authors]}
           for i, (title, authors) in enumerate([("Binders Unbound", [50, 51]), ("Nameless Painless", [52]),
                                                 ("Proving Theorems", [51, 53]), ("Typed Closures", [50])])]
-AUTHORS = [{"authID": 50 + i, "fname": f, "lname": l} for i, (f, l) in
-           enumerate([("Stephanie", "Weirich"), ("Aaron", "Turon"), ("Olin", "Shivers"), ("Jeremy", "Gibbons")])]
+AUTHORS = [{"authID": 50 + i, "fname": f, "lname": l, "affiliation": a} for i, (f, l, a) in
+           enumerate([("Stephanie", "Weirich", "Penn"), ("Aaron", "Turon", "Mozilla"), ("Olin", "Shivers", "NEU"),
+                      ("Jeremy", "Gibbons", "Oxford")])]
 LEAGUE = [{"team": "Ravens", "coach": "Ada"}, {"team": "Hawks", "coach": "Ben"}]
 
 
@@ -70,3 +71,10 @@ def test_a_text_pattern_on_another_collection_replaces_a_partial_field_name(worl
     prediction, rows = answer(world, "papers", 'Find the last names of the authors that have written a paper with '
                                                'title containing the word "Closures".')
     assert rows == [{"lname": "Weirich"}], prediction["pipeline"]
+
+
+def test_a_field_only_another_collection_has_is_read_through_a_lookup(world):
+    """'the affiliations of the writers of each paper': no collection is named, but only Authors
+    has an affiliation (a name no collection could share, unlike 'name' or 'id')."""
+    prediction, rows = answer(world, "papers", 'Show the affiliations for the paper titled "Binders Unbound".')
+    assert sorted(r["affiliation"] for r in rows) == ["Mozilla", "Penn"], prediction["pipeline"]

@@ -28,6 +28,10 @@ from nlq.methods.rules.vocabulary import COUNT_PATTERNS
 UNNAMED = ("object", "dynamic_map", "array", "key")  # kinds a mention never reads across a join
 
 
+# Words that end field names in any collection: alone, they say nothing of which one is meant.
+GENERIC = frozenset({"name", "id", "title", "type", "code", "description", "detail", "date", "number", "other"})
+
+
 def alias_of(other: str) -> str:
     """The field `$lookup` writes the other collection's documents to."""
     return "_" + re.sub(r"[^0-9A-Za-z]+", "_", other)
@@ -94,8 +98,6 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
                  and any(word_match(w, n) >= 0.85 for n in split_name(other) if len(n) > 2)}
         literals = [w for w in witnesses if str(w.get("term")) not in own
                     and any(m.get("collection") == other and m.get("kind") == "value" for m in w.get("matches", []))]
-        if not (named or literals):
-            continue
         virtual = {f.path: f for f in virtual_fields(collection, other, grounding.schema[other])}
         alias = alias_of(other)
         found, taken = [], set(covered) | named
@@ -106,6 +108,10 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
             if target is not None and not span & taken:
                 found.append(replace(m, field=target))
                 taken |= span
+        if not (named or literals):
+            # the other collection unnamed: only a field name no collection could share ('city',
+            # not 'name') says the question is about its documents
+            found = [m for m in found if set(m.field.words) - GENERIC]
         if not (found or literals):
             continue
         rank = (len(found) + len(literals), len(named))
