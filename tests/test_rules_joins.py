@@ -16,7 +16,10 @@ PAPERS = [{"paperID": 200 + i, "title": title, "Authorship": [{"authID": a, "pap
 AUTHORS = [{"authID": 50 + i, "fname": f, "lname": l, "affiliation": a} for i, (f, l, a) in
            enumerate([("Stephanie", "Weirich", "Penn"), ("Aaron", "Turon", "Mozilla"), ("Olin", "Shivers", "NEU"),
                       ("Jeremy", "Gibbons", "Oxford")])]
-LEAGUE = [{"team": "Ravens", "coach": "Ada"}, {"team": "Hawks", "coach": "Ben"}]
+LEAGUE = [{"team": "Ravens", "coach": "Ada", "player": [{"Position": "Midfielder", "College": "Duke"},
+                                                        {"Position": "Defender", "College": "Yale"}]},
+          {"team": "Hawks", "coach": "Ben", "player": [{"Position": "Defender", "College": "Duke"},
+                                                      {"Position": "Defender", "College": "Rice"}]}]
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +81,11 @@ def test_a_field_only_another_collection_has_is_read_through_a_lookup(world):
     has an affiliation (a name no collection could share, unlike 'name' or 'id')."""
     prediction, rows = answer(world, "papers", 'Show the affiliations for the paper titled "Binders Unbound".')
     assert sorted(r["affiliation"] for r in rows) == ["Mozilla", "Penn"], prediction["pipeline"]
+
+
+def test_both_values_of_the_element_shown_are_held_by_different_elements(world):
+    """'which colleges have both midfielders and defenders': each player holds one position, so
+    positions are gathered per college (not required of one team's array at once)."""
+    prediction, rows = answer(world, "league", "Which college have both players with position Midfielder "
+                                               "and players with position Defender?")
+    assert rows == [{"College": "Duke"}], prediction["pipeline"]

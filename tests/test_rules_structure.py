@@ -542,3 +542,16 @@ def test_the_values_of_an_entity_kept_in_an_array_are_of_documents_holding_one(q
                                       "Show the names of peaks that have some guides."])
 def test_having_a_named_array_element_is_presence(question):
     assert ("guide", "$gte", 1, 0) in filters_of(question)
+
+
+def test_both_bounds_on_one_field_are_met_by_different_members_of_each_group():
+    """'the regions with both peaks higher than 4000 and peaks lower than 2000': no peak is
+    both, so each region needs one peak on each side (a flag per side per group)."""
+    pipeline = pipeline_of("Show the regions that have both peaks with height higher than 4000 "
+                           "and peaks with height lower than 2000.")
+    group = next(stage["$group"] for stage in pipeline if "$group" in stage)
+    assert group["_id"] == "$Region"
+    assert group["_side1"] == {"$max": {"$cond": [{"$gt": ["$Height", 4000]}, 1, 0]}}
+    assert group["_side2"] == {"$max": {"$cond": [{"$lt": ["$Height", 2000]}, 1, 0]}}
+    assert {"$match": {"_side1": 1, "_side2": 1}} in pipeline
+

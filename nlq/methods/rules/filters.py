@@ -470,6 +470,30 @@ def detect_missing(q: Question, mentions: list[Mention], fields: list[Field], co
     return filters
 
 
+def both_bounds(q: Question, filters: list[Filter]) -> bool:
+    """'the types of ships that have both ships with tonnage larger than 6000 and ships with
+    tonnage smaller than 4000': two bounds on one field that no value meets at once, after
+    'both', are two sides each some member must meet — marked as the two branches of a
+    disjunction (the reading groups them, `IR.both`)."""
+    if "both" not in q.raw or any(f.branch for f in filters):
+        return False
+    at = q.raw.index("both")
+    lows = [f for f in filters if f.op in ("$gt", "$gte") and not f.size and f.start > at]
+    highs = [f for f in filters if f.op in ("$lt", "$lte") and not f.size and f.start > at]
+    for low in lows:
+        high = next((h for h in highs if h.field.mql == low.field.mql and _number(h.value) and _number(low.value)
+                     and low.value >= h.value), None)
+        if high is not None:
+            first, second = sorted((low, high), key=lambda f: f.start)
+            first.branch, second.branch = 1, 2
+            return True
+    return False
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def denied_values(filters: list[Filter]) -> list[Filter]:
     """'counties not located in the East', 'actors not aged 20': a negation before a
     field and then a literal on it denies the literal (`$ne`), not the field's presence —

@@ -96,6 +96,7 @@ class IR:
     presort: list = field(default_factory=list)  # (Field, dir) before grouping: each group's $first is its top
     anti_joins: list = field(default_factory=list)  # (collection, local, foreign): no document refers here
     joins: list = field(default_factory=list)  # (alias, collection, local, foreign): its documents, $lookup'ed
+    both: bool = False  # each side of the disjunction holds for some member of each group shown ('both ... and')
     grounded_share: float = 0.0
     witnesses_bound: int = 0
     unresolved: list[str] = field(default_factory=list)

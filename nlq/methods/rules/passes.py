@@ -23,7 +23,7 @@ from nlq.methods.rules.accounting import constraints
 from nlq.methods.rules.aggregation import (aggregate_conditions, element_key, averaged_count, coordinated_aggregates,
                                            count_per_value, count_quantities, detect_aggregates, detect_rounding,
                                            per_document, shown_before_aggregates, top_group)
-from nlq.methods.rules.filters import (denied_elements, denied_values, detect_absence, detect_anti_join,
+from nlq.methods.rules.filters import (both_bounds, denied_elements, denied_values, detect_absence, detect_anti_join,
                                        detect_average_comparisons, detect_comparisons, detect_disjunction, detect_flags,
                                        detect_having, detect_missing, detect_numbered, detect_presence,
                                        detect_text_filters)
@@ -153,7 +153,12 @@ def read_literals(s: State) -> None:
     used.update(m.start for m in mentions if m.start in consumed)  # a word read as a literal names no field
     ir.filters += number_alternatives(q, s.bound, consumed)
     ir.filters = denied_values(denied_elements(ir.filters))
+    if any(f.op == "$all" for f in ir.filters):  # 'both A and B': the conjunction an `$all` reads
+        consumed.update(i for i, w in enumerate(q.raw) if w == "both")
     detect_disjunction(q, ir.filters, consumed)
+    ir.both = both_bounds(q, ir.filters)
+    if ir.both:
+        consumed.update(i for i, w in enumerate(q.raw) if w == "both")
     ir.witnesses_bound = len(s.bound)
     bind_bag_attributes(q, ir, s.fields, s.limit_direction)
     ir.filters += detect_flags(q, mentions, consumed, used)
@@ -519,6 +524,9 @@ def plan_traversal(s: State) -> None:
     ir = s.ir
     # 'the most common product across accounts', `products` an array: groups are formed per element
     ir.group_by = [(element_key(f, s.fields) or f) if f.kind == "array" else f for f in ir.group_by]
+    read = [f.field for f in ir.filters] + ir.outputs + ir.group_by + ir.sizes + [f for _, f in ir.aggregates if f] + [
+        k for k, _ in ir.sort if isinstance(k, Field)] + [k[1] for k, _ in ir.sort if isinstance(k, tuple)]
+    ir.joins = [j for j in ir.joins if any(f.arrays[:1] == (j[0],) for f in read)]  # a join nothing reads is none
     ir.unwinds = plan_unwinds(ir)
     ir.inferred = [a for a in ir.unwinds if not names_array(s.q, a)]
     ir.expand = plan_expansions(ir)

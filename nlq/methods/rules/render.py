@@ -153,9 +153,11 @@ def _joins_ready(ir: IR, pending: list, unwound: set[str]) -> list[dict]:
 
 def render(ir: IR) -> list[dict]:
     """The aggregation pipeline of an IR."""
-    held = next((f for f in ir.filters if f.op == "$all" and not f.field.arrays), None)
+    held = next((f for f in ir.filters if f.op == "$all" and _held_apart(f, ir)), None)
     if held is not None:
         return _held_by_group(ir, held)
+    if ir.both:
+        return _both_by_group(ir)
     pipeline: list[dict] = []
     late_branch = any(f.branch and _is_late(f, ir) for f in ir.filters)  # an $or stays whole
     is_late = [_is_late(f, ir) or bool(f.branch and late_branch) for f in ir.filters]
@@ -324,6 +326,33 @@ def count_stages() -> list[dict]:
     `countDocuments()` runs as; see the MongoDB manual, db.collection.countDocuments)."""
     return [{"$facet": {"count": [{"$count": "count"}]}},
             {"$project": {"count": {"$ifNull": [{"$arrayElemAt": ["$count.count", 0]}, 0]}}}]
+
+
+def _held_apart(f: Filter, ir: IR) -> bool:
+    """Whether the values an `$all` asks for are held by different documents or elements of
+    what is shown: a top-level field (one value per document), or a field of the very array
+    element that is shown ('colleges with both midfielders and defenders', each player one
+    position) — not an array of the shown document, which holds them all at once."""
+    if not f.field.arrays:
+        return True
+    outputs = [o for o in ir.outputs if o.mql != f.field.mql]
+    return bool(outputs) and all(o.arrays[:len(f.field.arrays)] == f.field.arrays for o in outputs)
+
+
+def _both_by_group(ir: IR) -> list[dict]:
+    """'the types that have both ships over 6000 and ships under 4000': the members meeting
+    either side, grouped by what is shown, and the groups where some member meets each side
+    (a flag per side, `$max` of a `$cond`); with nothing shown per group, either side."""
+    keys = [f for f in ir.outputs if not any(f.mql == g.field.mql for g in ir.filters if g.branch)]
+    if not keys or ir.group_by or ir.aggregates or ir.count:
+        return render(replace(ir, both=False))
+    pipeline = render(replace(ir, both=False, outputs=keys, distinct=True, sort=[], limit=None))
+    at = next(i for i, stage in enumerate(pipeline) if "$group" in stage)
+    for side in (1, 2):
+        f = next(g for g in ir.filters if g.branch == side)
+        pipeline[at]["$group"][f"_side{side}"] = {"$max": {"$cond": [{f.op: [_ref(f.field, ir), f.value]}, 1, 0]}}
+    pipeline.insert(at + 1, {"$match": {"_side1": 1, "_side2": 1}})
+    return pipeline
 
 
 def _held_by_group(ir: IR, held: Filter) -> list[dict]:
