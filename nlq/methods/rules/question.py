@@ -470,7 +470,8 @@ def meaningful_mentions(q: Question, mentions: list[Mention]) -> list[Mention]:
 
 
 def select_mentions(mentions: list[Mention], collection: str, entity_positions: set[int],
-                    plural: set[int] = frozenset(), blocked: set[int] = frozenset()) -> list[Mention]:
+                    plural: set[int] = frozenset(), blocked: set[int] = frozenset(),
+                    words: list[str] = ()) -> list[Mention]:
     """Non-overlapping field mentions of one collection, best first.
 
     A word that names the collection or an array entity is taken as that entity,
@@ -485,13 +486,16 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     taken: list[Mention] = []
     used: set[int] = set()
     starts = {m.start for m in pool if m.field.kind != "array"}
+    arrays = [set(range(m.start, m.end)) for m in pool if m.field.kind == "array" and m.share == 1.0
+              and m.end - m.start >= 2]
     for m in pool:
         span = set(range(m.start, m.end))
         if span & used or span & blocked:
             continue
         if m.field.kind == "array":
             continue
-        if span & entity_positions and not m.entity and (m.share < 1.0 or span & entity_positions & plural):
+        if span & entity_positions and not m.entity and (m.share < 1.0 or span & entity_positions & plural) \
+                and not compounded_entity_word(m, words, entity_positions, plural, arrays):
             continue
         if span & entity_positions and not m.entity and m.end in starts and m.end - m.start == 1:
             continue  # 'school enrollment': the entity's word modifies the field named next (the head)
@@ -499,6 +503,25 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
         used |= span
     taken.sort(key=lambda m: m.start)
     return taken
+
+
+def compounded_entity_word(m: Mention, words: list[str], entity_positions: set[int], plural: set[int],
+                           arrays: list[set[int]]) -> bool:
+    """A word naming the collection or an array entity is part of a compound that names a
+    field of it with other words ('department number' is the employee's DEPARTMENT_ID, 'email
+    addresses' a Store_Email_Address in `Addresses`, 'log id' a problem_log_id): the span
+    matches most of the field's words and some content word of it names no entity; an entity
+    word before the head is singular, as modifiers are ('the station's id', 'the airports ids'
+    are the entity's own). Not a possessive 'X of Y' the field's name has no 'of' for ('the
+    number of employees', 'the IDs of architects': the entity itself, counted or identified),
+    nor inside an array's full name ('drama workshop groups' is the array, not its Workshop_Group_ID)."""
+    span = set(range(m.start, m.end))
+    said = words[m.start:m.end]
+    if m.end - m.start < 2 or m.share < 0.6 or len(said) < m.end - m.start or any(span <= a for a in arrays):
+        return False
+    if "of" in said and "of" not in m.field.words or any(i in plural for i in span & entity_positions if i < m.end - 1):
+        return False
+    return any(i not in entity_positions and words[i] not in TEXT_STOPWORDS for i in span)
 
 
 ORDER_SUFFIX = re.compile(r"\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(first|last)\b")

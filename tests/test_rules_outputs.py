@@ -1,0 +1,52 @@
+"""`rules` shows the fields a question names: an entity word inside a compound naming a field
+of it, and fields named by coordinated words that share a head or a modifier."""
+
+from __future__ import annotations
+
+from nlq.methods import rules
+
+
+def entry(collection, path, kind="scalar", types=None, present=4):
+    return {"collection": collection, "path": path, "kind": kind, "types": types or {"string": present},
+            "present": present, "null": 0, "missing": 0, "empty": 0, "array_len": None}
+
+
+INDEX = {
+    "db": "office",
+    "collections": {"departments": {"count": 4, "sampled": 4}, "Students": {"count": 4, "sampled": 4}},
+    "lattice": [
+        entry("departments", "DEPARTMENT_ID", types={"int": 4}), entry("departments", "DEPARTMENT_NAME"),
+        entry("departments", "employees", kind="array", types={"array": 4}),
+        entry("departments", "employees[].EMPLOYEE_ID", types={"int": 9}, present=9),
+        entry("departments", "employees[].FIRST_NAME", present=9),
+        entry("departments", "employees[].LAST_NAME", present=9),
+        entry("departments", "employees[].PHONE_NUMBER", present=9),
+        entry("departments", "employees[].DEPARTMENT_ID", types={"int": 9}, present=9),
+        entry("Students", "student_id", types={"int": 4}), entry("Students", "personal_name"),
+        entry("Students", "address_line_1"), entry("Students", "address_line_2"),
+        entry("Students", "Student_Course_Enrolment", kind="array", types={"array": 4}),
+        entry("Students", "Student_Course_Enrolment[].course_id", types={"int": 9}, present=9),
+        entry("Students", "Student_Course_Enrolment[].date_of_enrolment", types={"date": 9}, present=9),
+        entry("Students", "Student_Course_Enrolment[].date_of_completion", types={"date": 9}, present=9),
+    ],
+    "values": {},
+}
+
+
+def outputs_of(question):
+    return [f.mql for f in rules.build_ir(question, [], INDEX).outputs]
+
+
+# -- an entity word in a compound ---------------------------------------------------------------------------------
+
+def test_an_entity_word_modifying_a_field_word_names_that_field():
+    # 'department' names the collection, but 'department number' is a department's identifier
+    shown = outputs_of("Display the first name and department number of all employees.")
+    assert "employees.FIRST_NAME" in shown and "employees.PHONE_NUMBER" not in shown
+    assert {"DEPARTMENT_ID", "employees.DEPARTMENT_ID"} & set(shown)
+
+
+def test_a_possessed_entity_word_stays_the_entity():
+    # 'the number of employees' counts them, it names no field
+    ir = rules.build_ir("What is the number of employees?", [], INDEX)
+    assert ir.count and not ir.outputs
