@@ -50,3 +50,17 @@ def test_a_possessed_entity_word_stays_the_entity():
     # 'the number of employees' counts them, it names no field
     ir = rules.build_ir("What is the number of employees?", [], INDEX)
     assert ir.count and not ir.outputs
+
+
+# -- coordinated words sharing a field's other words --------------------------------------------------------------
+
+def test_a_coordinated_word_names_the_sibling_field_sharing_the_head():
+    assert outputs_of("List the dates of enrollment and completion of the student.") == [
+        "Student_Course_Enrolment.date_of_enrolment", "Student_Course_Enrolment.date_of_completion"]
+    assert outputs_of("Find the address line 1 and 2 of the student with personal name Jo.")[:2] == [
+        "address_line_1", "address_line_2"]
+
+
+def test_a_coordinated_word_naming_no_sibling_adds_nothing():
+    assert outputs_of("List the dates of enrollment and names of the students.") == [
+        "Student_Course_Enrolment.date_of_enrolment", "personal_name"]

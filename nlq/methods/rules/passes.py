@@ -96,7 +96,7 @@ class State:
         plural = {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
         meaningful = [m for m in meaningful_mentions(q, all_mentions) if m.field.mql not in avoid]
         mentions = select_mentions(meaningful, collection, entities, plural,
-                                   name_span(q, collection, fields) | order_words(q), q.stems)
+                                   name_span(q, collection, fields) | order_words(q), q.stems, fields)
         ir.mentions = mentions
         ir.alternative = bool(avoid or variant or collection != ranked[0][0])
         return cls(q, witnesses, index, grounding, ir, fields, entities, plural, mentions, ranked=ranked,

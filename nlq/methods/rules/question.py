@@ -471,12 +471,13 @@ def meaningful_mentions(q: Question, mentions: list[Mention]) -> list[Mention]:
 
 def select_mentions(mentions: list[Mention], collection: str, entity_positions: set[int],
                     plural: set[int] = frozenset(), blocked: set[int] = frozenset(),
-                    words: list[str] = ()) -> list[Mention]:
+                    words: list[str] = (), fields: list[Field] = ()) -> list[Mention]:
     """Non-overlapping field mentions of one collection, best first.
 
     A word that names the collection or an array entity is taken as that entity,
     unless a field's name matches there in full and the word is not a plural
-    ('the device name' is a field; 'for devices' is the collection).
+    ('the device name' is a field; 'for devices' is the collection). A word coordinated
+    with a mention names the sibling field its words make of that mention's (`elided`).
     """
     pool = [m for m in mentions if m.field.collection == collection and m.field.kind not in ("object", "dynamic_map")]
     pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score + m.echo, 1.35),
@@ -501,8 +502,52 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
             continue  # 'school enrollment': the entity's word modifies the field named next (the head)
         taken.append(m)
         used |= span
+    taken += elided(taken, words, fields, used | blocked | entity_positions)
     taken.sort(key=lambda m: m.start)
     return taken
+
+
+def elided(taken: list[Mention], words: list[str], fields: list[Field], used: set[int]) -> list[Mention]:
+    """'the dates of enrollment and completion', 'the booking start and end dates', 'address
+    line 1 and 2', 'the phone and email of the customer': a word coordinated with a word of a
+    mention, and named by no mention itself, replaces that word in the field's name; the
+    sibling field (same parent) so named is shown too. Exactly one sibling must have that
+    name, or, when none does, exactly one that name with one word more
+    (Customer_Phone -> Customer_Email_Address)."""
+    found: list[Mention] = []
+    for m in taken:
+        if len(m.field.words) < 2:
+            continue
+        for x in range(m.start, m.end):
+            for y in (x + 2, x - 2):
+                between = min(x, y) + 1
+                if not 0 <= y < len(words) or words[between] not in CONJUNCTIONS or y in used \
+                        or words[y] in TEXT_STOPWORDS or any(n.start <= y < n.end for n in found):
+                    continue
+                sibling = _sibling_named(m.field, words[x], words[y], fields)
+                if sibling is not None:
+                    found.append(Mention(sibling, y, y + 1, m.score, m.share))
+    return found
+
+
+def _sibling_named(f: Field, said: str, instead: str, fields: list[Field]) -> Field | None:
+    """The field beside `f` whose name is f's with the word `said` names replaced by one
+    `instead` names (see `elided`)."""
+    at = [k for k, fw in enumerate(f.words) if word_match(said, fw) >= 0.8]
+    if len(at) != 1:
+        return None
+    k = at[0]
+    parent = f.path.rsplit(".", 1)[0] if "." in f.path else ""
+    siblings = [g for g in fields if g is not f and g.kind == "scalar" and g.arrays == f.arrays
+                and (g.path.rsplit(".", 1)[0] if "." in g.path else "") == parent
+                and len(g.words) in (len(f.words), len(f.words) + 1)
+                and g.words[:k] == f.words[:k] and len(g.words) > k and word_match(instead, g.words[k]) >= 0.8]
+    for extra in (0, 1):
+        named = [g for g in siblings if len(g.words) == len(f.words) + extra
+                 and g.words[k + 1:len(f.words)] == f.words[k + 1:]]
+        if named:
+            return named[0] if len(named) == 1 else None
+    return None
 
 
 def compounded_entity_word(m: Mention, words: list[str], entity_positions: set[int], plural: set[int],
