@@ -64,3 +64,42 @@ def test_a_coordinated_word_names_the_sibling_field_sharing_the_head():
 def test_a_coordinated_word_naming_no_sibling_adds_nothing():
     assert outputs_of("List the dates of enrollment and names of the students.") == [
         "Student_Course_Enrolment.date_of_enrolment", "personal_name"]
+
+
+# -- all the information about an entity --------------------------------------------------------------------------
+
+SCHOOL = {
+    "db": "school",
+    "collections": {"Department": {"count": 3, "sampled": 3}},
+    "lattice": [
+        entry("Department", "DNO", types={"int": 3}), entry("Department", "DName"),
+        entry("Department", "Course", kind="array", types={"array": 3}),
+        entry("Department", "Course[].CID", present=9), entry("Department", "Course[].CName", present=9),
+        entry("Department", "Course[].Credits", types={"int": 9}, present=9),
+        entry("Department", "Course[].Enrolled_in", kind="array", types={"array": 9}, present=9),
+        entry("Department", "Course[].Enrolled_in[].Grade", present=20),
+    ],
+    "values": {},
+}
+
+
+AUTHORS = {
+    "db": "authors",
+    "collections": {"Course_Authors": {"count": 3, "sampled": 3}},
+    "lattice": [
+        entry("Course_Authors", "author_id", types={"int": 3}), entry("Course_Authors", "personal_name"),
+        entry("Course_Authors", "Courses", kind="array", types={"array": 3}),
+        entry("Course_Authors", "Courses[].course_name", present=9),
+    ],
+    "values": {},
+}
+
+
+def test_all_the_information_about_an_array_entity_is_its_elements_fields():
+    ir = rules.build_ir("List all information about courses sorted by credits in the ascending order.", [], SCHOOL)
+    assert {f.mql for f in ir.outputs} == {"Course.CID", "Course.CName", "Course.Credits"}
+
+
+def test_all_the_information_about_the_collection_spelled_out_is_its_documents():
+    ir = rules.build_ir("List all the information about course authors in order of the personal name.", [], AUTHORS)
+    assert ir.collection == "Course_Authors" and {f.mql for f in ir.outputs} == {"author_id", "personal_name"}

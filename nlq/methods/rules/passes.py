@@ -285,7 +285,7 @@ def read_outputs(s: State) -> None:
     """What the question names and nothing else uses; a bare entity; what a count is per."""
     q, ir, lower, mentions, fields = s.q, s.ir, s.lower, s.mentions, s.fields
     if ALL_FIELDS_PATTERNS.search(lower):
-        grain = grain_of(mentions, fields, s.entities, q)
+        grain = grain_of(mentions, fields, s.entities, q, name_span(q, s.collection, fields))
         ir.outputs = [f for f in fields if f.kind == "scalar" and f.arrays == grain and "<*>" not in f.mql]
     else:
         for m in mentions:
