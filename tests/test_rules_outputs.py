@@ -4,6 +4,7 @@ of it, and fields named by coordinated words that share a head or a modifier."""
 from __future__ import annotations
 
 from nlq.methods import rules
+from nlq.methods.rules.question import word_match
 
 
 def entry(collection, path, kind="scalar", types=None, present=4):
@@ -103,3 +104,15 @@ def test_all_the_information_about_an_array_entity_is_its_elements_fields():
 def test_all_the_information_about_the_collection_spelled_out_is_its_documents():
     ir = rules.build_ir("List all the information about course authors in order of the personal name.", [], AUTHORS)
     assert ir.collection == "Course_Authors" and {f.mql for f in ir.outputs} == {"author_id", "personal_name"}
+
+
+# -- an agent noun names the field of its verb --------------------------------------------------------------------
+
+def test_an_agent_noun_and_its_verb_name_one_field():
+    assert word_match("directed", "director") >= 0.85
+    films = {"db": "cinema", "collections": {"film": {"count": 3, "sampled": 3}},
+             "lattice": [entry("film", "Film_ID", types={"int": 3}), entry("film", "Title"), entry("film", "director"),
+                         entry("film", "Gross_in_dollar", types={"int": 3})],
+             "values": {}}
+    ir = rules.build_ir("Show the title of each film and who directed it.", [], films)
+    assert [f.mql for f in ir.outputs] == ["Title", "director"]

@@ -89,8 +89,9 @@ def word_match(q: str, f: str) -> float:
     return 0.0
 
 
-# Derivational endings a word and a field name may differ by ('founding' / 'founded').
-ENDINGS = ("ations", "ation", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ions", "ion", "ous", "ed", "s")
+# Derivational endings a word and a field name may differ by ('founding' / 'founded', 'director' / 'directed').
+ENDINGS = ("ations", "ation", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ors", "or", "ions", "ion",
+           "ous", "ed", "s")
 
 
 @functools.lru_cache(maxsize=1 << 14)
