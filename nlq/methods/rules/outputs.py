@@ -80,15 +80,23 @@ def plural_attribute(q: Question, mentions: list[Mention], f: Field, plural: set
         {"name", "id", "title"} & set(f.words))
 
 
-def grain_of(mentions, fields, entities, q) -> tuple[str, ...]:
-    """The array level the question talks about (deepest entity named), or top level."""
-    grains = [f.arrays + ((f.mql,) if f.kind == "array" and not f.path.endswith("[]") else ())
-              for f in fields if f.kind == "array" and f.words
-              and any(word_match(w, f.words[-1]) >= 0.85 for w in q.stems)]
+def grain_of(mentions, fields, entities, q, spelled: set[int] = frozenset()) -> tuple[str, ...]:
+    """The array level the question talks about (deepest entity named), or top level; words
+    spelling the collection's own name (`spelled`: 'course authors and tutors') name no array."""
+    words = [w for i, w in enumerate(q.stems) if i not in spelled]
+    # an array's own path ends its `arrays` or not, as the index records it: its elements' level either way
+    grains = [f.arrays + ((f.mql,) if not f.path.endswith("[]") and f.arrays[-1:] != (f.mql,) else ())
+              for f in fields if f.kind == "array" and _head(f.words)
+              and any(word_match(w, _head(f.words)) >= 0.85 for w in words)]
     for m in mentions:
         if m.field.arrays:
             grains.append(m.field.arrays)
     return max(grains, key=len) if grains else ()
+
+
+def _head(words: tuple[str, ...]) -> str:
+    """The last word of a name that is no stopword (`Enrolled_in` is named by 'enrolled')."""
+    return next((w for w in reversed(words) if w not in TEXT_STOPWORDS), "")
 
 
 def count_grain(q: Question, fields: list[Field], collection: str) -> str | None:

@@ -98,7 +98,7 @@ class State:
         plural = {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
         meaningful = [m for m in meaningful_mentions(q, all_mentions) if m.field.mql not in avoid]
         mentions = select_mentions(meaningful, collection, entities, plural,
-                                   name_span(q, collection, fields) | order_words(q))
+                                   name_span(q, collection, fields) | order_words(q), q.stems, fields)
         # what only another collection explains, reached through a join edge (joins.py)
         ir.joins, fields, mentions, witnesses, named = reach(q, index, grounding, collection, fields, mentions,
                                                              meaningful, entities, witnesses)
@@ -338,7 +338,7 @@ def read_outputs(s: State) -> None:
     """What the question names and nothing else uses; a bare entity; what a count is per."""
     q, ir, lower, mentions, fields = s.q, s.ir, s.lower, s.mentions, s.fields
     if ALL_FIELDS_PATTERNS.search(lower):
-        grain = grain_of(mentions, fields, s.entities, q)
+        grain = grain_of(mentions, fields, s.entities, q, name_span(q, s.collection, fields))
         ir.outputs = [f for f in fields if f.kind == "scalar" and f.arrays == grain and "<*>" not in f.mql]
     else:
         for m in mentions:

@@ -89,8 +89,9 @@ def word_match(q: str, f: str) -> float:
     return 0.0
 
 
-# Derivational endings a word and a field name may differ by ('founding' / 'founded').
-ENDINGS = ("ations", "ation", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ions", "ion", "ous", "ed", "s")
+# Derivational endings a word and a field name may differ by ('founding' / 'founded', 'director' / 'directed').
+ENDINGS = ("ations", "ation", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ors", "or", "ions", "ion",
+           "ous", "ed", "s")
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -470,12 +471,14 @@ def meaningful_mentions(q: Question, mentions: list[Mention]) -> list[Mention]:
 
 
 def select_mentions(mentions: list[Mention], collection: str, entity_positions: set[int],
-                    plural: set[int] = frozenset(), blocked: set[int] = frozenset()) -> list[Mention]:
+                    plural: set[int] = frozenset(), blocked: set[int] = frozenset(),
+                    words: list[str] = (), fields: list[Field] = ()) -> list[Mention]:
     """Non-overlapping field mentions of one collection, best first.
 
     A word that names the collection or an array entity is taken as that entity,
     unless a field's name matches there in full and the word is not a plural
-    ('the device name' is a field; 'for devices' is the collection).
+    ('the device name' is a field; 'for devices' is the collection). A word coordinated
+    with a mention names the sibling field its words make of that mention's (`elided`).
     """
     pool = [m for m in mentions if m.field.collection == collection and m.field.kind not in ("object", "dynamic_map")]
     pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score + m.echo, 1.35),
@@ -485,20 +488,86 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     taken: list[Mention] = []
     used: set[int] = set()
     starts = {m.start for m in pool if m.field.kind != "array"}
+    arrays = [set(range(m.start, m.end)) for m in pool if m.field.kind == "array" and m.share == 1.0
+              and m.end - m.start >= 2]
     for m in pool:
         span = set(range(m.start, m.end))
         if span & used or span & blocked:
             continue
         if m.field.kind == "array":
             continue
-        if span & entity_positions and not m.entity and (m.share < 1.0 or span & entity_positions & plural):
+        if span & entity_positions and not m.entity and (m.share < 1.0 or span & entity_positions & plural) \
+                and not compounded_entity_word(m, words, entity_positions, plural, arrays):
             continue
         if span & entity_positions and not m.entity and m.end in starts and m.end - m.start == 1:
             continue  # 'school enrollment': the entity's word modifies the field named next (the head)
         taken.append(m)
         used |= span
+    taken += elided(taken, words, fields, used | blocked | entity_positions)
     taken.sort(key=lambda m: m.start)
     return taken
+
+
+def elided(taken: list[Mention], words: list[str], fields: list[Field], used: set[int]) -> list[Mention]:
+    """'the dates of enrollment and completion', 'the booking start and end dates', 'address
+    line 1 and 2', 'the phone and email of the customer': a word coordinated with a word of a
+    mention, and named by no mention itself, replaces that word in the field's name; the
+    sibling field (same parent) so named is shown too. Exactly one sibling must have that
+    name, or, when none does, exactly one that name with one word more
+    (Customer_Phone -> Customer_Email_Address)."""
+    found: list[Mention] = []
+    for m in taken:
+        if len(m.field.words) < 2:
+            continue
+        for x in range(m.start, m.end):
+            for y in (x + 2, x - 2):
+                between = min(x, y) + 1
+                if not 0 <= y < len(words) or words[between] not in CONJUNCTIONS or y in used \
+                        or words[y] in TEXT_STOPWORDS or any(n.start <= y < n.end for n in found):
+                    continue
+                sibling = _sibling_named(m.field, words[x], words[y], fields)
+                if sibling is not None:
+                    found.append(Mention(sibling, y, y + 1, m.score, m.share))
+    return found
+
+
+def _sibling_named(f: Field, said: str, instead: str, fields: list[Field]) -> Field | None:
+    """The field beside `f` whose name is f's with the word `said` names replaced by one
+    `instead` names (see `elided`)."""
+    at = [k for k, fw in enumerate(f.words) if word_match(said, fw) >= 0.8]
+    if len(at) != 1:
+        return None
+    k = at[0]
+    parent = f.path.rsplit(".", 1)[0] if "." in f.path else ""
+    siblings = [g for g in fields if g is not f and g.kind == "scalar" and g.arrays == f.arrays
+                and (g.path.rsplit(".", 1)[0] if "." in g.path else "") == parent
+                and len(g.words) in (len(f.words), len(f.words) + 1)
+                and g.words[:k] == f.words[:k] and len(g.words) > k and word_match(instead, g.words[k]) >= 0.8]
+    for extra in (0, 1):
+        named = [g for g in siblings if len(g.words) == len(f.words) + extra
+                 and g.words[k + 1:len(f.words)] == f.words[k + 1:]]
+        if named:
+            return named[0] if len(named) == 1 else None
+    return None
+
+
+def compounded_entity_word(m: Mention, words: list[str], entity_positions: set[int], plural: set[int],
+                           arrays: list[set[int]]) -> bool:
+    """A word naming the collection or an array entity is part of a compound that names a
+    field of it with other words ('department number' is the employee's DEPARTMENT_ID, 'email
+    addresses' a Store_Email_Address in `Addresses`, 'log id' a problem_log_id): the span
+    matches most of the field's words and some content word of it names no entity; an entity
+    word before the head is singular, as modifiers are ('the station's id', 'the airports ids'
+    are the entity's own). Not a possessive 'X of Y' the field's name has no 'of' for ('the
+    number of employees', 'the IDs of architects': the entity itself, counted or identified),
+    nor inside an array's full name ('drama workshop groups' is the array, not its Workshop_Group_ID)."""
+    span = set(range(m.start, m.end))
+    said = words[m.start:m.end]
+    if m.end - m.start < 2 or m.share < 0.6 or len(said) < m.end - m.start or any(span <= a for a in arrays):
+        return False
+    if "of" in said and "of" not in m.field.words or any(i in plural for i in span & entity_positions if i < m.end - 1):
+        return False
+    return any(i not in entity_positions and words[i] not in TEXT_STOPWORDS for i in span)
 
 
 ORDER_SUFFIX = re.compile(r"\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(first|last)\b")

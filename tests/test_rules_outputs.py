@@ -1,0 +1,118 @@
+"""`rules` shows the fields a question names: an entity word inside a compound naming a field
+of it, and fields named by coordinated words that share a head or a modifier."""
+
+from __future__ import annotations
+
+from nlq.methods import rules
+from nlq.methods.rules.question import word_match
+
+
+def entry(collection, path, kind="scalar", types=None, present=4):
+    return {"collection": collection, "path": path, "kind": kind, "types": types or {"string": present},
+            "present": present, "null": 0, "missing": 0, "empty": 0, "array_len": None}
+
+
+INDEX = {
+    "db": "office",
+    "collections": {"departments": {"count": 4, "sampled": 4}, "Students": {"count": 4, "sampled": 4}},
+    "lattice": [
+        entry("departments", "DEPARTMENT_ID", types={"int": 4}), entry("departments", "DEPARTMENT_NAME"),
+        entry("departments", "employees", kind="array", types={"array": 4}),
+        entry("departments", "employees[].EMPLOYEE_ID", types={"int": 9}, present=9),
+        entry("departments", "employees[].FIRST_NAME", present=9),
+        entry("departments", "employees[].LAST_NAME", present=9),
+        entry("departments", "employees[].PHONE_NUMBER", present=9),
+        entry("departments", "employees[].DEPARTMENT_ID", types={"int": 9}, present=9),
+        entry("Students", "student_id", types={"int": 4}), entry("Students", "personal_name"),
+        entry("Students", "address_line_1"), entry("Students", "address_line_2"),
+        entry("Students", "Student_Course_Enrolment", kind="array", types={"array": 4}),
+        entry("Students", "Student_Course_Enrolment[].course_id", types={"int": 9}, present=9),
+        entry("Students", "Student_Course_Enrolment[].date_of_enrolment", types={"date": 9}, present=9),
+        entry("Students", "Student_Course_Enrolment[].date_of_completion", types={"date": 9}, present=9),
+    ],
+    "values": {},
+}
+
+
+def outputs_of(question):
+    return [f.mql for f in rules.build_ir(question, [], INDEX).outputs]
+
+
+# -- an entity word in a compound ---------------------------------------------------------------------------------
+
+def test_an_entity_word_modifying_a_field_word_names_that_field():
+    # 'department' names the collection, but 'department number' is a department's identifier
+    shown = outputs_of("Display the first name and department number of all employees.")
+    assert "employees.FIRST_NAME" in shown and "employees.PHONE_NUMBER" not in shown
+    assert {"DEPARTMENT_ID", "employees.DEPARTMENT_ID"} & set(shown)
+
+
+def test_a_possessed_entity_word_stays_the_entity():
+    # 'the number of employees' counts them, it names no field
+    ir = rules.build_ir("What is the number of employees?", [], INDEX)
+    assert ir.count and not ir.outputs
+
+
+# -- coordinated words sharing a field's other words --------------------------------------------------------------
+
+def test_a_coordinated_word_names_the_sibling_field_sharing_the_head():
+    assert outputs_of("List the dates of enrollment and completion of the student.") == [
+        "Student_Course_Enrolment.date_of_enrolment", "Student_Course_Enrolment.date_of_completion"]
+    assert outputs_of("Find the address line 1 and 2 of the student with personal name Jo.")[:2] == [
+        "address_line_1", "address_line_2"]
+
+
+def test_a_coordinated_word_naming_no_sibling_adds_nothing():
+    assert outputs_of("List the dates of enrollment and names of the students.") == [
+        "Student_Course_Enrolment.date_of_enrolment", "personal_name"]
+
+
+# -- all the information about an entity --------------------------------------------------------------------------
+
+SCHOOL = {
+    "db": "school",
+    "collections": {"Department": {"count": 3, "sampled": 3}},
+    "lattice": [
+        entry("Department", "DNO", types={"int": 3}), entry("Department", "DName"),
+        entry("Department", "Course", kind="array", types={"array": 3}),
+        entry("Department", "Course[].CID", present=9), entry("Department", "Course[].CName", present=9),
+        entry("Department", "Course[].Credits", types={"int": 9}, present=9),
+        entry("Department", "Course[].Enrolled_in", kind="array", types={"array": 9}, present=9),
+        entry("Department", "Course[].Enrolled_in[].Grade", present=20),
+    ],
+    "values": {},
+}
+
+
+AUTHORS = {
+    "db": "authors",
+    "collections": {"Course_Authors": {"count": 3, "sampled": 3}},
+    "lattice": [
+        entry("Course_Authors", "author_id", types={"int": 3}), entry("Course_Authors", "personal_name"),
+        entry("Course_Authors", "Courses", kind="array", types={"array": 3}),
+        entry("Course_Authors", "Courses[].course_name", present=9),
+    ],
+    "values": {},
+}
+
+
+def test_all_the_information_about_an_array_entity_is_its_elements_fields():
+    ir = rules.build_ir("List all information about courses sorted by credits in the ascending order.", [], SCHOOL)
+    assert {f.mql for f in ir.outputs} == {"Course.CID", "Course.CName", "Course.Credits"}
+
+
+def test_all_the_information_about_the_collection_spelled_out_is_its_documents():
+    ir = rules.build_ir("List all the information about course authors in order of the personal name.", [], AUTHORS)
+    assert ir.collection == "Course_Authors" and {f.mql for f in ir.outputs} == {"author_id", "personal_name"}
+
+
+# -- an agent noun names the field of its verb --------------------------------------------------------------------
+
+def test_an_agent_noun_and_its_verb_name_one_field():
+    assert word_match("directed", "director") >= 0.85
+    films = {"db": "cinema", "collections": {"film": {"count": 3, "sampled": 3}},
+             "lattice": [entry("film", "Film_ID", types={"int": 3}), entry("film", "Title"), entry("film", "director"),
+                         entry("film", "Gross_in_dollar", types={"int": 3})],
+             "values": {}}
+    ir = rules.build_ir("Show the title of each film and who directed it.", [], films)
+    assert [f.mql for f in ir.outputs] == ["Title", "director"]
