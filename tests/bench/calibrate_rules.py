@@ -39,6 +39,7 @@ L2 = 1.0  # penalty on standardized weights (the data has thousands of rows: a l
 STEPS = 50
 DIGITS = 10
 FOLDS = 5
+CURVE = (0.7, 0.75, 0.8, 0.85, 0.9)  # thresholds whose out-of-database precision and coverage are printed
 WORKERS = 2  # processes: one split each
 
 
@@ -187,6 +188,11 @@ def main() -> None:
     validation = {name: summary([(c, r["score"]["exc"]) for r, c in validated if r["split"] == name])
                   for name in splits}
     validation["alternative"] = summary(cross_validated_alternatives(scored))
+    for name in splits:  # where the recommended threshold stands on the out-of-database curve
+        pairs = [(c, r["score"]["exc"]) for r, c in validated if r["split"] == name]
+        curve = ", ".join(f"{t}: {f['precision'] or 0:.1%} of {f['coverage'] or 0:.1%}"
+                          for t in CURVE for f in [summary(pairs, t)])
+        print(f"  out-of-database precision of coverage by threshold, {name}: {curve}")
     for name, figures in validation.items():
         print(f"  out-of-database ({FOLDS}-fold by database) {name}: ECE {figures['ece']:.3f}, precision at "
               f"{calibration.RECOMMENDED_THRESHOLD} {figures['precision'] or 0:.1%}, coverage "
