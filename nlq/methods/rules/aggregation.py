@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 
-from nlq.methods.rules.vocabulary import AGG_WORDS, COUNT_PATTERNS, GROUP_PATTERNS, STATISTICS, WORD_NUMBERS
+from nlq.methods.rules.vocabulary import (AGG_WORDS, COUNT_PATTERNS, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS,
+                                          WORD_NUMBERS)
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import split_name
-from nlq.methods.rules.question import Question, to_number, word_match
-from nlq.methods.rules.grounding import array_named, array_phrase
+from nlq.methods.rules.question import Question, quantity_noun, to_number, word_match
+from nlq.methods.rules.grounding import array_named, array_phrase, counted_noun
 from nlq.methods.rules.ordering import entity_limit
 
 
@@ -401,8 +402,12 @@ def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set
     summed = 0
     for c in counts:
         at = q.word_at(c.end())
-        m = next((m for m in mentions if m.start == at and m.share == 1.0 and m.field.numeric
-                  and at not in entities and "id" not in m.field.words), None)
+        # 'how many furniture components': the noun the phrase ends on names a stored quantity
+        head = counted_noun(q, at)
+        m = next((m for m in mentions if (m.start == at or m.start == head and quantity_noun(m.field)
+                                          and not DISTINCT_WORDS & set(q.raw[at:head]))
+                  and m.share == 1.0 and m.field.measurable
+                  and m.start not in entities and "id" not in m.field.words), None)
         if m is not None:
             if ("$sum", m.field) not in ir.aggregates:
                 ir.aggregates.append(("$sum", m.field))

@@ -12,10 +12,12 @@ from datetime import datetime, timezone
 
 from nlq.errors import NlqError
 from nlq.text import word_spans
-from nlq.methods.rules.vocabulary import AGG_WORDS, ASC_WORDS, DESC_WORDS, NEGATIONS, SYNONYMS
+from nlq.text import STOPWORDS as TEXT_STOPWORDS
+from nlq.methods.rules.vocabulary import AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS, NEGATIONS, SYNONYMS
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import lattice_to_mql, split_name
-from nlq.methods.rules.question import Question, denied, is_quoted, is_year, maybe_number, to_number, word_match
+from nlq.methods.rules.question import (Question, denied, is_quoted, is_year, maybe_number, quantity_noun, to_number,
+                                        word_match)
 
 
 def resolve_collection(q: Question, schema: dict[str, list[Field]], mentions: list[Mention],
@@ -251,6 +253,67 @@ def array_named(q: Question, at: int, fields: list[Field], top_level: bool = Tru
     named = [f for f in fields if f.kind == "array" and f.words and word_match(q.stems[at], f.words[-1]) >= 0.85
              and (not top_level or "." not in f.mql)]
     return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else None
+
+
+def quantity_mentions(q: Question, fields: list[Field], mentions: list[Mention], entities: set[int],
+                      collection: str) -> tuple[list[Mention], set[int]]:
+    """'how many customers', 'the number of rooms', 'the most shops', where a document stores
+    its `no_of_customers`, `room_count`, `Num_of_Shops` (`quantity_noun`): the noun a count
+    phrase or a counting superlative ends on names that stored quantity, not things to count
+    — one word the field's name would not match alone. The mentions with those (and the
+    positions still naming an entity) are returned. Not when the noun names the collection
+    (its documents are counted), when the question reads the elements of an array the noun
+    names (a condition or a value of each: they are counted), nor when two quantities count it."""
+    lower = q.text.lower()
+    starts = [q.word_at(c.end()) for c in COUNT_PATTERNS.finditer(lower)]
+    starts += [i + 1 for i, w in enumerate(q.raw) if w in ("most", "fewest", "least")
+               and q.raw[i + 1:i + 2] != ["number"]]
+    own = split_name(collection)[-1:]
+    out, named = list(mentions), set()
+    for start in starts:
+        at = counted_noun(q, start)
+        found = [f for f in fields if at is not None and _names_noun(q, at, quantity_noun(f))]
+        if len(found) != 1 or any(word_match(q.stems[at], w) >= 0.85 for w in own):
+            continue
+        f = found[0]
+        array = array_named(q, at, fields, top_level=False)
+        if array is not None and (array.mql in f.arrays or any(
+                array.mql in m.field.arrays and m.share >= 0.8 and m.field is not f for m in mentions)):
+            continue  # (a quantity inside each element counts something of it: 'bookings', `booked_count`)
+        covering = [m for m in out if m.start <= at < m.end]
+        if any(m.field is not f for m in covering):
+            continue
+        span = (min(m.start for m in covering), max(m.end for m in covering)) if covering else (at, at + 1)
+        out = [m for m in out if m not in covering] + [Mention(f, span[0], span[1], 1.0, 1.0)]
+        named.add(at)
+    return sorted(out, key=lambda m: m.start), entities - named
+
+
+# Words between a count phrase and the noun it counts ('the number of the audiences', 'how many total rooms').
+COUNT_FILLERS = frozenset({"the", "a", "an", "their", "its", "his", "her", "all", "of", "total", "overall"})
+
+
+def counted_noun(q: Question, start: int) -> int | None:
+    """The last word of the noun phrase from `start` on (after `COUNT_FILLERS`): its head,
+    the words before it qualifiers ('furniture components'); a participle ends it ('shares
+    transacted')."""
+    while start < len(q.raw) and q.raw[start] in COUNT_FILLERS:
+        start += 1
+    end = None
+    for j in range(start, min(start + 3, len(q.raw))):
+        word = q.raw[j]
+        if not word.isalpha() or word in TEXT_STOPWORDS or j > start and word.endswith(("ed", "ing")):
+            break
+        end = j
+    return end
+
+
+def _names_noun(q: Question, at: int, noun: tuple[str, ...]) -> bool:
+    """The words ending at `at` say `noun` (a stored quantity's counted noun)."""
+    if not noun or at + 1 < len(noun):
+        return False
+    said = q.stems[at + 1 - len(noun):at + 1]
+    return all(word_match(a, b) >= 0.9 for a, b in zip(said, noun))  # the noun itself, not a kin word
 
 
 def array_of_subject(q: Question, at: int, fields: list[Field], subject_at: int) -> Field | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from nlq.text import STOPWORDS
-from nlq.methods.rules.vocabulary import WORD_NUMBERS
+from nlq.methods.rules.vocabulary import AGG_WORDS, WORD_NUMBERS
 
 _FUNCTION_WORDS = STOPWORDS | {"total", "please", "descending", "ascending", "overall", "then"}
 _N = r"(\d[\d,]*(?:\.\d+)?|" + "|".join(WORD_NUMBERS) + r")"
@@ -145,6 +145,11 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      lambda m: m.group() if m.group(1).lower() in _FUNCTION_WORDS else f"the number of {m.group(1)} is "),
     # counts: 'the student counts', 'the quantity of buses', 'along with their frequency'
     (r"\b(?:respective|corresponding|associated|total)\s+(?=counts?\b)", r""),
+    # 'the staff counts of shops', 'addresses and employee counts of shops' (a noun's count, of
+    # each shop): the number of staff
+    (r"\b(the|their|its|and) ([a-z]+) counts? of\b",
+     lambda m: m.group() if m.group(2).lower() in _FUNCTION_WORDS | AGG_WORDS.keys()  # ('and lowest counts of')
+     else f"{m.group(1)} number of {m.group(2)} of"),
     (r"\b(?:the )?(?:quantity|quantities|tally|tallies|counts?|headcount) of\b", r"the number of"),
     (r"\bthe total number of\b", r"the number of"),
     (r"\b(?:listed |sorted |ordered |arranged |ranked )?from (?:the )?most (?:frequent|common|often)? ?to (?:the )?"

@@ -27,8 +27,9 @@ from nlq.methods.rules.filters import (both_bounds, denied_elements, denied_valu
                                        detect_average_comparisons, detect_comparisons, detect_disjunction, detect_flags,
                                        detect_having, detect_missing, detect_numbered, detect_presence,
                                        detect_text_filters)
-from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_witnesses, coded_witnesses,
-                                         eponymous_field, number_alternatives, resolve_collection, witnessed_years)
+from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_witnesses, coded_witnesses, counted_noun,
+                                         eponymous_field, number_alternatives, quantity_mentions, resolve_collection,
+                                         witnessed_years)
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
@@ -38,7 +39,7 @@ from nlq.methods.rules.outputs import (asks_for_entity, count_grain, entity_outp
                                        names_array, plan_expansions, plan_unwinds, plural_attribute, unrepresented,
                                        validate)
 from nlq.methods.rules.question import (Question, meaningful_mentions, mention_fields, name_span, names_quantity,
-                                        order_words, select_mentions, word_match)
+                                        order_words, quantity_noun, select_mentions, word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
 from nlq.methods.rules.vocabulary import (AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
                                           DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS,
@@ -105,6 +106,7 @@ class State:
         if ir.joins:
             entities = entities | named
             ir.array_paths = frozenset(a for f in fields for a in f.arrays)
+        mentions, entities = quantity_mentions(q, fields, mentions, entities, collection)  # 'how many customers'
         ir.mentions = mentions
         ir.alternative = bool(avoid or variant or collection != ranked[0][0])
         return cls(q, witnesses, index, grounding, ir, fields, entities, plural, mentions, ranked=ranked,
@@ -142,15 +144,17 @@ def read_literals(s: State) -> None:
     """Witnessed literals as equalities ($in for alternatives, $ne when denied, $or
     across 'or'), attribute-bag keys, boolean flags, directly addressed map keys."""
     q, ir, consumed, used, mentions = s.q, s.ir, s.consumed, s.used, s.mentions
-    consumed.update(i for c in COUNT_PATTERNS.finditer(s.lower)  # 'the numbers of wines' binds no literal
-                    if not c.group().startswith("count")  # ('HBA1C count' may name a field)
-                    for i in range(q.word_at(c.start()), q.word_at(c.end())))
+    counting = {i for c in COUNT_PATTERNS.finditer(s.lower)  # 'the numbers of wines' binds no literal
+                if not c.group().startswith("count")  # ('HBA1C count' may name a field)
+                for i in range(q.word_at(c.start()), q.word_at(c.end()))}
+    consumed.update(counting)
     witnesses = s.witnesses + coded_witnesses(q, s.index, s.collection, s.witnesses)  # 'female' -> "F"
     s.bound = bind_witnesses(q, witnesses, s.collection, s.fields, mentions, consumed, s.entities,
                              count_grain(q, s.fields, s.collection))
     for f in s.bound:
         used.update(m.start for m in mentions if m.field.mql == f.field.mql and abs(m.start - f.start) <= 4)
-    used.update(m.start for m in mentions if m.start in consumed)  # a word read as a literal names no field
+    # a word read as a literal names no field ('the number of audiences' names a `Num_of_Audience`)
+    used.update(m.start for m in mentions if m.start in consumed and not names_counted(s, m, counting))
     ir.filters += number_alternatives(q, s.bound, consumed)
     ir.filters = denied_values(denied_elements(ir.filters))
     if any(f.op == "$all" for f in ir.filters):  # 'both A and B': the conjunction an `$all` reads
@@ -163,6 +167,20 @@ def read_literals(s: State) -> None:
     bind_bag_attributes(q, ir, s.fields, s.limit_direction)
     ir.filters += detect_flags(q, mentions, consumed, used)
     ir.bound_keys = {f.field.mql: f.value for f in s.bound if f.key_of is not None}
+
+
+def names_counted(s: State, m: Mention, counting: set[int]) -> bool:
+    """The mention names a stored quantity by its count phrase: with the noun after it ('the
+    number of audiences' is `Num_of_Audience`), or by the phrase's words alone when that noun
+    names nothing the documents hold ('the number of employees' of shops storing only a
+    `Num_of_staff`: neither the collection, an array, nor a field)."""
+    if m.start not in counting or not quantity_noun(m.field):
+        return False
+    if m.end - 1 not in counting:
+        return m.share >= 0.8
+    noun = counted_noun(s.q, m.end)
+    return noun is not None and noun not in s.entities and not any(n.start <= noun < n.end for n in s.mentions) \
+        and sum(bool(quantity_noun(f)) for f in s.fields if f.arrays == m.field.arrays) == 1
 
 
 def read_counts(s: State) -> None:
@@ -351,6 +369,7 @@ def read_outputs(s: State) -> None:
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities,
                                         "identified" in s.variant) + ir.outputs
     ir.outputs = full_names(lower, ir.outputs, fields)
+    summed_quantities(s)
     ir.grain = s.grain or count_grain(q, fields, s.collection) if ir.count else None
     if ir.count and ir.grain and "." not in ir.grain and not (ir.outputs or ir.group_by or ir.aggregates
                                                               or ir.distinct or ir.filters):
@@ -384,6 +403,33 @@ def read_outputs(s: State) -> None:
           and plural_attribute(q, mentions, ir.outputs[0], s.plural)
           and (re.search(r"\ball\b", lower) or asks_for_values(q, mentions, ir.outputs[0]))):
         ir.distinct = True  # "show all majors", "what cities do students live in": the set of values
+
+
+def summed_quantities(s: State) -> None:
+    """'the total number of audiences', 'the number of graduates at X in 2004': a stored
+    quantity a count phrase names, shown alone, is one number over every document (or
+    element) the question keeps: their values summed (per group when grouped). Not when
+    each document is asked for ('the number of rooms of each apartment')."""
+    ir = s.ir
+    if ir.count or ir.aggregates or ir.sort or ir.distinct or not ir.outputs \
+            or per_document(s.q, s.lower, s.collection):
+        return
+    named = counted_quantities(s)
+    if all(any(m.field is f and m.start in named for m in s.mentions) for f in ir.outputs):
+        ir.aggregates, ir.outputs = [("$sum", f) for f in ir.outputs], []
+
+
+def counted_quantities(s: State) -> set[int]:
+    """The mentions (by start) a count phrase names as a stored number: a quantity whose
+    name holds the phrase ('the number of audiences', `Num_of_Audience`), or a number named
+    by the noun the phrase ends on ('the number of graduates', `Graduate`)."""
+    q, found = s.q, set()
+    for c in COUNT_PATTERNS.finditer(s.lower):
+        first, after = q.word_at(c.start()), q.word_at(c.end())
+        ends = {after, counted_noun(q, after)}
+        found.update(m.start for m in s.mentions if m.start == first and m.start not in s.used and quantity_noun(m.field)
+                     or m.start in ends and m.share >= 0.8 and m.field.measurable and "id" not in m.field.words)
+    return found
 
 
 def read_per_group(s: State) -> None:

@@ -70,6 +70,23 @@ def names_quantity(q: Question, count: re.Match, mentions: list[Mention]) -> boo
                for m in mentions)
 
 
+# Words that make a field's name a stored count ('no_of_customers', 'Num_Employees', 'room_count').
+QUANTITY_WORDS = frozenset({"num", "no", "number", "count", "cnt", "nbr"})
+
+
+def quantity_noun(f: Field) -> tuple[str, ...]:
+    """What a stored quantity counts: `no_of_customers`, `Num_Employees`, `room_count`,
+    `headCount` hold a number of customers, employees, rooms, heads (the name's other
+    words); () for any other field. A number named `<X>_number` identifies an X
+    (`apt_number`, `train_number`): it counts nothing."""
+    words = f.words
+    if f.kind != "scalar" or not f.measurable or len(words) < 2 or "id" in words:
+        return ()
+    if words[-1] in ("count", "cnt") or words[0] in QUANTITY_WORDS:
+        return tuple(w for w in words if w not in QUANTITY_WORDS and w != "of")
+    return ()
+
+
 @functools.lru_cache(maxsize=1 << 16)  # a pure function of two words, called per (field, word) pair
 def word_match(q: str, f: str) -> float:
     """How well a question word names a field word (1 exact, <1 partial, 0 none)."""
