@@ -57,19 +57,56 @@ def detect_numbered(q: Question, index: dict, collection: str, fields: list[Fiel
     return filters
 
 
-def denied_elements(filters: list[Filter]) -> list[Filter]:
-    """'not steered by any captain with Midshipman rank': an array denied
-    (detect_absence's empty array) and then a literal on its elements mean that
-    no element holds the literal — `$ne` on the array path, which MongoDB
-    applies to every element (documents without the array qualify too)."""
+def denied_elements(filters: list[Filter], fields: list[Field], joins: list[tuple] = ()) -> list[Filter]:
+    """'not steered by any captain with Midshipman rank', 'never booked with an amount
+    higher than 200': an array denied (detect_absence's empty array) and then conditions
+    on its elements mean that no element meets them all, not an empty array (`$not` of
+    an `$elemMatch` on the array: documents without the array qualify too, and the array
+    stays whole). A literal in another collection joined through the array ('dorms that
+    do not have amenity TV Lounge', amenities joined by the dorm's `Has_amenity`) is
+    denied the same way, on the joined documents. A literal the binding already denied
+    (`$ne`, `$nin`: the negation governs it too) is met in its positive form."""
     out = list(filters)
     for empty in [f for f in filters if f.size and f.op == "$eq" and f.value == 0]:
-        literal = next((f for f in out if f.op == "$eq" and not f.size and f.start > empty.start
-                        and empty.field.mql in f.field.arrays), None)
-        if literal is not None:
-            out = [f for f in out if f is not empty and f is not literal]
-            out.append(Filter(literal.field, "$ne", literal.value, literal.start))
+        through = _joined_through(empty.field.mql, joins)
+        conditions = [f for f in out if not f.size and not f.branch and f.start > empty.start
+                      and f.op in POSITIVE and f.field.kind != "array"
+                      and (empty.field.mql in f.field.arrays or f.field.arrays[:1] in through)]
+        if not conditions:
+            continue
+        out = [f for f in out if f is not empty and all(f is not c for c in conditions)]
+        groups: dict[str, list[Filter]] = {}
+        for c in conditions:
+            groups.setdefault(empty.field.mql if empty.field.mql in c.field.arrays else c.field.arrays[0], []).append(c)
+        for array, met in groups.items():
+            field = next(f for f in fields if f.mql == array and f.kind == "array")
+            out.append(Filter(field, "$not", {"$elemMatch": _element_match(array, met)}, met[0].start))
     return out
+
+
+def _element_match(array: str, conditions: list[Filter]) -> dict:
+    """The `$elemMatch` document one element of `array` meeting every condition satisfies
+    (two bounds on one field join in one operator document)."""
+    match: dict = {}
+    for c in conditions:
+        op, path = POSITIVE[c.op], c.field.mql[len(array) + 1:]
+        if op == "$eq":
+            match.setdefault(path, c.value)
+        elif isinstance(match.get(path, {}), dict):
+            match.setdefault(path, {})[op] = c.value
+    return match
+
+
+# The condition an element filter states, as an element no denied array may hold meets it.
+POSITIVE = {"$eq": "$eq", "$in": "$in", "$gt": "$gt", "$gte": "$gte", "$lt": "$lt", "$lte": "$lte",
+            "$ne": "$eq", "$nin": "$in"}
+
+
+def _joined_through(array: str, joins) -> set[tuple[str]]:
+    """The aliases (as 1-tuples, an `arrays` prefix) of the joins whose edge goes through
+    the elements of `array`, on either side."""
+    return {(alias,) for alias, _, local, foreign in joins
+            if local.startswith(array + ".") or foreign.startswith(array + ".")}
 
 
 # Words naming sorts of a thing ('three or fewer types of wines' counts the wines).

@@ -56,7 +56,7 @@ class Mention:
 @dataclass
 class Filter:
     field: Field
-    op: str        # $eq $ne $in $gt $gte $lt $lte
+    op: str        # $eq $ne $in $nin $gt $gte $lt $lte $exists $type $regex $all; $not: a pattern, or a condition denied
     value: object
     start: int = -1
     key_of: Field | None = None  # a dynamic-map key filter: the map's field

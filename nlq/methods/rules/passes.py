@@ -156,7 +156,7 @@ def read_literals(s: State) -> None:
     # a word read as a literal names no field ('the number of audiences' names a `Num_of_Audience`)
     used.update(m.start for m in mentions if m.start in consumed and not names_counted(s, m, counting))
     ir.filters += number_alternatives(q, s.bound, consumed)
-    ir.filters = denied_values(denied_elements(ir.filters))
+    ir.filters = denied_values(denied_elements(ir.filters, s.fields, ir.joins))
     if any(f.op == "$all" for f in ir.filters):  # 'both A and B': the conjunction an `$all` reads
         consumed.update(i for i, w in enumerate(q.raw) if w == "both")
     detect_disjunction(q, ir.filters, consumed)

@@ -100,8 +100,9 @@ def _conditions(filters: list[Filter], ir: IR) -> dict:
             doc.setdefault(f"{path}.{f.value}", {})["$exists"] = True
         elif f.op == "$regex":
             doc.setdefault(path, {}).update({"$regex": f.value, "$options": "i"})
-        elif f.op == "$not":
-            doc.setdefault(path, {})["$not"] = {"$regex": f.value, "$options": "i"}
+        elif f.op == "$not":  # a denied condition (an operator document), or a pattern a text must not match
+            doc.setdefault(path, {})["$not"] = f.value if isinstance(f.value, dict) else {
+                "$regex": f.value, "$options": "i"}
         elif f.op == "$all":  # every value, each met by some element: the $and the manual defines $all as
             doc.setdefault("$and", []).extend({path: v} for v in f.value)
         elif f.op == "$eq":
@@ -129,8 +130,8 @@ def _is_late(f: Filter, ir: IR) -> bool:
         return True  # the joined documents exist once `$lookup` has run
     if f.size:  # the size of an array inside another one waits for the outer one's unwind
         return bool({a for a in f.field.arrays if a != f.field.mql} & set(ir.unwinds))
-    if f.op in ("$elemMatch", "$all"):
-        return False  # a condition on the whole array ('$all': its elements hold every value)
+    if f.op in ("$elemMatch", "$all") or f.op == "$not" and f.field.kind == "array":
+        return False  # a condition on the whole array ('$all': its elements hold every value; no element meets one)
     return bool(set(f.field.arrays) & set(ir.unwinds)) or any(m in ir.expand for m in f.field.maps)
 
 

@@ -1,0 +1,67 @@
+"""`rules` reads a negation before an array entity and a condition on it as no element
+meeting the condition — not as an empty array and the condition at once (a contradiction)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from nlq import generate, witness
+from nlq import index as grounding
+from nlq.backends import EmbeddedBackend
+
+COUNTRIES = [{"Country_ID": 1, "Name": "Austria", "roller_coaster": [{"Name": "Blitz", "Length": 3500, "Speed": 80},
+                                                                      {"Name": "Loop", "Length": 1000, "Speed": 40}]},
+             {"Country_ID": 2, "Name": "Finland", "roller_coaster": [{"Name": "Kirnu", "Length": 1200, "Speed": 55}]},
+             {"Country_ID": 3, "Name": "Sweden", "roller_coaster": [{"Name": "Twist", "Length": 3200, "Speed": 30}]},
+             {"Country_ID": 4, "Name": "Norway", "roller_coaster": []}]
+DORMS = [{"dormid": 100 + i, "dorm_name": name, "Has_amenity": [{"dormid": 100 + i, "amenid": a} for a in amenities]}
+         for i, (name, amenities) in enumerate([("Anonymous Donor Hall", [900, 901]), ("Bud Jones Hall", [901]),
+                                                ("Fawlty Towers", [900]), ("Smith Hall", [])])]
+AMENITIES = [{"amenid": 900, "amenity_name": "TV Lounge"}, {"amenid": 901, "amenity_name": "Study Room"}]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("negation")
+    (root / "rides").mkdir()
+    (root / "rides" / "country.json").write_bytes(orjson.dumps(COUNTRIES))
+    (root / "dorms").mkdir()
+    (root / "dorms" / "Dorm.json").write_bytes(orjson.dumps(DORMS))
+    (root / "dorms" / "Dorm_amenity.json").write_bytes(orjson.dumps(AMENITIES))
+    backend = EmbeddedBackend(root)
+    return backend, {doc["db"]: doc for doc in grounding.build(backend, ["rides", "dorms"])}
+
+
+def answer(world, db, question):
+    backend, indexes = world
+    task = next(witness.run([{"id": "q", "db": db, "question": question}], indexes))
+    prediction = next(generate.run([task], "rules", generate.Context(indexes)))["prediction"]
+    rows = list(backend.aggregate(db, prediction["collection"], prediction["pipeline"]))
+    return prediction, rows
+
+
+def test_no_element_meets_a_denied_comparison(world):
+    """'do not have a roller coaster longer than 3000': countries whose coasters are all
+    shorter, and those with none — not those with no coaster and a long one."""
+    prediction, rows = answer(world, "rides", "How many countries do not have a roller coaster longer than 3000?")
+    assert rows == [{"count": 2}], prediction["pipeline"]
+    prediction, rows = answer(world, "rides", "Which countries have no roller coaster longer than 3000?")
+    assert sorted(r["Name"] for r in rows) == ["Finland", "Norway"], prediction["pipeline"]
+
+
+def test_the_denied_array_stays_whole_when_counting_documents(world):
+    """'How many countries never have coasters faster than 50': a count of countries, each
+    counted once, whatever the number of its coasters."""
+    prediction, rows = answer(world, "rides", "How many countries have no roller coasters with speed above 50?")
+    assert rows == [{"count": 2}], prediction["pipeline"]
+    assert not any("$unwind" in stage for stage in prediction["pipeline"])
+
+
+def test_a_literal_of_a_joined_collection_is_denied_on_the_joined_documents(world):
+    """'dorms that do not have amenity TV Lounge': the amenity's name lives in another
+    collection, joined through the dorm's array — the dorms none of whose joined amenities
+    is the TV Lounge, not the dorms with no amenity at all."""
+    prediction, rows = answer(world, "dorms", "Find the name of dorms that do not have amenity TV Lounge.")
+    assert any("$lookup" in stage for stage in prediction["pipeline"]), prediction["pipeline"]
+    assert sorted(r["dorm_name"] for r in rows) == ["Bud Jones Hall", "Smith Hall"], prediction["pipeline"]
