@@ -1,4 +1,4 @@
-"""Assertions shared by several test modules."""
+"""Assertions and small worlds shared by several test modules."""
 
 from __future__ import annotations
 
@@ -39,3 +39,28 @@ class OneCallMethod:
         decoded = chat_decoded(context.model, [{"role": "user", "content": task["question"]}],
                                lambda text: decode_pipeline(text, ["c"]), schema=pipeline_schema(["c"]))
         return dict(decoded.value)
+
+
+def rules_world(root, databases: dict) -> tuple:
+    """(backend, indexes) of tiny databases written under `root`: `{db: {collection: docs}}`."""
+    import orjson
+
+    from nlq import index as grounding
+    from nlq.backends import EmbeddedBackend
+
+    for db, collections in databases.items():
+        (root / db).mkdir()
+        for name, docs in collections.items():
+            (root / db / f"{name}.json").write_bytes(orjson.dumps(docs))
+    backend = EmbeddedBackend(root)
+    return backend, {doc["db"]: doc for doc in grounding.build(backend, sorted(databases))}
+
+
+def rules_answer(world: tuple, db: str, question: str) -> tuple[dict, list]:
+    """(`rules`' prediction, the rows it returns) for one question over a `rules_world`."""
+    from nlq import generate, witness
+
+    backend, indexes = world
+    task = next(witness.run([{"id": "q", "db": db, "question": question}], indexes))
+    prediction = next(generate.run([task], "rules", generate.Context(indexes)))["prediction"]
+    return prediction, list(backend.aggregate(db, prediction["collection"], prediction["pipeline"]))

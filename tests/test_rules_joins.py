@@ -3,12 +3,9 @@ question names in a collection other than the one it is about are read through `
 
 from __future__ import annotations
 
-import orjson
 import pytest
 
-from nlq import generate, witness
-from nlq import index as grounding
-from nlq.backends import EmbeddedBackend
+from tests.helpers import rules_answer, rules_world
 
 PAPERS = [{"paperID": 200 + i, "title": title, "Authorship": [{"authID": a, "paperID": 200 + i} for a in authors]}
           for i, (title, authors) in enumerate([("Binders Unbound", [50, 51]), ("Nameless Painless", [52]),
@@ -24,22 +21,11 @@ LEAGUE = [{"team": "Ravens", "coach": "Ada", "player": [{"Position": "Midfielder
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("joins")
-    (root / "papers").mkdir()
-    (root / "papers" / "Papers.json").write_bytes(orjson.dumps(PAPERS))
-    (root / "papers" / "Authors.json").write_bytes(orjson.dumps(AUTHORS))
-    (root / "league").mkdir()
-    (root / "league" / "teams.json").write_bytes(orjson.dumps(LEAGUE))
-    backend = EmbeddedBackend(root)
-    return backend, {doc["db"]: doc for doc in grounding.build(backend, ["papers", "league"])}
+    return rules_world(tmp_path_factory.mktemp("joins"), {"papers": {"Papers": PAPERS, "Authors": AUTHORS},
+                                                          "league": {"teams": LEAGUE}})
 
 
-def answer(world, db, question):
-    backend, indexes = world
-    task = next(witness.run([{"id": "q", "db": db, "question": question}], indexes))
-    prediction = next(generate.run([task], "rules", generate.Context(indexes)))["prediction"]
-    rows = list(backend.aggregate(db, prediction["collection"], prediction["pipeline"]))
-    return prediction, rows
+answer = rules_answer
 
 
 def test_a_value_of_another_collection_is_shown_through_a_lookup(world):

@@ -3,12 +3,9 @@ meeting the condition — not as an empty array and the condition at once (a con
 
 from __future__ import annotations
 
-import orjson
 import pytest
 
-from nlq import generate, witness
-from nlq import index as grounding
-from nlq.backends import EmbeddedBackend
+from tests.helpers import rules_answer, rules_world
 
 COUNTRIES = [{"Country_ID": 1, "Name": "Austria", "roller_coaster": [{"Name": "Blitz", "Length": 3500, "Speed": 80},
                                                                       {"Name": "Loop", "Length": 1000, "Speed": 40}]},
@@ -23,22 +20,11 @@ AMENITIES = [{"amenid": 900, "amenity_name": "TV Lounge"}, {"amenid": 901, "amen
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("negation")
-    (root / "rides").mkdir()
-    (root / "rides" / "country.json").write_bytes(orjson.dumps(COUNTRIES))
-    (root / "dorms").mkdir()
-    (root / "dorms" / "Dorm.json").write_bytes(orjson.dumps(DORMS))
-    (root / "dorms" / "Dorm_amenity.json").write_bytes(orjson.dumps(AMENITIES))
-    backend = EmbeddedBackend(root)
-    return backend, {doc["db"]: doc for doc in grounding.build(backend, ["rides", "dorms"])}
+    return rules_world(tmp_path_factory.mktemp("negation"), {"rides": {"country": COUNTRIES},
+                                                             "dorms": {"Dorm": DORMS, "Dorm_amenity": AMENITIES}})
 
 
-def answer(world, db, question):
-    backend, indexes = world
-    task = next(witness.run([{"id": "q", "db": db, "question": question}], indexes))
-    prediction = next(generate.run([task], "rules", generate.Context(indexes)))["prediction"]
-    rows = list(backend.aggregate(db, prediction["collection"], prediction["pipeline"]))
-    return prediction, rows
+answer = rules_answer
 
 
 def test_no_element_meets_a_denied_comparison(world):

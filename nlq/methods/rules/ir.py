@@ -109,6 +109,12 @@ class IR:
     witnessed: int = 0  # the question's witnesses (bound or not)
     alternative: bool = False  # not the preferred reading (another collection, binding or variant)
 
+    def read_fields(self) -> list[Field]:
+        """Every field the reading reads: filtered, shown, grouped, sized, aggregated or sorted on."""
+        return [f.field for f in self.filters] + self.outputs + self.group_by + self.sizes + [
+            f for _, f in self.aggregates if f is not None] + [k for k, _ in self.sort if isinstance(k, Field)] + [
+            k[1] for k, _ in self.sort if isinstance(k, tuple)]
+
     def to_json(self) -> dict:
         return {
             "collection": self.collection,

@@ -484,9 +484,7 @@ def read_entity_presence(s: State) -> None:
     may be what the question is about) and the whole array name is said, as a plural."""
     q, ir, names = s.q, s.ir, split_name(s.collection)
     named = {i for m in s.mentions for i in range(m.start, m.end)}  # words naming a field of the documents
-    used = [f for f in (*[f.field for f in ir.filters], *ir.outputs, *ir.group_by, *ir.sizes,
-                        *[f for _, f in ir.aggregates if f is not None], *[k for k, _ in ir.sort if isinstance(k, Field)],
-                        *[k[1] for k, _ in ir.sort if isinstance(k, tuple)])]
+    used = ir.read_fields()
     if ir.count or not ir.outputs or any(f.arrays or f.kind == "array" for f in used):
         return
     for at in sorted(s.entities & s.plural):
@@ -570,8 +568,7 @@ def plan_traversal(s: State) -> None:
     ir = s.ir
     # 'the most common product across accounts', `products` an array: groups are formed per element
     ir.group_by = [(element_key(f, s.fields) or f) if f.kind == "array" else f for f in ir.group_by]
-    read = [f.field for f in ir.filters] + ir.outputs + ir.group_by + ir.sizes + [f for _, f in ir.aggregates if f] + [
-        k for k, _ in ir.sort if isinstance(k, Field)] + [k[1] for k, _ in ir.sort if isinstance(k, tuple)]
+    read = ir.read_fields()
     ir.joins = [j for j in ir.joins if any(f.arrays[:1] == (j[0],) for f in read)]  # a join nothing reads is none
     ir.unwinds = plan_unwinds(ir)
     ir.inferred = [a for a in ir.unwinds if not names_array(s.q, a)]
