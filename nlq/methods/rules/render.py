@@ -8,6 +8,7 @@ import re
 
 from nlq.methods.rules.vocabulary import DATE_PARTS
 from nlq.methods.rules.ir import Field, Filter, IR
+from nlq.methods.rules.joins import alias_of
 
 
 def _alias(map_path: str) -> str:
@@ -170,7 +171,7 @@ def render(ir: IR) -> list[dict]:
     if early:
         pipeline.append({"$match": _filter_doc(early, ir)})
     for other, local, foreign in ir.anti_joins:
-        alias = "_" + re.sub(r"[^0-9A-Za-z]+", "_", other)
+        alias = alias_of(other)
         pipeline.append({"$lookup": {"from": other, "localField": local, "foreignField": foreign, "as": alias}})
         pipeline.append({"$match": {alias: {"$size": 0}}})
     documents_first = _ranks_documents(ir, late)
