@@ -204,3 +204,50 @@ def test_an_order_direction_nothing_sorts_by_is_left_out():
     assert [(c["word"], c["kind"]) for c in unsorted] == [("descending", "operation")]
     sorted_down = IR(collection="theaters", sort=[("count", -1)])
     assert accounting.constraints(q, set(range(len(q.raw))), set(), sorted_down) == []
+
+
+def _left_out(question: str, ir, asked: dict[str, str] | None = None, unused: str | None = None):
+    """The (word, kind) left out of `question` by `ir`, every word grounded but `unused`;
+    `asked`: the operation the question's word (as read) asks ("count", "group")."""
+    from nlq.methods.rules.question import Question
+
+    q = Question.of(question)
+    grounded = {i for i, w in enumerate(q.raw) if w != unused}
+    at = {q.raw.index(w): op for w, op in (asked or {}).items()}
+    return [(c["word"], c["kind"]) for c in accounting.constraints(q, grounded, set(), ir, asked=at)]
+
+
+def test_a_count_the_reading_does_not_count_is_left_out():
+    from nlq.methods.rules.ir import IR
+
+    question = "Determine the total count of bank branches"  # read as 'the number of bank branches'
+    assert _left_out(question, IR(collection="bank"), {"number": "count"}) == [("number", "operation")]
+    assert _left_out(question, IR(collection="bank", count=True), {"number": "count"}) == []
+    # ranking by a count counts, too ('the branch with the most customers')
+    assert _left_out(question, IR(collection="bank", sort=[("count", -1)], limit=1), {"number": "count"}) == []
+
+
+def test_a_grouping_over_one_total_is_left_out():
+    from nlq.methods.rules.ir import Field, IR
+
+    director = Field(collection="movie", path="director", mql="director", arrays=(), kind="scalar", type="string",
+                     words=("director",), context=())
+    question = "How many reviews does each director have"
+    assert _left_out(question, IR(collection="movie", count=True), {"each": "group"}) == [("each", "operation")]
+    assert _left_out(question, IR(collection="movie", count=True, group_by=[director]), {"each": "group"}) == []
+    # nothing summarized: 'the name of each director' lists them, one per document
+    assert _left_out("List the name of each director", IR(collection="movie"), {"each": "group"}) == []
+
+
+def test_an_order_nothing_sorts_by_is_left_out():
+    from nlq.methods.rules.ir import IR
+
+    for question, word in (("List the names sorted alphabetically", "sorted"),
+                           ("List the games in the order of their names", "order")):
+        assert _left_out(question, IR(collection="games"), unused=word) == [(word, "operation")]
+        assert _left_out(question, IR(collection="games", sort=[("count", 1)]), unused=word) == []
+        # the default order is not the one asked
+        assert _left_out(question, IR(collection="games", sort=[("count", 1)], default_sort=True),
+                         unused=word) == [(word, "operation")]
+    # 'order' naming data ('the order dates') is no order
+    assert _left_out("List the order dates", IR(collection="orders"), unused="order") == []

@@ -20,9 +20,13 @@ every sale. A word states a constraint when it is, and no pass used it:
   denies anything;
 - `operation`: a statistic named by its own word ('average', 'minimum')
   that the reading does not compute, an order's direction ('descending')
-  that nothing of it sorts by, or a superlative ('the fewest', 'the most',
-  'top') when the reading ranks nothing — it neither picks the first rows of
-  an order, nor sorts as asked, nor takes a maximum or a minimum;
+  or an order itself ('sorted', 'in the order of') that nothing of it sorts
+  by, a superlative ('the fewest', 'the most', 'top') when the reading ranks
+  nothing — it neither picks the first rows of an order, nor sorts as asked,
+  nor takes a maximum or a minimum —, a count ('how many', 'the number of')
+  the reading does not count, or a grouping ('for each', 'per') when it
+  summarizes all the documents as one ('how many reviews does each director
+  have' counted over every review);
 - `qualifier`: a word no pass placed standing before a word naming the data
   ('premium customers') or after a copula ending the clause ('that are open').
 
@@ -57,18 +61,23 @@ _SENTENCE_END = re.compile(r"[.?!;:]\s*$")
 
 
 def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None = None,
-                heads: frozenset = frozenset(), loose: frozenset = frozenset()) -> list[dict]:
+                heads: frozenset = frozenset(), loose: frozenset = frozenset(),
+                asked: dict[int, str] | None = None) -> list[dict]:
     """The unused words of `q` (positions not in `grounded`) that state a constraint,
     in question order; `missed` are the unused positions whose word names data elsewhere,
     `loose` the content words no pass placed, `heads` the positions of words naming data;
-    with the reading's `ir`, also a negation no filter of it denies and a statistic it
-    does not compute."""
+    with the reading's `ir`, also a negation no filter of it denies, a statistic or an
+    order it does not compute, and the operations `asked` (position of the phrase's last
+    word -> "count" or "group") it does not carry out."""
     found: dict[int, str] = {}
     quoted = _quoted_positions(q)
     negated = ir is not None and denies(ir)
     for i, word in enumerate(q.raw):
         if ir is not None and word in DIRECTIONS and not any(d == DIRECTIONS[word] for _, d in ir.sort):
             found[i] = "operation"  # 'in descending order' read, yet nothing sorts that way
+            continue
+        if ir is not None and not carried_out((asked or {}).get(i), ir):
+            found[i] = "operation"  # 'how many' that counts nothing, 'for each' over one total
             continue
         if i in grounded:
             continue
@@ -90,6 +99,8 @@ def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None
                 found[i] = "operation"
             elif q.raw[i + 1:i + 2] not in (["one"], ["a"], ["an"], ["1"]):
                 found[i] = "comparison"
+        elif ir is not None and _orders(q, i) and not sorts(ir):
+            found[i] = "operation"  # 'sorted by name' read, yet the rows come in no asked order
         elif i in loose and _qualifies(q, i, heads):
             found[i] = "qualifier"
     return [{"word": q.raw[i], "kind": kind, "at": i} for i, kind in sorted(found.items())]
@@ -132,6 +143,36 @@ def ranks(ir: IR) -> bool:
     by the default order), takes a maximum or a minimum, or keeps each group's top document."""
     return ir.limit is not None or bool(ir.presort) or bool(ir.sort) and not ir.default_sort or any(
         op in ("$max", "$min") for op, _ in ir.aggregates)
+
+
+def carried_out(operation: str | None, ir: IR) -> bool:
+    """The reading does what an asked `operation` says (None: nothing asked): a "count" counts
+    (documents, elements, per group, or ranks by a count); a "group" forms groups, or sizes
+    arrays per document, or summarizes nothing (so 'the name of each player' lists them)."""
+    if operation == "count":
+        return bool(ir.count or ir.sizes or ir.having or ir.conditions) or any(
+            op in ("$sum", "$count") for op, _ in ir.aggregates) or any(
+            k == "count" or isinstance(k, tuple) for k, _ in ir.sort)
+    if operation == "group":
+        return not (ir.count or ir.aggregates) or bool(
+            ir.group_by or ir.sizes or ir.presort or ir.conditions or ir.having or ir.expand)
+    return True
+
+
+def sorts(ir: IR) -> bool:
+    """The reading orders its rows as the question asks (not only by the default order)."""
+    return bool(ir.sort) and not ir.default_sort or bool(ir.presort)
+
+
+# Words that ask for an order by themselves ('order' only in 'in ... order', 'order by', 'in order of').
+ORDER_WORDS = frozenset({"sorted", "sort", "ordered", "arranged", "alphabetically", "alphabetical", "ranked"})
+
+
+def _orders(q: Question, i: int) -> bool:
+    word = q.raw[i]
+    if word in ORDER_WORDS:
+        return True
+    return word == "order" and ("in" in q.raw[max(0, i - 2):i] or q.raw[i + 1:i + 2] in (["by"], ["of"]))
 
 
 COPULAS = frozenset({"is", "are", "was", "were", "be", "been", "being"})
@@ -186,5 +227,5 @@ def _quoted_positions(q: Question) -> set[int]:
 def describe(unresolved: list[dict]) -> str:
     """`'9' (a value), 'over' (a comparison)`: the words a reading left out, for a message."""
     names = {"value": "a value", "comparison": "a comparison", "reference": "names other data",
-             "negation": "a negation", "operation": "a statistic", "qualifier": "a qualifier"}
+             "negation": "a negation", "operation": "an operation", "qualifier": "a qualifier"}
     return ", ".join(f"'{u['word']}' ({names.get(u['kind'], u['kind'])})" for u in unresolved)

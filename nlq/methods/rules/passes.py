@@ -558,7 +558,10 @@ def read_coverage(s: State) -> None:
             or i > 0 and word_match(q.stems[i - 1], a) >= 0.85 and word_match(q.stems[i], b) >= 0.85}
     heads = frozenset(s.entities) | {m.start for m in s.mentions}
     loose = frozenset(i for i in content if i not in covered and i not in here)
-    ir.constraints = constraints(q, grounded, missed - here, ir, heads, loose)
+    # the operations the question asks by phrase: a count's last word, a grouping's
+    asked = {q.word_at(m.end()) - 1: "group" for m in GROUP_PATTERNS.finditer(s.lower)}
+    asked.update({q.word_at(c.end()) - 1: "count" for c in count_phrases(s)})
+    ir.constraints = constraints(q, grounded, missed - here, ir, heads, loose, asked)
     ir.words, ir.content = len(q.raw), sum(w not in STOPWORDS for w in q.raw)
     ir.offered, ir.witnessed = len(s.fields), len(s.witnesses)
 
