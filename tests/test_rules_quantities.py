@@ -98,3 +98,19 @@ def test_a_count_of_a_noun_is_rephrased_as_its_number():
     assert Question.of("List the addresses and staff counts of shops.").text == \
         "List the addresses and number of staff of shops."
     assert Question.of("the highest and lowest counts of medals").text.startswith("the highest and lowest")
+
+
+@pytest.mark.parametrize("question", [
+    "Please provide the count of all the furnitures.",
+    "What is the total number of furnitures?",
+])
+def test_the_number_of_the_documents_themselves_counts_them(question):
+    # 'number of' is not `Num_of_Component` when what follows is the collection, not its components
+    r = reading(question)
+    assert (r["collection"], r["count"], r["aggregates"], r["outputs"]) == ("furniture", True, [], [])
+
+
+def test_the_number_of_a_stored_quantity_named_after_the_collection_is_read():
+    # 'the number of furniture components': the collection's name, then what the quantity counts
+    r = reading("What is the total number of furniture components?")
+    assert (r["count"], r["aggregates"]) == (False, [("$sum", "Num_of_Component")])

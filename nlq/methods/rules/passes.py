@@ -38,8 +38,8 @@ from nlq.methods.rules.ordering import default_order, detect_limit, detect_order
 from nlq.methods.rules.outputs import (asks_for_entity, count_grain, entity_outputs, full_names, grain_of, intent_word,
                                        names_array, plan_expansions, plan_unwinds, plural_attribute, unrepresented,
                                        validate)
-from nlq.methods.rules.question import (Question, meaningful_mentions, mention_fields, name_span, names_quantity,
-                                        order_words, quantity_noun, select_mentions, word_match)
+from nlq.methods.rules.question import (Question, counts_entity, meaningful_mentions, mention_fields, name_span,
+                                        names_quantity, order_words, quantity_noun, select_mentions, word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
 from nlq.methods.rules.vocabulary import (AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
                                           DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS,
@@ -100,6 +100,7 @@ class State:
         meaningful = [m for m in meaningful_mentions(q, all_mentions) if m.field.mql not in avoid]
         mentions = select_mentions(meaningful, collection, entities, plural,
                                    name_span(q, collection, fields) | order_words(q), q.stems, fields)
+        mentions = [m for m in mentions if not counts_entity(q, m, entities)]
         # what only another collection explains, reached through a join edge (joins.py)
         ir.joins, fields, mentions, witnesses, named = reach(q, index, grounding, collection, fields, mentions,
                                                              meaningful, entities, witnesses)

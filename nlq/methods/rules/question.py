@@ -487,6 +487,19 @@ def meaningful_mentions(q: Question, mentions: list[Mention]) -> list[Mention]:
     return kept
 
 
+def counts_entity(q: Question, m: Mention, entities: set[int]) -> bool:
+    """'the count of all the debates' beside a stored `Num_of_Audience`: a mention made of
+    'number of' alone, the collection's own name after it, counts the documents; it names
+    no stored quantity (which is named by what it counts: 'the number of audience')."""
+    stems = q.stems[m.start:m.end]
+    if m.share >= 1.0 or "number" not in stems or "of" not in q.raw[m.start:m.end + 1] or not all(
+            w in QUANTITY_WORDS or w in TEXT_STOPWORDS for w in stems):
+        return False
+    after = [i for i in range(m.end, len(q.raw)) if q.raw[i] not in TEXT_STOPWORDS][:3]
+    counted = set(m.field.words) - QUANTITY_WORDS - {"of"}  # 'the number of bank customers': `no_of_customers`
+    return bool(after) and after[0] in entities and not any(q.stems[i] in counted for i in after)
+
+
 def select_mentions(mentions: list[Mention], collection: str, entity_positions: set[int],
                     plural: set[int] = frozenset(), blocked: set[int] = frozenset(),
                     words: list[str] = (), fields: list[Field] = ()) -> list[Mention]:
