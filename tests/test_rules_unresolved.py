@@ -249,5 +249,9 @@ def test_an_order_nothing_sorts_by_is_left_out():
         # the default order is not the one asked
         assert _left_out(question, IR(collection="games", sort=[("count", 1)], default_sort=True),
                          unused=word) == [(word, "operation")]
-    # 'order' naming data ('the order dates') is no order
+    # 'order' naming data ('the order dates', 'products in any order') is no order
     assert _left_out("List the order dates", IR(collection="orders"), unused="order") == []
+    assert _left_out("Count the products not included in any order", IR(collection="products", count=True),
+                     unused="order") == []
+    assert _left_out("List the games in alphabetical order", IR(collection="games"), unused="order") == [
+        ("order", "operation")]

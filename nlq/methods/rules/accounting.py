@@ -164,15 +164,19 @@ def sorts(ir: IR) -> bool:
     return bool(ir.sort) and not ir.default_sort or bool(ir.presort)
 
 
-# Words that ask for an order by themselves ('order' only in 'in ... order', 'order by', 'in order of').
+# Words that ask for an order by themselves; 'order' does after a word saying which order
+# ('in alphabetical order', 'in order of', 'in the order of', 'order by'), not as a noun ('in any order').
 ORDER_WORDS = frozenset({"sorted", "sort", "ordered", "arranged", "alphabetically", "alphabetical", "ranked"})
+ORDER_KINDS = frozenset({"in", "alphabetical", "ascending", "descending", "increasing", "decreasing", "reverse",
+                         "chronological", "numerical", "numeric"})
 
 
 def _orders(q: Question, i: int) -> bool:
-    word = q.raw[i]
+    word, before, after = q.raw[i], q.raw[i - 1:i], q.raw[i + 1:i + 2]
     if word in ORDER_WORDS:
         return True
-    return word == "order" and ("in" in q.raw[max(0, i - 2):i] or q.raw[i + 1:i + 2] in (["by"], ["of"]))
+    return word == "order" and (bool(before) and before[0] in ORDER_KINDS or after == ["by"]
+                                or q.raw[max(0, i - 2):i] == ["in", "the"] and after == ["of"])
 
 
 COPULAS = frozenset({"is", "are", "was", "were", "be", "been", "being"})
