@@ -75,3 +75,24 @@ def test_both_values_of_the_element_shown_are_held_by_different_elements(world):
     prediction, rows = answer(world, "league", "Which college have both players with position Midfielder "
                                                "and players with position Defender?")
     assert rows == [{"College": "Duke"}], prediction["pipeline"]
+
+
+CUSTOMERS = [{"customer_id": 1, "first_name": "Ada"}, {"customer_id": 2, "first_name": "Ben"},
+             {"customer_id": 3, "first_name": "Cy"}]
+CARDS = [{"card_id": 10 + i, "customer_id": c, "card_type": t}
+         for i, (c, t) in enumerate([(1, "Debit"), (1, "Credit"), (2, "Debit"), (1, "Debit"), (3, "Credit"),
+                                     (3, "Credit")])]
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("bank"), {"bank": {"Customers": CUSTOMERS, "Customer_Cards": CARDS}})
+
+
+def test_documents_of_another_collection_counted_are_the_size_of_their_lookup(bank):
+    """'customers with at least two cards': the cards each customer's `$lookup` joins, counted."""
+    prediction, rows = answer(bank, "bank", "Show the first names of customers with at least three cards.")
+    assert prediction["collection"] == "Customers" and any("$lookup" in s for s in prediction["pipeline"])
+    assert [r["first_name"] for r in rows] == ["Ada"]
+    _, rows = answer(bank, "bank", "Show the first names of customers with more than one card.")
+    assert sorted(r["first_name"] for r in rows) == ["Ada", "Cy"]

@@ -20,11 +20,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from nlq.methods.rules.filters import comparison_phrases
+from nlq.methods.rules.grounding import COUNT_FILLERS, counted_noun
 from nlq.methods.rules.ir import Field, Mention
 from nlq.methods.rules.question import Question, denied, word_match
 from nlq.methods.rules.schema import Grounding, join_edge, split_name
 from nlq.methods.rules.vocabulary import COUNT_PATTERNS
 
+COUNTING = ("most", "fewest", "least")  # superlatives that count what follows them
 UNNAMED = ("object", "dynamic_map", "array", "key")  # kinds a mention never reads across a join
 
 
@@ -37,12 +40,14 @@ def alias_of(other: str) -> str:
     return "_" + re.sub(r"[^0-9A-Za-z]+", "_", other)
 
 
-def virtual_fields(collection: str, other: str, fields: list[Field]) -> list[Field]:
+def virtual_fields(collection: str, other: str, fields: list[Field], counted: bool = False) -> list[Field]:
     """The other collection's fields as the elements of the array `alias_of(other)` of
-    `collection`, and that array itself (named by no word: the question names the collection)."""
+    `collection`, and that array itself: named by no word (the question names the collection),
+    unless the question counts the other's documents (`counted`: 'the most students', 'at least
+    two cards' — then it is named as an embedded array of them is, and its size is the count)."""
     alias = alias_of(other)
     out = [Field(collection=collection, path=alias, mql=alias, arrays=(alias,), kind="array", type="array",
-                 words=(), context=())]
+                 words=tuple(split_name(other)) if counted else (), context=())]
     for f in fields:
         if f.mql == "_id" or f.kind == "key":
             continue
@@ -76,6 +81,33 @@ def asked_collection(q: Question, index: dict, schema: dict, best: str, mentions
     return best
 
 
+def counted_nouns(q: Question) -> dict[int, int]:
+    """The heads of the noun phrases a count phrase, a counting superlative or a compared number
+    counts ('how many students', 'the most papers', 'at least two cards'), each with the
+    phrase's first word."""
+    lower = q.text.lower()
+    starts = [q.word_at(c.end()) for c in COUNT_PATTERNS.finditer(lower)]
+    starts += [i + 1 for i, w in enumerate(q.raw) if w in COUNTING and q.raw[i + 1:i + 2] != ["number"]]
+    starts += [q.word_at(end) for _, op, value, end in comparison_phrases(q) if isinstance(value, int)]
+    heads = {}
+    for start in starts:
+        while start < len(q.raw) and q.raw[start] in COUNT_FILLERS:
+            start += 1
+        head = counted_noun(q, start)
+        if head is not None:
+            heads[head] = start
+    return heads
+
+
+def counts_documents(q: Question, other: str, counted: dict[int, int], named: set[int]) -> bool:
+    """The question counts the other collection's documents: a counted noun names it, and so
+    does every word qualifying it ('two gas stations' of `gas_station`, not 'budget types' of
+    `Ref_Document_Types`)."""
+    names = [n for n in split_name(other) if len(n) > 2]
+    return any(all(any(word_match(q.stems[j], n) >= 0.85 for n in names) for j in range(start, head))
+               for head, start in counted.items() if head in named)
+
+
 def reach(q: Question, index: dict, grounding: Grounding, collection: str, fields: list[Field],
           mentions: list[Mention], all_mentions: list[Mention], entities: set[int], witnesses: list[dict]):
     """The join a question asks for beyond `collection`, if any: ([(alias, other, local,
@@ -87,7 +119,7 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
     firm = {i for m in mentions if m.share >= 1.0 for i in range(m.start, m.end)} | set(entities)
     own = {str(w.get("term")) for w in witnesses
            if any(m.get("collection") == collection for m in w.get("matches", []))}
-    best = None
+    best, counted = None, counted_nouns(q)
     for other in sorted(grounding.schema):
         if other == collection:
             continue
@@ -98,7 +130,8 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
                  and any(word_match(w, n) >= 0.85 for n in split_name(other) if len(n) > 2)}
         literals = [w for w in witnesses if str(w.get("term")) not in own
                     and any(m.get("collection") == other and m.get("kind") == "value" for m in w.get("matches", []))]
-        virtual = {f.path: f for f in virtual_fields(collection, other, grounding.schema[other])}
+        counting = counts_documents(q, other, counted, named - covered)
+        virtual = {f.path: f for f in virtual_fields(collection, other, grounding.schema[other], counting)}
         alias = alias_of(other)
         found, taken = [], set(covered) | named
         for m in sorted((m for m in all_mentions if m.field.collection == other and m.field.kind not in UNNAMED
@@ -112,7 +145,7 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
             # the other collection unnamed: only a field name no collection could share ('city',
             # not 'name') says the question is about its documents
             found = [m for m in found if set(m.field.words) - GENERIC]
-        if not (found or literals):
+        if not (found or literals or counting):  # (what is counted is read as an array of its documents)
             continue
         rank = (len(found) + len(literals), len(named))
         if best is None or rank > best[0]:
