@@ -96,3 +96,12 @@ def test_documents_of_another_collection_counted_are_the_size_of_their_lookup(ba
     assert [r["first_name"] for r in rows] == ["Ada"]
     _, rows = answer(bank, "bank", "Show the first names of customers with more than one card.")
     assert sorted(r["first_name"] for r in rows) == ["Ada", "Cy"]
+
+
+def test_documents_of_another_collection_counted_per_document_or_ranked(bank):
+    """'how many cards does each customer have', 'the customer with the most cards': the size of
+    each customer's `$lookup`, shown or ranked."""
+    _, rows = answer(bank, "bank", "Show the first name of each customer and the number of cards they hold.")
+    assert sorted((r["first_name"], r["count"]) for r in rows) == [("Ada", 3), ("Ben", 1), ("Cy", 2)]
+    _, rows = answer(bank, "bank", "What is the first name of the customer with the most cards?")
+    assert [r["first_name"] for r in rows] == ["Ada"]

@@ -81,31 +81,38 @@ def asked_collection(q: Question, index: dict, schema: dict, best: str, mentions
     return best
 
 
-def counted_nouns(q: Question) -> dict[int, int]:
+def counted_nouns(q: Question) -> dict[int, tuple[int, bool]]:
     """The heads of the noun phrases a count phrase, a counting superlative or a compared number
     counts ('how many students', 'the most papers', 'at least two cards'), each with the
-    phrase's first word."""
+    phrase's first word and whether a number is compared with it."""
     lower = q.text.lower()
     starts = [q.word_at(c.end()) for c in COUNT_PATTERNS.finditer(lower)]
     starts += [i + 1 for i, w in enumerate(q.raw) if w in COUNTING and q.raw[i + 1:i + 2] != ["number"]]
-    starts += [q.word_at(end) for _, op, value, end in comparison_phrases(q) if isinstance(value, int)]
+    compared = [q.word_at(end) for _, op, value, end in comparison_phrases(q) if isinstance(value, int)]
     heads = {}
-    for start in starts:
+    for start in starts + compared:
         while start < len(q.raw) and q.raw[start] in COUNT_FILLERS:
             start += 1
         head = counted_noun(q, start)
         if head is not None:
-            heads[head] = start
+            heads[head] = (start, start in compared)
     return heads
 
 
-def counts_documents(q: Question, other: str, counted: dict[int, int], named: set[int]) -> bool:
-    """The question counts the other collection's documents: a counted noun names it, and so
-    does every word qualifying it ('two gas stations' of `gas_station`, not 'budget types' of
-    `Ref_Document_Types`)."""
+def counts_documents(q: Question, other: str, counted: dict, named: set[int], covered: set[int]) -> bool:
+    """The question counts the other collection's documents: a counted noun names it (the last
+    word of its name, as a noun names an array), and so does every word qualifying it ('two gas
+    stations' of `gas_station`, not 'budget types' of `Ref_Document_Types`) — a compared number's noun only if no field here names it ('more
+    than 300 students' of dorms storing a `student_capacity`)."""
     names = [n for n in split_name(other) if len(n) > 2]
-    return any(all(any(word_match(q.stems[j], n) >= 0.85 for n in names) for j in range(start, head))
-               for head, start in counted.items() if head in named)
+    for head, (start, compared) in counted.items():
+        # the noun ends the phrase, or a verb follows it ('how many students live in each dorm')
+        noun = next((k for k in range(head, start - 1, -1) if k in named), None)
+        if noun is None or compared and noun in covered or word_match(q.stems[noun], names[-1]) < 0.85:
+            continue
+        if all(any(word_match(q.stems[j], n) >= 0.85 for n in names) for j in range(start, noun)):
+            return True
+    return False
 
 
 def reach(q: Question, index: dict, grounding: Grounding, collection: str, fields: list[Field],
@@ -130,7 +137,7 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
                  and any(word_match(w, n) >= 0.85 for n in split_name(other) if len(n) > 2)}
         literals = [w for w in witnesses if str(w.get("term")) not in own
                     and any(m.get("collection") == other and m.get("kind") == "value" for m in w.get("matches", []))]
-        counting = counts_documents(q, other, counted, named - covered)
+        counting = counts_documents(q, other, counted, named, covered)
         virtual = {f.path: f for f in virtual_fields(collection, other, grounding.schema[other], counting)}
         alias = alias_of(other)
         found, taken = [], set(covered) | named
