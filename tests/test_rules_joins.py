@@ -105,3 +105,11 @@ def test_documents_of_another_collection_counted_per_document_or_ranked(bank):
     assert sorted((r["first_name"], r["count"]) for r in rows) == [("Ada", 3), ("Ben", 1), ("Cy", 2)]
     _, rows = answer(bank, "bank", "What is the first name of the customer with the most cards?")
     assert [r["first_name"] for r in rows] == ["Ada"]
+
+
+def test_documents_counted_per_document_of_a_joined_collection_are_read_from_it(bank):
+    """'how many cards does each customer hold', the cards a collection of their own: the
+    customers are read, each one's `$lookup` of cards counted."""
+    prediction, rows = answer(bank, "bank", "How many cards are held by each customer?")
+    assert prediction["collection"] == "Customers"
+    assert sorted(r["count"] for r in rows) == [1, 2, 3]

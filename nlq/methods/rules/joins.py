@@ -66,8 +66,10 @@ def asked_collection(q: Question, index: dict, schema: dict, best: str, mentions
     """The collection the question asks for, when its first named collection is not `best`
     (the one its words and literals favour) but joins it: 'which papers have "Stephanie
     Weirich" as an author' asks for papers, the author only filters them. `best` otherwise."""
-    if not q.raw or q.raw[0] not in ASKING or COUNT_PATTERNS.search(q.text.lower()):
-        return best  # a count is of what the question counts, wherever it is named
+    if COUNT_PATTERNS.search(q.text.lower()):
+        return counted_per(q, index, schema, best)  # a count is of what the question counts, wherever it is named
+    if not q.raw or q.raw[0] not in ASKING:
+        return best
     firm = {i for m in mentions if m.field.collection == best and m.share >= 1.0 for i in range(m.start, m.end)}
     for i, stem in enumerate(q.stems[:8]):
         named = sorted(c for c in schema if split_name(c) and word_match(stem, split_name(c)[-1]) >= 0.85)
@@ -113,6 +115,22 @@ def counts_documents(q: Question, other: str, counted: dict, named: set[int], co
         if all(any(word_match(q.stems[j], n) >= 0.85 for n in names) for j in range(start, noun)):
             return True
     return False
+
+
+def counted_per(q: Question, index: dict, schema: dict, best: str) -> str:
+    """'how many actors have appeared in each musical': the documents of `best` are counted per
+    document of the collection 'each' ranges over, joined to it — that collection is read, its
+    `$lookup` of `best` counted. `best` when the count is of something else or per nothing joined."""
+    head = split_name(best)[-1:]
+    if not head or not any(word_match(q.stems[at], head[0]) >= 0.85 for at in counted_nouns(q)):
+        return best
+    for m in re.finditer(r"\b(?:each|every|per)\s+", q.text.lower()):
+        at = q.word_at(m.end())
+        per = [c for c in schema if c != best and split_name(c) and at < len(q.stems)
+               and word_match(q.stems[at], split_name(c)[-1]) >= 0.85 and join_edge(index, best, c) is not None]
+        if len(per) == 1:
+            return per[0]
+    return best
 
 
 def reach(q: Question, index: dict, grounding: Grounding, collection: str, fields: list[Field],
