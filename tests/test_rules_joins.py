@@ -113,3 +113,10 @@ def test_documents_counted_per_document_of_a_joined_collection_are_read_from_it(
     prediction, rows = answer(bank, "bank", "How many cards are held by each customer?")
     assert prediction["collection"] == "Customers"
     assert sorted(r["count"] for r in rows) == [1, 2, 3]
+
+
+def test_documents_of_another_collection_meeting_a_condition_are_counted_per_document(bank):
+    """'how many debit cards does each customer hold': the joined cards meeting the condition,
+    counted per customer."""
+    _, rows = answer(bank, "bank", "How many cards of type Debit does each customer have?")
+    assert sorted((r["first_name"], r["count"]) for r in rows) == [("Ada", 2), ("Ben", 1)]

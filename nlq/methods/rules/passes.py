@@ -382,6 +382,12 @@ def read_outputs(s: State) -> None:
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities, "identified" in s.variant)
         elif per_document(q, lower, s.collection):
             ir.outputs = own_label(s.index, s.collection, fields)
+    elif ir.count and ir.grain and "." not in ir.grain and not (ir.outputs or ir.group_by or ir.aggregates
+                                                                or ir.distinct) \
+            and any(ir.grain in f.field.arrays for f in ir.filters) and per_document(q, lower, s.collection):
+        # 'how many students older than 20 live in each dorm': the elements meeting the
+        # conditions, counted per document (its label the group)
+        ir.group_by = own_label(s.index, s.collection, fields)
     if ir.count and ir.outputs and not (ir.group_by or ir.aggregates):
         inside = [k for k, _ in ir.sort if isinstance(k, Field)] + list(ir.outputs)
         # the values named before the count ("nominees and the number of musicals");
