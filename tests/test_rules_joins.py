@@ -120,3 +120,15 @@ def test_documents_of_another_collection_meeting_a_condition_are_counted_per_doc
     counted per customer."""
     _, rows = answer(bank, "bank", "How many cards of type Debit does each customer have?")
     assert sorted((r["first_name"], r["count"]) for r in rows) == [("Ada", 2), ("Ben", 1)]
+
+
+def test_a_bare_id_on_both_sides_is_no_trusted_join_edge():
+    """`station.id` = `train.id`: each collection's own identifier, equal by chance; a field
+    named the same on both sides otherwise is trusted."""
+    from nlq.methods.rules.schema import join_edge
+
+    def edge(a, b):
+        return {"join_edges": [{"from": {"collection": "station", "path": a}, "to": {"collection": "train", "path": b}}]}
+
+    assert join_edge(edge("id", "id"), "station", "train") is None
+    assert join_edge(edge("route[].train_id", "train_id"), "station", "train") == ("route.train_id", "train_id")
