@@ -132,3 +132,17 @@ def test_a_bare_id_on_both_sides_is_no_trusted_join_edge():
 
     assert join_edge(edge("id", "id"), "station", "train") is None
     assert join_edge(edge("route[].train_id", "train_id"), "station", "train") == ("route.train_id", "train_id")
+
+
+MUSICALS = [{"Musical_ID": 1, "Name": "Cats"}, {"Musical_ID": 2, "Name": "Hair"}, {"Musical_ID": 3, "Name": "Rent"}]
+ACTORS = [{"Actor_ID": 10 + i, "Name": n, "Musical_ID": m}
+          for i, (n, m) in enumerate([("Ann", 1), ("Bo", 1), ("Cal", 2), ("Dee", 1), ("Eve", 3), ("Fay", 3)])]
+
+
+def test_documents_listed_before_a_count_of_a_joined_collection_are_read(tmp_path):
+    """'the names of musicals and the number of actors': the musicals listed, each one's
+    actors counted (not the actors' own names)."""
+    stage = rules_world(tmp_path, {"stage": {"musical": MUSICALS, "actor": ACTORS}})
+    prediction, rows = answer(stage, "stage", "Show names of musicals and the number of actors in the musicals.")
+    assert prediction["collection"] == "musical"
+    assert sorted((r["Name"], r["count"]) for r in rows) == [("Cats", 3), ("Hair", 1), ("Rent", 2)]

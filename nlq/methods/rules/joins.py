@@ -118,14 +118,21 @@ def counts_documents(q: Question, other: str, counted: dict, named: set[int], co
 
 
 def counted_per(q: Question, index: dict, schema: dict, best: str) -> str:
-    """'how many actors have appeared in each musical': the documents of `best` are counted per
-    document of the collection 'each' ranges over, joined to it — that collection is read, its
+    """'how many actors have appeared in each musical', 'the musicals and the number of their
+    actors': the documents of `best` are counted per document of the collection 'each' ranges
+    over or listed (in the plural) before the count, joined to it — that collection is read, its
     `$lookup` of `best` counted. `best` when the count is of something else or per nothing joined."""
     head = split_name(best)[-1:]
-    if not head or not any(word_match(q.stems[at], head[0]) >= 0.85 for at in counted_nouns(q)):
+    counted = [at for at in counted_nouns(q) if head and word_match(q.stems[at], head[0]) >= 0.85]
+    if not counted:
         return best
-    for m in re.finditer(r"\b(?:each|every|per)\s+", q.text.lower()):
-        at = q.word_at(m.end())
+    lower = q.text.lower()
+    ranging = [q.word_at(m.end()) for m in re.finditer(r"\b(?:each|every|per)\s+", lower)]
+    # 'the names of musicals and the number of actors': the documents listed before the count
+    first = q.word_at(COUNT_PATTERNS.search(lower).start())
+    if not any(word_match(q.stems[i], head[0]) >= 0.85 for i in range(first)):
+        ranging += [i for i in range(first) if q.raw[i] != q.stems[i]]
+    for at in ranging:
         per = [c for c in schema if c != best and split_name(c) and at < len(q.stems)
                and word_match(q.stems[at], split_name(c)[-1]) >= 0.85 and join_edge(index, best, c) is not None]
         if len(per) == 1:
