@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from nlq.methods.rules.aggregation import COUNTING
 from nlq.methods.rules.filters import comparison_phrases
 from nlq.methods.rules.grounding import COUNT_FILLERS, counted_noun
 from nlq.methods.rules.ir import Field, Mention
@@ -27,7 +28,6 @@ from nlq.methods.rules.question import Question, denied, word_match
 from nlq.methods.rules.schema import Grounding, join_edge, split_name
 from nlq.methods.rules.vocabulary import COUNT_PATTERNS
 
-COUNTING = ("most", "fewest", "least")  # superlatives that count what follows them
 UNNAMED = ("object", "dynamic_map", "array", "key")  # kinds a mention never reads across a join
 
 
@@ -90,7 +90,7 @@ def counted_nouns(q: Question) -> dict[int, tuple[int, bool]]:
     lower = q.text.lower()
     starts = [q.word_at(c.end()) for c in COUNT_PATTERNS.finditer(lower)]
     starts += [i + 1 for i, w in enumerate(q.raw) if w in COUNTING and q.raw[i + 1:i + 2] != ["number"]]
-    compared = [q.word_at(end) for _, op, value, end in comparison_phrases(q) if isinstance(value, int)]
+    compared = [q.word_at(end) for _, _, value, end in comparison_phrases(q) if isinstance(value, int)]
     heads = {}
     for start in starts + compared:
         while start < len(q.raw) and q.raw[start] in COUNT_FILLERS:
@@ -104,8 +104,9 @@ def counted_nouns(q: Question) -> dict[int, tuple[int, bool]]:
 def counts_documents(q: Question, other: str, counted: dict, named: set[int], covered: set[int]) -> bool:
     """The question counts the other collection's documents: a counted noun names it (the last
     word of its name, as a noun names an array), and so does every word qualifying it ('two gas
-    stations' of `gas_station`, not 'budget types' of `Ref_Document_Types`) — a compared number's noun only if no field here names it ('more
-    than 300 students' of dorms storing a `student_capacity`)."""
+    stations' of `gas_station`, not 'budget types' of `Ref_Document_Types`) — a compared
+    number's noun only if no field here names it ('more than 300 students' of dorms storing a
+    `student_capacity`)."""
     names = [n for n in split_name(other) if len(n) > 2]
     for head, (start, compared) in counted.items():
         # the noun ends the phrase, or a verb follows it ('how many students live in each dorm')
@@ -123,8 +124,7 @@ def counted_per(q: Question, index: dict, schema: dict, best: str) -> str:
     over or listed (in the plural) before the count, joined to it — that collection is read, its
     `$lookup` of `best` counted. `best` when the count is of something else or per nothing joined."""
     head = split_name(best)[-1:]
-    counted = [at for at in counted_nouns(q) if head and word_match(q.stems[at], head[0]) >= 0.85]
-    if not counted:
+    if not head or not any(word_match(q.stems[at], head[0]) >= 0.85 for at in counted_nouns(q)):
         return best
     lower = q.text.lower()
     ranging = [q.word_at(m.end()) for m in re.finditer(r"\b(?:each|every|per)\s+", lower)]

@@ -576,7 +576,8 @@ def plan_traversal(s: State) -> None:
     ir.group_by = [(element_key(f, s.fields) or f) if f.kind == "array" else f for f in ir.group_by]
     read = ir.read_fields()
     counted = {(ir.grain.split(".")[0],)} if ir.grain else set()  # the documents a count counts
-    ir.joins = [j for j in ir.joins if any(f.arrays[:1] == (j[0],) for f in read) or (j[0],) in counted]  # a join nothing reads is none
+    # a join nothing reads (nor counts) is none
+    ir.joins = [j for j in ir.joins if any(f.arrays[:1] == (j[0],) for f in read) or (j[0],) in counted]
     ir.unwinds = plan_unwinds(ir)
     ir.inferred = [a for a in ir.unwinds if not names_array(s.q, a)]
     ir.expand = plan_expansions(ir)
