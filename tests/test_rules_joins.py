@@ -75,3 +75,74 @@ def test_both_values_of_the_element_shown_are_held_by_different_elements(world):
     prediction, rows = answer(world, "league", "Which college have both players with position Midfielder "
                                                "and players with position Defender?")
     assert rows == [{"College": "Duke"}], prediction["pipeline"]
+
+
+CUSTOMERS = [{"customer_id": 1, "first_name": "Ada"}, {"customer_id": 2, "first_name": "Ben"},
+             {"customer_id": 3, "first_name": "Cy"}]
+CARDS = [{"card_id": 10 + i, "customer_id": c, "card_type": t}
+         for i, (c, t) in enumerate([(1, "Debit"), (1, "Credit"), (2, "Debit"), (1, "Debit"), (3, "Credit"),
+                                     (3, "Credit")])]
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("bank"), {"bank": {"Customers": CUSTOMERS, "Customer_Cards": CARDS}})
+
+
+def test_documents_of_another_collection_counted_are_the_size_of_their_lookup(bank):
+    """'customers with at least two cards': the cards each customer's `$lookup` joins, counted."""
+    prediction, rows = answer(bank, "bank", "Show the first names of customers with at least three cards.")
+    assert prediction["collection"] == "Customers" and any("$lookup" in s for s in prediction["pipeline"])
+    assert [r["first_name"] for r in rows] == ["Ada"]
+    _, rows = answer(bank, "bank", "Show the first names of customers with more than one card.")
+    assert sorted(r["first_name"] for r in rows) == ["Ada", "Cy"]
+
+
+def test_documents_of_another_collection_counted_per_document_or_ranked(bank):
+    """'how many cards does each customer have', 'the customer with the most cards': the size of
+    each customer's `$lookup`, shown or ranked."""
+    _, rows = answer(bank, "bank", "Show the first name of each customer and the number of cards they hold.")
+    assert sorted((r["first_name"], r["count"]) for r in rows) == [("Ada", 3), ("Ben", 1), ("Cy", 2)]
+    _, rows = answer(bank, "bank", "What is the first name of the customer with the most cards?")
+    assert [r["first_name"] for r in rows] == ["Ada"]
+
+
+def test_documents_counted_per_document_of_a_joined_collection_are_read_from_it(bank):
+    """'how many cards does each customer hold', the cards a collection of their own: the
+    customers are read, each one's `$lookup` of cards counted."""
+    prediction, rows = answer(bank, "bank", "How many cards are held by each customer?")
+    assert prediction["collection"] == "Customers"
+    assert sorted(r["count"] for r in rows) == [1, 2, 3]
+
+
+def test_documents_of_another_collection_meeting_a_condition_are_counted_per_document(bank):
+    """'how many debit cards does each customer hold': the joined cards meeting the condition,
+    counted per customer."""
+    _, rows = answer(bank, "bank", "How many cards of type Debit does each customer have?")
+    assert sorted((r["first_name"], r["count"]) for r in rows) == [("Ada", 2), ("Ben", 1)]
+
+
+def test_a_bare_id_on_both_sides_is_no_trusted_join_edge():
+    """`station.id` = `train.id`: each collection's own identifier, equal by chance; a field
+    named the same on both sides otherwise is trusted."""
+    from nlq.methods.rules.schema import join_edge
+
+    def edge(a, b):
+        return {"join_edges": [{"from": {"collection": "station", "path": a}, "to": {"collection": "train", "path": b}}]}
+
+    assert join_edge(edge("id", "id"), "station", "train") is None
+    assert join_edge(edge("route[].train_id", "train_id"), "station", "train") == ("route.train_id", "train_id")
+
+
+MUSICALS = [{"Musical_ID": 1, "Name": "Cats"}, {"Musical_ID": 2, "Name": "Hair"}, {"Musical_ID": 3, "Name": "Rent"}]
+ACTORS = [{"Actor_ID": 10 + i, "Name": n, "Musical_ID": m}
+          for i, (n, m) in enumerate([("Ann", 1), ("Bo", 1), ("Cal", 2), ("Dee", 1), ("Eve", 3), ("Fay", 3)])]
+
+
+def test_documents_listed_before_a_count_of_a_joined_collection_are_read(tmp_path):
+    """'the names of musicals and the number of actors': the musicals listed, each one's
+    actors counted (not the actors' own names)."""
+    stage = rules_world(tmp_path, {"stage": {"musical": MUSICALS, "actor": ACTORS}})
+    prediction, rows = answer(stage, "stage", "Show names of musicals and the number of actors in the musicals.")
+    assert prediction["collection"] == "musical"
+    assert sorted((r["Name"], r["count"]) for r in rows) == [("Cats", 3), ("Hair", 1), ("Rent", 2)]

@@ -378,6 +378,17 @@ def test_n_things_whose_ids_an_array_holds_is_the_array_size():
                             entry("student", "enrolment[].course_id", types={"int": 5}, present=5)]}
     ir = rules.build_ir("Names of students enrolled in at least two courses.", [], enrolled)
     assert [(f.field.mql, f.op, f.value, f.size) for f in ir.filters] == [("enrolment", "$gte", 2, True)]
+    ir = rules.build_ir("Names of students enrolled in more than one course.", [], enrolled)
+    assert [(f.field.mql, f.op, f.value, f.size) for f in ir.filters] == [("enrolment", "$gt", 1, True)]
+
+
+def test_n_things_an_array_of_two_words_names_is_the_array_size():
+    committees = {**INDEX, "collections": {"editor": {"count": 3, "sampled": 3}},
+                  "lattice": [entry("editor", "Name", present=3),
+                              entry("editor", "journal_committee", kind="array", types={"array": 3}, present=3),
+                              entry("editor", "journal_committee[].Journal_ID", types={"int": 5}, present=5)]}
+    ir = rules.build_ir("Names of editors on at least two journal committees.", [], committees)
+    assert [(f.field.mql, f.op, f.value, f.size) for f in ir.filters] == [("journal_committee", "$gte", 2, True)]
 
 
 def test_a_text_piece_in_a_field_named_after_it_filters_that_field():

@@ -122,6 +122,19 @@ def q_plural(q: Question) -> set[int]:
     return {i for i, (r, st) in enumerate(zip(q.raw, q.stems)) if r != st}
 
 
+def _array_phrase(q: Question, at: int, fields: list[Field]) -> tuple[Field | None, int]:
+    """The top-level array a noun phrase starting at `at` names, and the phrase's end: 'two
+    flights' -> flight[], 'two journal committees' -> journal_committee[] (its last word names
+    the array, the one before is the rest of its name)."""
+    array = array_named(q, at, fields)
+    if array is not None:
+        return array, at + 1
+    array = array_named(q, at + 1, fields)
+    if array is not None and any(word_match(q.stems[at], w) >= 0.85 for w in array.words[:-1]):
+        return array, at + 2
+    return None, at
+
+
 def counted_before(q: Question, at: int) -> tuple[int, int] | None:
     """'the number of players is more than one', 'where the count of students is below 3':
     the comparison at word `at` follows a count phrase. Returns (the phrase's first word,
@@ -155,13 +168,15 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             continue
         after = q.word_at(char_end)
         after += 2 if q.raw[after:after + 1] and q.raw[after] in KINDS and q.raw[after + 1:after + 2] == ["of"] else 0
-        array = array_named(q, after, fields)
+        array, end = _array_phrase(q, after, fields)
         if array is not None:
             filters.append(Filter(array, op, value, at, size=True))
-            consumed.update(range(at, after + 1))
+            consumed.update(range(at, end))
             continue
+        # ('more than one event' is as plural as 'two events')
         element = next((m for m in mentions if m.start == after and len(m.field.arrays) == 1
-                        and "id" in m.field.words and after in q_plural(q)), None)
+                        and "id" in m.field.words and (after in q_plural(q) or value == 1
+                                                       or m.end in q_plural(q))), None)
         array = next((f for f in fields if element and f.mql == element.field.arrays[0] and f.kind == "array"), None)
         if array is not None and isinstance(value, int):
             # 'enrolled in at least two courses', each enrolment holding a course id: how many elements

@@ -20,6 +20,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from nlq.methods.rules.aggregation import COUNTING
+from nlq.methods.rules.filters import comparison_phrases
+from nlq.methods.rules.grounding import COUNT_FILLERS, counted_noun
 from nlq.methods.rules.ir import Field, Mention
 from nlq.methods.rules.question import Question, denied, word_match
 from nlq.methods.rules.schema import Grounding, join_edge, split_name
@@ -37,12 +40,14 @@ def alias_of(other: str) -> str:
     return "_" + re.sub(r"[^0-9A-Za-z]+", "_", other)
 
 
-def virtual_fields(collection: str, other: str, fields: list[Field]) -> list[Field]:
+def virtual_fields(collection: str, other: str, fields: list[Field], counted: bool = False) -> list[Field]:
     """The other collection's fields as the elements of the array `alias_of(other)` of
-    `collection`, and that array itself (named by no word: the question names the collection)."""
+    `collection`, and that array itself: named by no word (the question names the collection),
+    unless the question counts the other's documents (`counted`: 'the most students', 'at least
+    two cards' — then it is named as an embedded array of them is, and its size is the count)."""
     alias = alias_of(other)
     out = [Field(collection=collection, path=alias, mql=alias, arrays=(alias,), kind="array", type="array",
-                 words=(), context=())]
+                 words=tuple(split_name(other)) if counted else (), context=())]
     for f in fields:
         if f.mql == "_id" or f.kind == "key":
             continue
@@ -61,8 +66,10 @@ def asked_collection(q: Question, index: dict, schema: dict, best: str, mentions
     """The collection the question asks for, when its first named collection is not `best`
     (the one its words and literals favour) but joins it: 'which papers have "Stephanie
     Weirich" as an author' asks for papers, the author only filters them. `best` otherwise."""
-    if not q.raw or q.raw[0] not in ASKING or COUNT_PATTERNS.search(q.text.lower()):
-        return best  # a count is of what the question counts, wherever it is named
+    if COUNT_PATTERNS.search(q.text.lower()):
+        return counted_per(q, index, schema, best)  # a count is of what the question counts, wherever it is named
+    if not q.raw or q.raw[0] not in ASKING:
+        return best
     firm = {i for m in mentions if m.field.collection == best and m.share >= 1.0 for i in range(m.start, m.end)}
     for i, stem in enumerate(q.stems[:8]):
         named = sorted(c for c in schema if split_name(c) and word_match(stem, split_name(c)[-1]) >= 0.85)
@@ -73,6 +80,63 @@ def asked_collection(q: Question, index: dict, schema: dict, best: str, mentions
         if q.raw[i] != stem or q.raw[i - 1:i] in (["the"], ["all"], ["each"], ["which"], ["what"]):
             joined = [c for c in named if join_edge(index, c, best) is not None]
             return joined[0] if len(joined) == 1 else best
+    return best
+
+
+def counted_nouns(q: Question) -> dict[int, tuple[int, bool]]:
+    """The heads of the noun phrases a count phrase, a counting superlative or a compared number
+    counts ('how many students', 'the most papers', 'at least two cards'), each with the
+    phrase's first word and whether a number is compared with it."""
+    lower = q.text.lower()
+    starts = [q.word_at(c.end()) for c in COUNT_PATTERNS.finditer(lower)]
+    starts += [i + 1 for i, w in enumerate(q.raw) if w in COUNTING and q.raw[i + 1:i + 2] != ["number"]]
+    compared = [q.word_at(end) for _, _, value, end in comparison_phrases(q) if isinstance(value, int)]
+    heads = {}
+    for start in starts + compared:
+        while start < len(q.raw) and q.raw[start] in COUNT_FILLERS:
+            start += 1
+        head = counted_noun(q, start)
+        if head is not None:
+            heads[head] = (start, start in compared)
+    return heads
+
+
+def counts_documents(q: Question, other: str, counted: dict, named: set[int], covered: set[int]) -> bool:
+    """The question counts the other collection's documents: a counted noun names it (the last
+    word of its name, as a noun names an array), and so does every word qualifying it ('two gas
+    stations' of `gas_station`, not 'budget types' of `Ref_Document_Types`) — a compared
+    number's noun only if no field here names it ('more than 300 students' of dorms storing a
+    `student_capacity`)."""
+    names = [n for n in split_name(other) if len(n) > 2]
+    for head, (start, compared) in counted.items():
+        # the noun ends the phrase, or a verb follows it ('how many students live in each dorm')
+        noun = next((k for k in range(head, start - 1, -1) if k in named), None)
+        if noun is None or compared and noun in covered or word_match(q.stems[noun], names[-1]) < 0.85:
+            continue
+        if all(any(word_match(q.stems[j], n) >= 0.85 for n in names) for j in range(start, noun)):
+            return True
+    return False
+
+
+def counted_per(q: Question, index: dict, schema: dict, best: str) -> str:
+    """'how many actors have appeared in each musical', 'the musicals and the number of their
+    actors': the documents of `best` are counted per document of the collection 'each' ranges
+    over or listed (in the plural) before the count, joined to it — that collection is read, its
+    `$lookup` of `best` counted. `best` when the count is of something else or per nothing joined."""
+    head = split_name(best)[-1:]
+    if not head or not any(word_match(q.stems[at], head[0]) >= 0.85 for at in counted_nouns(q)):
+        return best
+    lower = q.text.lower()
+    ranging = [q.word_at(m.end()) for m in re.finditer(r"\b(?:each|every|per)\s+", lower)]
+    # 'the names of musicals and the number of actors': the documents listed before the count
+    first = q.word_at(COUNT_PATTERNS.search(lower).start())
+    if not any(word_match(q.stems[i], head[0]) >= 0.85 for i in range(first)):
+        ranging += [i for i in range(first) if q.raw[i] != q.stems[i]]
+    for at in ranging:
+        per = [c for c in schema if c != best and split_name(c) and at < len(q.stems)
+               and word_match(q.stems[at], split_name(c)[-1]) >= 0.85 and join_edge(index, best, c) is not None]
+        if len(per) == 1:
+            return per[0]
     return best
 
 
@@ -87,7 +151,7 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
     firm = {i for m in mentions if m.share >= 1.0 for i in range(m.start, m.end)} | set(entities)
     own = {str(w.get("term")) for w in witnesses
            if any(m.get("collection") == collection for m in w.get("matches", []))}
-    best = None
+    best, counted = None, counted_nouns(q)
     for other in sorted(grounding.schema):
         if other == collection:
             continue
@@ -98,7 +162,8 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
                  and any(word_match(w, n) >= 0.85 for n in split_name(other) if len(n) > 2)}
         literals = [w for w in witnesses if str(w.get("term")) not in own
                     and any(m.get("collection") == other and m.get("kind") == "value" for m in w.get("matches", []))]
-        virtual = {f.path: f for f in virtual_fields(collection, other, grounding.schema[other])}
+        counting = counts_documents(q, other, counted, named, covered)
+        virtual = {f.path: f for f in virtual_fields(collection, other, grounding.schema[other], counting)}
         alias = alias_of(other)
         found, taken = [], set(covered) | named
         for m in sorted((m for m in all_mentions if m.field.collection == other and m.field.kind not in UNNAMED
@@ -112,7 +177,7 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
             # the other collection unnamed: only a field name no collection could share ('city',
             # not 'name') says the question is about its documents
             found = [m for m in found if set(m.field.words) - GENERIC]
-        if not (found or literals):
+        if not (found or literals or counting):  # (what is counted is read as an array of its documents)
             continue
         rank = (len(found) + len(literals), len(named))
         if best is None or rank > best[0]:

@@ -383,6 +383,12 @@ def read_outputs(s: State) -> None:
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities, "identified" in s.variant)
         elif per_document(q, lower, s.collection):
             ir.outputs = own_label(s.index, s.collection, fields)
+    elif ir.count and ir.grain and "." not in ir.grain and not (ir.outputs or ir.group_by or ir.aggregates
+                                                                or ir.distinct) \
+            and any(ir.grain in f.field.arrays for f in ir.filters) and per_document(q, lower, s.collection):
+        # 'how many students older than 20 live in each dorm': the elements meeting the
+        # conditions, counted per document (its label the group)
+        ir.group_by = own_label(s.index, s.collection, fields)
     if ir.count and ir.outputs and not (ir.group_by or ir.aggregates):
         inside = [k for k, _ in ir.sort if isinstance(k, Field)] + list(ir.outputs)
         # the values named before the count ("nominees and the number of musicals");
@@ -573,7 +579,9 @@ def plan_traversal(s: State) -> None:
     # 'the most common product across accounts', `products` an array: groups are formed per element
     ir.group_by = [(element_key(f, s.fields) or f) if f.kind == "array" else f for f in ir.group_by]
     read = ir.read_fields()
-    ir.joins = [j for j in ir.joins if any(f.arrays[:1] == (j[0],) for f in read)]  # a join nothing reads is none
+    counted = {(ir.grain.split(".")[0],)} if ir.grain else set()  # the documents a count counts
+    # a join nothing reads (nor counts) is none
+    ir.joins = [j for j in ir.joins if any(f.arrays[:1] == (j[0],) for f in read) or (j[0],) in counted]
     ir.unwinds = plan_unwinds(ir)
     ir.inferred = [a for a in ir.unwinds if not names_array(s.q, a)]
     ir.expand = plan_expansions(ir)

@@ -136,10 +136,11 @@ def _is_late(f: Filter, ir: IR) -> bool:
     return bool(set(f.field.arrays) & set(ir.unwinds)) or any(m in ir.expand for m in f.field.maps)
 
 
-def _joins_ready(ir: IR, pending: list, unwound: set[str]) -> list[dict]:
+def _joins_ready(ir: IR, pending: list, unwound: set[str], sized: list[Filter] = ()) -> list[dict]:
     """The `$lookup` (and `$unwind`, when its documents are shown, grouped or sorted) of each
     pending join whose local field no longer waits for an unwind: one inside an array that
-    is unwound joins per element, after that unwind."""
+    is unwound joins per element, after that unwind. The conditions on how many documents
+    it joins (`sized`) come before that unwind."""
     stages = []
     for join in list(pending):
         alias, other, local, foreign = join
@@ -148,6 +149,9 @@ def _joins_ready(ir: IR, pending: list, unwound: set[str]) -> list[dict]:
             continue
         pending.remove(join)
         stages.append({"$lookup": {"from": other, "localField": local, "foreignField": foreign, "as": alias}})
+        counts = [f for f in sized if f.field.mql == alias]
+        if counts:
+            stages.append({"$match": _filter_doc(counts, ir)})
         if alias in ir.unwinds:
             stages.append({"$unwind": "$" + alias})
     return stages
@@ -178,7 +182,9 @@ def render(ir: IR) -> list[dict]:
     if documents_first:  # 'the cities of the county with the most officers': pick the county, then unwind
         pipeline += _ranking(ir)
     pending = list(ir.joins)
-    pipeline += _joins_ready(ir, pending, set())
+    sized = [f for f in late if f.size and not f.branch and any(f.field.mql == j[0] for j in ir.joins)]
+    late = [f for f in late if f not in sized]
+    pipeline += _joins_ready(ir, pending, set(), sized)
     done: set[str] = set()
     for kind, path in _traversal(ir):
         if any(path == j[0] for j in ir.joins):
@@ -186,7 +192,7 @@ def render(ir: IR) -> list[dict]:
         if kind == "unwind":
             pipeline.append({"$unwind": "$" + physical(path, ir)})
             done.add(path)
-            pipeline += _joins_ready(ir, pending, done)
+            pipeline += _joins_ready(ir, pending, done, sized)
         else:
             pipeline.append({"$addFields": {_alias(path): {"$objectToArray": "$" + physical(path, ir)}}})
             pipeline.append({"$unwind": "$" + _alias(path)})

@@ -171,7 +171,8 @@ def join_edge(index: dict, collection: str, other: str) -> tuple[str, str] | Non
             if near.get("collection") != collection or far.get("collection") != other:
                 continue
             local, foreign = lattice_to_mql(near["path"])[0], lattice_to_mql(far["path"])[0]
-            same = split_name(local.rsplit(".", 1)[-1]) == split_name(foreign.rsplit(".", 1)[-1])
+            # (a bare `id` on both sides is each collection's own identifier: equal values by chance)
+            same = split_name(local.rsplit(".", 1)[-1]) == split_name(foreign.rsplit(".", 1)[-1]) != ["id"]
             names = set(split_name(local.rsplit(".", 1)[-1])) & set(split_name(other))
             if same or names:
                 trusted.append((not same, local.count("."), foreign.count("."), local, foreign))
