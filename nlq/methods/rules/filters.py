@@ -10,7 +10,8 @@ from nlq.methods.rules.vocabulary import (BETWEEN, COMPARATORS, NEGATIONS, NUMBE
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denied, is_year, plain_word, to_number, word_match
-from nlq.methods.rules.grounding import TEMPORAL_COMPARATORS, array_named, array_of_subject, measure_field, number_fits, object_named
+from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_named, array_of_subject, measure_field, number_fits,
+                                         object_named, stored_number, year_field)
 
 
 def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int]) -> list[tuple[str, str, str]]:
@@ -147,7 +148,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
     entity named right after the number, or, for a year, to where the witness
     found it stored (`years`: term -> field; a date field compares its year)."""
     lower = q.text.lower()
-    numeric = [m for m in mentions if m.field.numeric]
+    numeric = [m for m in mentions if m.field.numeric or m.field.years]
     filters = []
     taken = set(consumed)  # phrases an earlier stage read (a HAVING count)
     for at, op, value, char_end in comparison_phrases(q):
@@ -182,7 +183,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             continue
         mention, target = None, None
         if re.search(r"\byear\b", lower[q.spans[at][0]:char_end]):  # 'before the year of 2010' names its field
-            target = measure_field(fields, "year")
+            target = year_field(q, at, fields)
         if target is None:
             # a percentage: '90%', '10 percent', 'the black population percentage exceeds 10'
             percent = re.match(r"\s*(?:%|percent\b|per cent\b)", q.text[char_end:]) is not None or bool(
@@ -208,7 +209,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             continue
         if mention is not None:
             used.add(mention.start)
-        filters.append(Filter(target, op, value, at))
+        filters.append(Filter(target, op, stored_number(target, value), at))
         consumed.update(range(at, after))
     return filters
 
@@ -351,7 +352,7 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
         return (after[0] if after else None), own
     fitting = next((m for m in before + after if fits(m)), None)
     if fitting is None and (before or after) and word in TEMPORAL_COMPARATORS and is_year(str(value)):
-        year = measure_field(fields, "year")
+        year = year_field(q, at, fields)
         if year is not None and year.years:
             return None, year  # 'the prices of wines made before 2010': the year of the wine
     if fitting is not None or before or after:
@@ -366,6 +367,8 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     if measure is None and at > 0 and q.raw[at - 1] in ("is", "are", "was", "were", "aged") \
             and word in ("over", "under", "above", "below"):
         measure = "age"  # 'drivers that are under 40', with no measure named: how old they are
+    if measure == "year" and is_year(str(value)):
+        return None, year_field(q, at, fields)
     return None, measure_field(fields, measure) if measure else None
 
 

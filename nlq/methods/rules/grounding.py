@@ -138,7 +138,7 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
         bare_number = match.get("kind") != "key" and match.get("part") != "year" and re.fullmatch(
             r"-?\d+(?:\.\d+)?", term)
         if bare_number and not (any(m.field.mql == f.mql and (0 <= at - m.end <= 2 or m.start == end) for m in mentions)
-                                or is_year(term) and f.numeric):
+                                or is_year(term) and (f.numeric or f.years)):
             continue  # a bare number binds only next to its field ('major 50', '1 credit'), unless it is a year
         negated = denied_before(q, at) or excluded(q, at)
         if match.get("kind") == "key":
@@ -239,7 +239,8 @@ def witnessed_years(witnesses: list[dict], collection: str, fields: list[Field])
             continue
         found = [(match.get("part") == "year", by_path[match["path"]]) for match in w.get("matches", [])
                  if match.get("collection") == collection and match.get("kind") == "value"
-                 and match.get("path") in by_path and (by_path[match["path"]].numeric or match.get("part") == "year")]
+                 and match.get("path") in by_path and (by_path[match["path"]].numeric or by_path[match["path"]].years
+                                                      or match.get("part") == "year")]
         if found:
             years[term] = min(found, key=lambda c: (c[0], len(c[1].arrays), c[1].mql))[1]
     return years
@@ -362,9 +363,21 @@ def measure_field(fields: list[Field], measure: str, numeric: bool = True) -> Fi
     whose stored values are calendar years, such as `Founded`), least nested first;
     by default only numeric fields."""
     words = set(SYNONYMS.get(measure, (measure,)))
-    named = [f for f in fields if (f.numeric or not numeric and f.type in ("date", "string"))
+    named = [f for f in fields if (f.numeric or f.years or not numeric and f.type in ("date", "string"))
              and (words & set(f.words) or measure == "year" and f.years)]
-    return min(named, key=lambda f: (len(f.arrays), -f.present, f.mql)) if named else None
+    # ('Year_of_Work' holding 6..21 is no year a date is compared with, beside `Year_of_Founded`)
+    return min(named, key=lambda f: (measure == "year" and not f.years, len(f.arrays), -f.present, f.mql)
+               ) if named else None
+
+
+def year_field(q: Question, at: int, fields: list[Field]) -> Field | None:
+    """The field of calendar years a year compared at word `at` is one of: the one a word
+    shortly before names ('members registered after 2015': `Register_Year`, beside the
+    branch's `Open_year`), else `measure_field`'s year."""
+    near = range(max(0, at - 3), at)
+    named = [f for f in fields if f.years and any(word_match(q.stems[i], w) >= 0.85 for i in near
+                                                  for w in f.words if w != "year")]
+    return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else measure_field(fields, "year")
 
 
 # Comparator words that place a year in time ('built before 2010'): a year, not a quantity.
@@ -380,6 +393,12 @@ def number_fits(f: Field, value, temporal: bool = False, percent: bool = False) 
     if percent:
         return f.span is not None and f.span[0] >= 0 and f.span[1] <= 100
     return True
+
+
+def stored_number(f: Field, value):
+    """A compared number in the form the field stores it: a year of a field of years
+    written as text ("2010") is that text, which orders as the years do."""
+    return str(value) if f.years and f.type == "string" and is_year(str(value)) else value
 
 
 def object_named(q: Question, at: int, fields: list[Field]) -> Mention | None:

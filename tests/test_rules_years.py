@@ -1,0 +1,64 @@
+"""`rules` binds a year literal ('opened after 2010', 'registered in 2016') to a field whose
+stored values are calendar years — numbers or text spelling them — never to another number
+of the document, and compares it in the form the field stores."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import rules_answer, rules_world
+
+MUSEUMS = [{"Museum_ID": 1, "Name": "Plaza", "Num_of_Staff": 62, "Open_Year": "2000"},
+           {"Museum_ID": 2, "Name": "Capital", "Num_of_Staff": 25, "Open_Year": "2012"},
+           {"Museum_ID": 3, "Name": "Jefferson", "Num_of_Staff": 18, "Open_Year": "2010"},
+           {"Museum_ID": 4, "Name": "Willow", "Num_of_Staff": 30, "Open_Year": "2014"}]
+
+BRANCHES = [{"Branch_ID": 1, "Name": "Alley", "Open_year": "2001",
+             "register": [{"Member_ID": 1, "Register_Year": "2016"}, {"Member_ID": 2, "Register_Year": "2014"}]},
+            {"Branch_ID": 2, "Name": "Bridge", "Open_year": "2017",
+             "register": [{"Member_ID": 3, "Register_Year": "2012"}]},
+            {"Branch_ID": 3, "Name": "Cliff", "Open_year": "2009", "register": []}]
+
+CONDUCTORS = [{"Conductor_ID": 1, "Name": "Antal", "Year_of_Work": 10,
+               "orchestra": [{"Orchestra": "London", "Year_of_Founded": 2003}]},
+              {"Conductor_ID": 2, "Name": "Colin", "Year_of_Work": 12,
+               "orchestra": [{"Orchestra": "Detroit", "Year_of_Founded": 2009}]}]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("years"), {
+        "museums": {"museum": MUSEUMS}, "shops": {"branch": BRANCHES}, "music": {"conductor": CONDUCTORS}})
+
+
+def names(rows):
+    return sorted(row["Name"] for row in rows)
+
+
+def test_a_year_compares_the_field_of_years_stored_as_text(world):
+    """'opened after 2010': `Open_Year` holds years as text, not the staff number beside it."""
+    prediction, rows = rules_answer(world, "museums", "Find the names of museums opened after 2010.")
+    assert names(rows) == ["Capital", "Willow"], prediction["pipeline"]
+
+
+def test_an_unwitnessed_year_finds_the_field_of_years(world):
+    """'after 2013 or before 2008': neither year is stored, yet only `Open_Year` holds years."""
+    prediction, rows = rules_answer(world, "museums", "How many museums were opened after 2013 or before 2001?")
+    assert rows == [{"count": 2}], prediction["pipeline"]
+
+
+def test_a_witnessed_year_stored_as_text_is_an_equality(world):
+    prediction, rows = rules_answer(world, "shops", "Show the names of branches with a member registered in 2016.")
+    assert names(rows) == ["Alley"], prediction["pipeline"]
+
+
+def test_the_field_of_years_a_word_names_is_compared(world):
+    """'members registered after 2015': `Register_Year`, not the branch's `Open_year`."""
+    prediction, rows = rules_answer(world, "shops", "Show the names of branches with members registered after 2015.")
+    assert names(rows) == ["Alley"], prediction["pipeline"]
+
+
+def test_a_field_named_year_that_holds_no_years_is_not_compared(world):
+    """'founded after 2008': `Year_of_Work` (10, 12) counts years; `Year_of_Founded` holds them."""
+    prediction, rows = rules_answer(world, "music", "List the names of conductors whose orchestras were founded after 2008.")
+    assert names(rows) == ["Colin"], prediction["pipeline"]
