@@ -62,3 +62,9 @@ def test_a_field_named_year_that_holds_no_years_is_not_compared(world):
     """'founded after 2008': `Year_of_Work` (10, 12) counts years; `Year_of_Founded` holds them."""
     prediction, rows = rules_answer(world, "music", "List the names of conductors whose orchestras were founded after 2008.")
     assert names(rows) == ["Colin"], prediction["pipeline"]
+
+
+def test_a_number_that_is_no_year_is_not_compared_with_years_as_text(world):
+    """'more than 1 registered member': whatever it counts, no `Register_Year` over 1."""
+    prediction, _ = rules_answer(world, "shops", "Show the names of branches with more than 1 registered members.")
+    assert all(f["path"] != "register.Register_Year" for f in prediction["ir"]["filters"]), prediction["pipeline"]

@@ -188,7 +188,9 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             # a percentage: '90%', '10 percent', 'the black population percentage exceeds 10'
             percent = re.match(r"\s*(?:%|percent\b|per cent\b)", q.text[char_end:]) is not None or bool(
                 {"percentage", "percent", "proportion"} & set(q.raw[max(0, at - 2):at]))
-            mention, target = _comparison_field(q, at, value, numeric, fields, percent)
+            # (a field of years written as text compares with a year only: 'over 100 registered memberships')
+            comparable = [m for m in numeric if m.field.numeric or is_year(str(value))]
+            mention, target = _comparison_field(q, at, value, comparable, fields, percent)
             if mention is not None:  # the fields named between it and the comparator qualify it
                 used.update(m.start for m in numeric if mention.end <= m.start and m.end <= at)
         if target is None and after < len(q.raw) and q.raw[after] in UNIT_MEASURES:
