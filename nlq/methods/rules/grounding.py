@@ -13,7 +13,8 @@ from datetime import datetime, timezone
 from nlq.errors import NlqError
 from nlq.text import word_spans
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
-from nlq.methods.rules.vocabulary import AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS, NEGATIONS, SYNONYMS
+from nlq.methods.rules.vocabulary import (AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS, IRREGULAR_PARTICIPLES, NEGATIONS,
+                                          SYNONYMS)
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import lattice_to_mql, split_name
 from nlq.methods.rules.question import (Question, denied, is_quoted, is_year, maybe_number, quantity_noun, to_number,
@@ -288,6 +289,100 @@ def quantity_mentions(q: Question, fields: list[Field], mentions: list[Mention],
         out = [m for m in out if m not in covering] + [Mention(f, span[0], span[1], 1.0, 1.0)]
         named.add(at)
     return sorted(out, key=lambda m: m.start), entities - named
+
+
+def participle_quantities(q: Question, fields: list[Field], mentions: list[Mention], entities: set[int],
+                          collection: str) -> tuple[list[Mention], set[int], set[int], set[int]]:
+    """'the number of games played', 'the total amount paid', 'the number of years they have
+    worked', where a document stores `GamesPlayed`, `amount_paid`, `Year_of_Work`: the noun a
+    count phrase or a statistic reads and the participle after it (right after, or past a short
+    clause: 'they have', 'were') name that stored number together — it is read, nothing is
+    counted. Returns the mentions with it, the positions still naming an entity, the count
+    phrases (by first word) so read, and the positions where two stored numbers fit the words
+    equally (no reading is chosen: they are left unresolved). Not when the noun names the
+    collection (its documents are counted)."""
+    lower, own = q.text.lower(), split_name(collection)[-1:]
+    triggers = [(q.word_at(c.start()), q.word_at(c.end())) for c in COUNT_PATTERNS.finditer(lower)] + [
+        (i, i + 1) for i, w in enumerate(q.raw) if w in AGG_WORDS]
+    out, named, read, unsure = list(mentions), set(), set(), set()
+    for trigger, start in triggers:
+        at = counted_noun(q, start)
+        if at is not None and at > start and q.raw[at] in IRREGULAR_PARTICIPLES:
+            at -= 1  # ('amount paid': the noun phrase ends before an irregular participle too)
+        j = _participle_after(q, at) if at is not None else None
+        if j is None or any(word_match(q.stems[at], w) >= 0.85 for w in own):
+            continue
+        if any(maybe_number(w) is not None for w in q.raw[j + 1:j + 4]):
+            continue  # 'products priced at 180 or more': a condition on the number, not the number asked
+        # a participle naming the number alone does so right after its noun, or as the verb a
+        # 'how many' asks about ('how many students are enrolled'); the noun of an entity counts
+        # its elements unless it names the number too ('the number of products manufactured')
+        alone = j > at + 1 and not lower[q.spans[trigger][0]:].startswith("how many") or at in entities
+        fitting = [c for c in _participle_fields(q, range(trigger, at + 1), j, fields) if c[2] < j or not alone]
+        best = [(f, first) for f, n, first in fitting if n == fitting[0][1]]
+        if len({f.mql for f, _ in best}) > 1:
+            unsure.update(range(start, j + 1))  # two stored numbers fit the words equally
+            continue
+        if not best:
+            continue
+        f, first = best[0]
+        first = min(first, at)
+        covering = [m for m in out if first <= m.start <= j or m.start <= first < m.end]
+        if any(m.field is not f and m.share == 1.0 for m in covering):
+            continue
+        out = [m for m in out if m not in covering] + [Mention(f, first, j + 1, 1.0, 1.0)]
+        named.update(range(first, j + 1))
+        if q.raw[trigger] not in AGG_WORDS:
+            read.add(trigger)
+    return sorted(out, key=lambda m: m.start), entities - named, read, unsure
+
+
+# Words of a short clause between a noun and its participle ('the years they have worked').
+PARTICIPLE_CLAUSE = frozenset({"that", "which", "who", "they", "he", "she", "it", "we", "you", "have", "has",
+                               "had", "been", "be", "is", "are", "was", "were"})
+
+
+# Words of a stored quantity's name that say it is a quantity, not what it counts.
+QUANTITY_NAME_WORDS = frozenset({"num", "no", "number", "count", "cnt", "nbr", "amount", "quantity", "total", "of"})
+
+
+def _participle_after(q: Question, at: int) -> int | None:
+    """The participle right after word `at` or past a short clause ('games played', 'years they
+    have worked'), or None."""
+    for j in range(at + 1, min(at + 5, len(q.raw))):
+        if is_participle(q.raw[j]):
+            return j
+        if q.raw[j] not in PARTICIPLE_CLAUSE:
+            return None
+    return None
+
+
+def is_participle(word: str) -> bool:
+    return word in IRREGULAR_PARTICIPLES or len(word) >= 5 and word.endswith("ed")
+
+
+def participle_names(word: str, field_word: str) -> bool:
+    """A participle names a word of a field's name by its root ('hired' hire, 'paid' payment, 'sold' sale)."""
+    forms = IRREGULAR_PARTICIPLES.get(word, (word,))
+    return any(word_match(form, field_word) >= 0.8 or word_match(field_word, form) >= 0.8 for form in forms)
+
+
+def _participle_fields(q: Question, said: range, j: int, fields: list[Field]) -> list[tuple[Field, int, int]]:
+    """The stored numbers whose name the words `said` and the participle at `j` say in full (its
+    quantity words aside), the participle one of them: (field, how many words say it, the first
+    word of `said` that does), most first."""
+    found = []
+    for f in fields:
+        if f.kind != "scalar" or not f.measurable or "id" in f.words:
+            continue
+        words = [w for w in f.words if w not in QUANTITY_NAME_WORDS]
+        by_participle = {w for w in words if participle_names(q.raw[j], w)}
+        saying = {i: {w for w in words if word_match(q.stems[i], w) >= 0.85} for i in said}
+        by_noun = set().union(*saying.values())
+        if by_participle and set(words) <= by_participle | by_noun:
+            first = min((i for i, ws in saying.items() if ws), default=j)
+            found.append((f, len(by_noun) + len(by_participle), first))
+    return sorted(found, key=lambda c: -c[1])
 
 
 # Words between a count phrase and the noun it counts ('the number of the audiences', 'how many total rooms').

@@ -179,3 +179,16 @@ DATE_PARTS = {"year": "year", "month": "month", "day": "dayOfMonth", "weekday": 
 
 # Aggregate words that name a statistic (not a ranking such as 'most' or 'top').
 STATISTICS = frozenset(w for w, op in AGG_WORDS.items() if w not in ("most", "least", "fewest", "top"))
+
+
+# Irregular past participles and the roots of the words a field may name their act by
+# ('sold' tickets_sold / Sales, 'paid' amount_paid / Payment); regular ones end in '-ed'.
+IRREGULAR_PARTICIPLES = {
+    "sold": ("sold", "sell", "sale"), "paid": ("paid", "pay"), "bought": ("bought", "buy"),
+    "spent": ("spent", "spend"), "won": ("won", "win"), "held": ("held", "hold"), "made": ("made", "make"),
+    "built": ("built", "build"), "given": ("given", "give"), "taken": ("taken", "take"), "sent": ("sent", "send"),
+    "taught": ("taught", "teach"), "brought": ("brought", "bring"), "lost": ("lost", "lose", "loss"),
+    "kept": ("kept", "keep"), "flown": ("flown", "fly", "flight"), "written": ("written", "write"),
+    "drawn": ("drawn", "draw"), "grown": ("grown", "grow"), "shown": ("shown", "show"), "seen": ("seen", "see"),
+    "done": ("done", "do"), "driven": ("driven", "drive"), "ridden": ("ridden", "ride"), "run": ("run",),
+}
