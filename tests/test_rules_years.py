@@ -68,3 +68,12 @@ def test_a_number_that_is_no_year_is_not_compared_with_years_as_text(world):
     """'more than 1 registered member': whatever it counts, no `Register_Year` over 1."""
     prediction, _ = rules_answer(world, "shops", "Show the names of branches with more than 1 registered members.")
     assert all(f["path"] != "register.Register_Year" for f in prediction["ir"]["filters"]), prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", [
+    "Find the names of museums opened from 2010 to 2012.",
+    "Find the names of museums opened during the years 2010 through 2012.",
+])
+def test_a_span_of_years_includes_both_ends(world, question):
+    prediction, rows = rules_answer(world, "museums", question)
+    assert names(rows) == ["Capital", "Jefferson"], prediction["pipeline"]

@@ -240,8 +240,9 @@ def comparison_phrases(q: Question) -> list[tuple[int, str, object, int]]:
     found: list[tuple[int, str, object, int]] = []
     for m in BETWEEN.finditer(lower):
         at = q.word_at(m.start())
-        found.append((at, "$gte", to_number(m.group("n")), m.end()))
-        found.append((at, "$lte", to_number(m.group("m")), m.end()))
+        low, high = (m.group("n"), m.group("m")) if m.group("n") else (m.group("y"), m.group("z"))
+        found.append((at, "$gte", to_number(low), m.end()))
+        found.append((at, "$lte", to_number(high), m.end()))
     for pattern, op in COMPARATORS:
         phrase = r"\b(?:" + pattern + r")\s+(?:the\s+|a\s+)?(?:year\s+(?:of\s+)?)?" + NUMBER + r"\b"
         for m in re.finditer(phrase, lower):
