@@ -25,10 +25,16 @@ CONDUCTORS = [{"Conductor_ID": 1, "Name": "Antal", "Year_of_Work": 10,
                "orchestra": [{"Orchestra": "Detroit", "Year_of_Founded": 2009}]}]
 
 
+CHIPS = [{"Model_name": "A", "Launch_year": 2002.0, "RAM_MiB": 32.0},
+         {"Model_name": "B", "Launch_year": 2004.0, "RAM_MiB": 16.0},
+         {"Model_name": "C", "Launch_year": 2005.0, "RAM_MiB": 64.0}]
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return rules_world(tmp_path_factory.mktemp("years"), {
-        "museums": {"museum": MUSEUMS}, "shops": {"branch": BRANCHES}, "music": {"conductor": CONDUCTORS}})
+        "museums": {"museum": MUSEUMS}, "shops": {"branch": BRANCHES}, "music": {"conductor": CONDUCTORS},
+        "phones": {"chip_model": CHIPS}})
 
 
 def names(rows):
@@ -77,3 +83,11 @@ def test_a_number_that_is_no_year_is_not_compared_with_years_as_text(world):
 def test_a_span_of_years_includes_both_ends(world, question):
     prediction, rows = rules_answer(world, "museums", question)
     assert names(rows) == ["Capital", "Jefferson"], prediction["pipeline"]
+
+
+
+def test_a_number_that_is_no_year_skips_a_field_of_years(world):
+    """'launched in 2002 or with more than 32 MiB of RAM': 32 is no value of `Launch_year`."""
+    prediction, rows = rules_answer(world, "phones", "List the model names of chips launched in 2002 "
+                                                      "or with more than 32 MiB of RAM.")
+    assert sorted(r["Model_name"] for r in rows) == ["A", "C"], prediction["pipeline"]

@@ -481,10 +481,12 @@ TEMPORAL_COMPARATORS = frozenset({"before", "after", "since", "earlier", "later"
 
 def number_fits(f: Field, value, temporal: bool = False, percent: bool = False) -> bool:
     """Whether a compared number can be a value of the field: a year placed in
-    time ('before 2010') is one of a field of years, a percentage ('90%') one of
-    a field whose witnessed numbers lie within 0..100; any other number fits."""
+    time ('before 2010') is one of a field of years, and only a year is; a percentage
+    ('90%') one of a field whose witnessed numbers lie within 0..100; any other number fits."""
     if temporal and is_year(str(value)):
         return f.years
+    if f.years and not is_year(str(value)):
+        return False  # 'launched in 2002 or with more than 32 MiB': a field of years holds no 32
     if percent:
         return f.span is not None and f.span[0] >= 0 and f.span[1] <= 100
     return True
