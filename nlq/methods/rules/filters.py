@@ -9,7 +9,7 @@ from nlq.methods.rules.vocabulary import (BETWEEN, COMPARATORS, NEGATIONS, NUMBE
                                           STOPWORDS)
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
-from nlq.methods.rules.question import Question, denied, is_year, plain_word, to_number, word_match
+from nlq.methods.rules.question import Question, denied, is_year, maybe_number, plain_word, to_number, word_match
 from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_named, array_of_subject, measure_field, number_fits,
                                          object_named, stored_number, year_field)
 
@@ -353,7 +353,10 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     own = measure_field(fields, OWN_MEASURES[word]) if word in OWN_MEASURES and not before else None
     if own is not None:  # 'drivers older than 40 years': an age, and 'years' (its mention used up) the unit
         return (after[0] if after else None), own
-    fitting = next((m for m in before + after if fits(m)), None)
+    # 'more than 2000 distance', 'at least 100 share count': the field named right after the number
+    number = next((i for i in range(at + 1, min(at + 5, len(q.raw))) if maybe_number(q.raw[i]) == value), None)
+    unit = [m for m in after if number is not None and m.start == number + 1 and "id" not in m.field.words]
+    fitting = next((m for m in unit + before + after if fits(m)), None)
     if fitting is None and (before or after) and word in TEMPORAL_COMPARATORS and is_year(str(value)):
         year = year_field(q, at, fields)
         if year is not None and year.years:
