@@ -9,8 +9,9 @@ from nlq.methods.rules.vocabulary import (BETWEEN, COMPARATORS, NEGATIONS, NUMBE
                                           STOPWORDS)
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
-from nlq.methods.rules.question import Question, denied, is_year, plain_word, to_number, word_match
-from nlq.methods.rules.grounding import TEMPORAL_COMPARATORS, array_named, array_of_subject, measure_field, number_fits, object_named
+from nlq.methods.rules.question import Question, denied, is_year, maybe_number, plain_word, to_number, word_match
+from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_named, array_of_subject, measure_field, number_fits,
+                                         object_named, stored_number, year_field)
 
 
 def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int]) -> list[tuple[str, str, str]]:
@@ -160,7 +161,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
     entity named right after the number, or, for a year, to where the witness
     found it stored (`years`: term -> field; a date field compares its year)."""
     lower = q.text.lower()
-    numeric = [m for m in mentions if m.field.numeric]
+    numeric = [m for m in mentions if m.field.numeric or m.field.years]
     filters = []
     taken = set(consumed)  # phrases an earlier stage read (a HAVING count)
     for at, op, value, char_end in comparison_phrases(q):
@@ -197,12 +198,14 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             continue
         mention, target = None, None
         if re.search(r"\byear\b", lower[q.spans[at][0]:char_end]):  # 'before the year of 2010' names its field
-            target = measure_field(fields, "year")
+            target = year_field(q, at, fields)
         if target is None:
             # a percentage: '90%', '10 percent', 'the black population percentage exceeds 10'
             percent = re.match(r"\s*(?:%|percent\b|per cent\b)", q.text[char_end:]) is not None or bool(
                 {"percentage", "percent", "proportion"} & set(q.raw[max(0, at - 2):at]))
-            mention, target = _comparison_field(q, at, value, numeric, fields, percent)
+            # (a field of years written as text compares with a year only: 'over 100 registered memberships')
+            comparable = [m for m in numeric if m.field.numeric or is_year(str(value))]
+            mention, target = _comparison_field(q, at, value, comparable, fields, percent)
             if mention is not None:  # the fields named between it and the comparator qualify it
                 used.update(m.start for m in numeric if mention.end <= m.start and m.end <= at)
         if target is None and after < len(q.raw) and q.raw[after] in UNIT_MEASURES:
@@ -223,7 +226,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             continue
         if mention is not None:
             used.add(mention.start)
-        filters.append(Filter(target, op, value, at))
+        filters.append(Filter(target, op, stored_number(target, value), at))
         consumed.update(range(at, after))
     return filters
 
@@ -252,8 +255,9 @@ def comparison_phrases(q: Question) -> list[tuple[int, str, object, int]]:
     found: list[tuple[int, str, object, int]] = []
     for m in BETWEEN.finditer(lower):
         at = q.word_at(m.start())
-        found.append((at, "$gte", to_number(m.group("n")), m.end()))
-        found.append((at, "$lte", to_number(m.group("m")), m.end()))
+        low, high = (m.group("n"), m.group("m")) if m.group("n") else (m.group("y"), m.group("z"))
+        found.append((at, "$gte", to_number(low), m.end()))
+        found.append((at, "$lte", to_number(high), m.end()))
     for pattern, op in COMPARATORS:
         phrase = r"\b(?:" + pattern + r")\s+(?:the\s+|a\s+)?(?:year\s+(?:of\s+)?)?" + NUMBER + r"\b"
         for m in re.finditer(phrase, lower):
@@ -364,9 +368,12 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     own = measure_field(fields, OWN_MEASURES[word]) if word in OWN_MEASURES and not before else None
     if own is not None:  # 'drivers older than 40 years': an age, and 'years' (its mention used up) the unit
         return (after[0] if after else None), own
-    fitting = next((m for m in before + after if fits(m)), None)
+    # 'more than 2000 distance', 'at least 100 share count': the field named right after the number
+    number = next((i for i in range(at + 1, min(at + 5, len(q.raw))) if maybe_number(q.raw[i]) == value), None)
+    unit = [m for m in after if number is not None and m.start == number + 1 and "id" not in m.field.words]
+    fitting = next((m for m in unit + before + after if fits(m)), None)
     if fitting is None and (before or after) and word in TEMPORAL_COMPARATORS and is_year(str(value)):
-        year = measure_field(fields, "year")
+        year = year_field(q, at, fields)
         if year is not None and year.years:
             return None, year  # 'the prices of wines made before 2010': the year of the wine
     if fitting is not None or before or after:
@@ -381,6 +388,8 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     if measure is None and at > 0 and q.raw[at - 1] in ("is", "are", "was", "were", "aged") \
             and word in ("over", "under", "above", "below"):
         measure = "age"  # 'drivers that are under 40', with no measure named: how old they are
+    if measure == "year" and is_year(str(value)):
+        return None, year_field(q, at, fields)
     return None, measure_field(fields, measure) if measure else None
 
 

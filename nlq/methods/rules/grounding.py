@@ -13,7 +13,8 @@ from datetime import datetime, timezone
 from nlq.errors import NlqError
 from nlq.text import word_spans
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
-from nlq.methods.rules.vocabulary import AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS, NEGATIONS, SYNONYMS
+from nlq.methods.rules.vocabulary import (AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS, IRREGULAR_PARTICIPLES, NEGATIONS,
+                                          SYNONYMS)
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import lattice_to_mql, split_name
 from nlq.methods.rules.question import (Question, denied, is_quoted, is_year, maybe_number, quantity_noun, to_number,
@@ -138,7 +139,7 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
         bare_number = match.get("kind") != "key" and match.get("part") != "year" and re.fullmatch(
             r"-?\d+(?:\.\d+)?", term)
         if bare_number and not (any(m.field.mql == f.mql and (0 <= at - m.end <= 2 or m.start == end) for m in mentions)
-                                or is_year(term) and f.numeric):
+                                or is_year(term) and (f.numeric or f.years)):
             continue  # a bare number binds only next to its field ('major 50', '1 credit'), unless it is a year
         negated = denied_before(q, at) or excluded(q, at)
         if match.get("kind") == "key":
@@ -239,7 +240,8 @@ def witnessed_years(witnesses: list[dict], collection: str, fields: list[Field])
             continue
         found = [(match.get("part") == "year", by_path[match["path"]]) for match in w.get("matches", [])
                  if match.get("collection") == collection and match.get("kind") == "value"
-                 and match.get("path") in by_path and (by_path[match["path"]].numeric or match.get("part") == "year")]
+                 and match.get("path") in by_path and (by_path[match["path"]].numeric or by_path[match["path"]].years
+                                                      or match.get("part") == "year")]
         if found:
             years[term] = min(found, key=lambda c: (c[0], len(c[1].arrays), c[1].mql))[1]
     return years
@@ -287,6 +289,100 @@ def quantity_mentions(q: Question, fields: list[Field], mentions: list[Mention],
         out = [m for m in out if m not in covering] + [Mention(f, span[0], span[1], 1.0, 1.0)]
         named.add(at)
     return sorted(out, key=lambda m: m.start), entities - named
+
+
+def participle_quantities(q: Question, fields: list[Field], mentions: list[Mention], entities: set[int],
+                          collection: str) -> tuple[list[Mention], set[int], set[int], set[int]]:
+    """'the number of games played', 'the total amount paid', 'the number of years they have
+    worked', where a document stores `GamesPlayed`, `amount_paid`, `Year_of_Work`: the noun a
+    count phrase or a statistic reads and the participle after it (right after, or past a short
+    clause: 'they have', 'were') name that stored number together — it is read, nothing is
+    counted. Returns the mentions with it, the positions still naming an entity, the count
+    phrases (by first word) so read, and the positions where two stored numbers fit the words
+    equally (no reading is chosen: they are left unresolved). Not when the noun names the
+    collection (its documents are counted)."""
+    lower, own = q.text.lower(), split_name(collection)[-1:]
+    triggers = [(q.word_at(c.start()), q.word_at(c.end())) for c in COUNT_PATTERNS.finditer(lower)] + [
+        (i, i + 1) for i, w in enumerate(q.raw) if w in AGG_WORDS]
+    out, named, read, unsure = list(mentions), set(), set(), set()
+    for trigger, start in triggers:
+        at = counted_noun(q, start)
+        if at is not None and at > start and q.raw[at] in IRREGULAR_PARTICIPLES:
+            at -= 1  # ('amount paid': the noun phrase ends before an irregular participle too)
+        j = _participle_after(q, at) if at is not None else None
+        if j is None or any(word_match(q.stems[at], w) >= 0.85 for w in own):
+            continue
+        if any(maybe_number(w) is not None for w in q.raw[j + 1:j + 4]):
+            continue  # 'products priced at 180 or more': a condition on the number, not the number asked
+        # a participle naming the number alone does so right after its noun, or as the verb a
+        # 'how many' asks about ('how many students are enrolled'); the noun of an entity counts
+        # its elements unless it names the number too ('the number of products manufactured')
+        alone = j > at + 1 and not lower[q.spans[trigger][0]:].startswith("how many") or at in entities
+        fitting = [c for c in _participle_fields(q, range(trigger, at + 1), j, fields) if c[2] < j or not alone]
+        best = [(f, first) for f, n, first in fitting if n == fitting[0][1]]
+        if len({f.mql for f, _ in best}) > 1:
+            unsure.update(range(start, j + 1))  # two stored numbers fit the words equally
+            continue
+        if not best:
+            continue
+        f, first = best[0]
+        first = min(first, at)
+        covering = [m for m in out if first <= m.start <= j or m.start <= first < m.end]
+        if any(m.field is not f and m.share == 1.0 for m in covering):
+            continue
+        out = [m for m in out if m not in covering] + [Mention(f, first, j + 1, 1.0, 1.0)]
+        named.update(range(first, j + 1))
+        if q.raw[trigger] not in AGG_WORDS:
+            read.add(trigger)
+    return sorted(out, key=lambda m: m.start), entities - named, read, unsure
+
+
+# Words of a short clause between a noun and its participle ('the years they have worked').
+PARTICIPLE_CLAUSE = frozenset({"that", "which", "who", "they", "he", "she", "it", "we", "you", "have", "has",
+                               "had", "been", "be", "is", "are", "was", "were"})
+
+
+# Words of a stored quantity's name that say it is a quantity, not what it counts.
+QUANTITY_NAME_WORDS = frozenset({"num", "no", "number", "count", "cnt", "nbr", "amount", "quantity", "total", "of"})
+
+
+def _participle_after(q: Question, at: int) -> int | None:
+    """The participle right after word `at` or past a short clause ('games played', 'years they
+    have worked'), or None."""
+    for j in range(at + 1, min(at + 5, len(q.raw))):
+        if is_participle(q.raw[j]):
+            return j
+        if q.raw[j] not in PARTICIPLE_CLAUSE:
+            return None
+    return None
+
+
+def is_participle(word: str) -> bool:
+    return word in IRREGULAR_PARTICIPLES or len(word) >= 5 and word.endswith("ed")
+
+
+def participle_names(word: str, field_word: str) -> bool:
+    """A participle names a word of a field's name by its root ('hired' hire, 'paid' payment, 'sold' sale)."""
+    forms = IRREGULAR_PARTICIPLES.get(word, (word,))
+    return any(word_match(form, field_word) >= 0.8 or word_match(field_word, form) >= 0.8 for form in forms)
+
+
+def _participle_fields(q: Question, said: range, j: int, fields: list[Field]) -> list[tuple[Field, int, int]]:
+    """The stored numbers whose name the words `said` and the participle at `j` say in full (its
+    quantity words aside), the participle one of them: (field, how many words say it, the first
+    word of `said` that does), most first."""
+    found = []
+    for f in fields:
+        if f.kind != "scalar" or not f.measurable or "id" in f.words:
+            continue
+        words = [w for w in f.words if w not in QUANTITY_NAME_WORDS]
+        by_participle = {w for w in words if participle_names(q.raw[j], w)}
+        saying = {i: {w for w in words if word_match(q.stems[i], w) >= 0.85} for i in said}
+        by_noun = set().union(*saying.values())
+        if by_participle and set(words) <= by_participle | by_noun:
+            first = min((i for i, ws in saying.items() if ws), default=j)
+            found.append((f, len(by_noun) + len(by_participle), first))
+    return sorted(found, key=lambda c: -c[1])
 
 
 # Words between a count phrase and the noun it counts ('the number of the audiences', 'how many total rooms').
@@ -362,9 +458,21 @@ def measure_field(fields: list[Field], measure: str, numeric: bool = True) -> Fi
     whose stored values are calendar years, such as `Founded`), least nested first;
     by default only numeric fields."""
     words = set(SYNONYMS.get(measure, (measure,)))
-    named = [f for f in fields if (f.numeric or not numeric and f.type in ("date", "string"))
+    named = [f for f in fields if (f.numeric or f.years or not numeric and f.type in ("date", "string"))
              and (words & set(f.words) or measure == "year" and f.years)]
-    return min(named, key=lambda f: (len(f.arrays), -f.present, f.mql)) if named else None
+    # ('Year_of_Work' holding 6..21 is no year a date is compared with, beside `Year_of_Founded`)
+    return min(named, key=lambda f: (measure == "year" and not f.years, len(f.arrays), -f.present, f.mql)
+               ) if named else None
+
+
+def year_field(q: Question, at: int, fields: list[Field]) -> Field | None:
+    """The field of calendar years a year compared at word `at` is one of: the one a word
+    shortly before names ('members registered after 2015': `Register_Year`, beside the
+    branch's `Open_year`), else `measure_field`'s year."""
+    near = range(max(0, at - 3), at)
+    named = [f for f in fields if f.years and any(word_match(q.stems[i], w) >= 0.85 for i in near
+                                                  for w in f.words if w != "year")]
+    return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else measure_field(fields, "year")
 
 
 # Comparator words that place a year in time ('built before 2010'): a year, not a quantity.
@@ -373,13 +481,21 @@ TEMPORAL_COMPARATORS = frozenset({"before", "after", "since", "earlier", "later"
 
 def number_fits(f: Field, value, temporal: bool = False, percent: bool = False) -> bool:
     """Whether a compared number can be a value of the field: a year placed in
-    time ('before 2010') is one of a field of years, a percentage ('90%') one of
-    a field whose witnessed numbers lie within 0..100; any other number fits."""
+    time ('before 2010') is one of a field of years, and only a year is; a percentage
+    ('90%') one of a field whose witnessed numbers lie within 0..100; any other number fits."""
     if temporal and is_year(str(value)):
         return f.years
+    if f.years and not is_year(str(value)):
+        return False  # 'launched in 2002 or with more than 32 MiB': a field of years holds no 32
     if percent:
         return f.span is not None and f.span[0] >= 0 and f.span[1] <= 100
     return True
+
+
+def stored_number(f: Field, value):
+    """A compared number in the form the field stores it: a year of a field of years
+    written as text ("2010") is that text, which orders as the years do."""
+    return str(value) if f.years and f.type == "string" and is_year(str(value)) else value
 
 
 def object_named(q: Question, at: int, fields: list[Field]) -> Mention | None:

@@ -28,8 +28,8 @@ from nlq.methods.rules.filters import (both_bounds, denied_elements, denied_valu
                                        detect_having, detect_missing, detect_numbered, detect_presence,
                                        detect_text_filters)
 from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_witnesses, coded_witnesses, counted_noun,
-                                         eponymous_field, number_alternatives, quantity_mentions, resolve_collection,
-                                         witnessed_years)
+                                         eponymous_field, number_alternatives, participle_quantities, quantity_mentions,
+                                         resolve_collection, witnessed_years)
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
@@ -69,6 +69,7 @@ class State:
     ranked: list = field(default_factory=list)  # (collection, margin) best first: the other readings' collections
     variant: frozenset = frozenset()  # another reading: "identified" (an entity with its id), "ungrouped"
     grain: str | None = None      # the array a count per element counts, when no array's name says it
+    unsure: set[int] = field(default_factory=set)  # words two stored numbers fit equally: left unresolved
 
     @property
     def lower(self) -> str:
@@ -108,10 +109,12 @@ class State:
             entities = entities | named
             ir.array_paths = frozenset(a for f in fields for a in f.arrays)
         mentions, entities = quantity_mentions(q, fields, mentions, entities, collection)  # 'how many customers'
+        # 'the number of games played': a stored number, its count phrase read
+        mentions, entities, counted, unsure = participle_quantities(q, fields, mentions, entities, collection)
         ir.mentions = mentions
         ir.alternative = bool(avoid or variant or collection != ranked[0][0])
-        return cls(q, witnesses, index, grounding, ir, fields, entities, plural, mentions, ranked=ranked,
-                   variant=variant)
+        return cls(q, witnesses, index, grounding, ir, fields, entities, plural, mentions, counted=counted,
+                   ranked=ranked, variant=variant, unsure=unsure)
 
 
 def read_limits(s: State) -> None:
@@ -548,6 +551,7 @@ def read_coverage(s: State) -> None:
     grounded = set(s.consumed) | s.entities
     for m in s.mentions:
         grounded.update(range(m.start, m.end))
+    grounded -= s.unsure
     content = [i for i, w in enumerate(q.raw) if w not in STOPWORDS and not w.isdigit()
                and w not in AGG_WORDS and w not in DESC_WORDS and w not in ASC_WORDS]
     covered = [i for i in content if i in grounded or intent_word(q.raw[i])]
@@ -563,6 +567,7 @@ def read_coverage(s: State) -> None:
     here = {i for i in content for name in names if len(name) > 1 for a, b in zip(name, name[1:])
             if i + 1 < len(q.raw) and word_match(q.stems[i], a) >= 0.85 and word_match(q.stems[i + 1], b) >= 0.85
             or i > 0 and word_match(q.stems[i - 1], a) >= 0.85 and word_match(q.stems[i], b) >= 0.85}
+    here -= s.unsure  # (words two stored numbers fit equally name data the reading could not place)
     heads = frozenset(s.entities) | {m.start for m in s.mentions}
     loose = frozenset(i for i in content if i not in covered and i not in here)
     # the operations the question asks by phrase: a count's last word, a grouping's

@@ -73,6 +73,7 @@ def prepare(index: dict) -> Grounding:
     spans = _number_spans(index.get("values", {}))
     year_paths = {p for p, (_, _, all_years) in spans.items() if all_years}
     spelled = _spelled_numbers(index.get("values", {}))
+    year_paths |= _spelled_years(index.get("values", {}))
     for entry in index.get("lattice", []):
         path = entry["path"]
         mql, arrays = lattice_to_mql(path)
@@ -156,6 +157,21 @@ def _spelled_numbers(values: dict) -> dict[str, int]:
             else:
                 other.add(path)
     return {p: n for p, n in counts.items() if p not in other}
+
+
+def _spelled_years(values: dict) -> set[str]:
+    """The lattice paths whose witnessed strings all spell calendar years (`Open_Year` = "2010")."""
+    years: set[str] = set()
+    other: set[str] = set()
+    for locations in values.values():
+        for loc in locations:
+            stored, path = loc.get("stored"), loc.get("path")
+            if loc.get("kind") == "value" and isinstance(stored, str):
+                (years if _YEAR.fullmatch(stored.strip()) else other).add(path)
+    return years - other
+
+
+_YEAR = re.compile(r"1\d{3}|20\d{2}|2100")
 
 
 def join_edge(index: dict, collection: str, other: str) -> tuple[str, str] | None:

@@ -89,8 +89,12 @@ NUMERAL = r"-?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?"
 NUMBER = r"(?P<n>" + NUMERAL + "|" + "|".join(WORD_NUMBERS) + ")"
 
 
-BETWEEN = re.compile(r"\b(?:between|(?:with)?in the range (?:of|from|between))\s+" + NUMBER
-                     + r"\s+(?:and|to)\s+(?P<m>" + NUMERAL + "|" + "|".join(WORD_NUMBERS) + r")\b")
+# 'between 2 and 5', 'from 2002 to 2004', and a span of years said bare ('during the years 1998 to 2002',
+# '2002 through 2004'): both bounds included
+_YEAR = r"(?:1[89]|20)\d\d"
+BETWEEN = re.compile(r"\b(?:between|from|(?:with)?in the range (?:of|from|between))\s+" + NUMBER
+                     + r"\s+(?:and|to|through|until|till)\s+(?P<m>" + NUMERAL + "|" + "|".join(WORD_NUMBERS) + r")\b"
+                     + r"|\b(?P<y>" + _YEAR + r")\s*(?:to|through|until|till|-|–)\s*(?P<z>" + _YEAR + r")\b")
 
 
 # 'N or more', '2011 or later': the bound is included (not in 'before 1900 or after 2000')
@@ -179,3 +183,16 @@ DATE_PARTS = {"year": "year", "month": "month", "day": "dayOfMonth", "weekday": 
 
 # Aggregate words that name a statistic (not a ranking such as 'most' or 'top').
 STATISTICS = frozenset(w for w, op in AGG_WORDS.items() if w not in ("most", "least", "fewest", "top"))
+
+
+# Irregular past participles and the roots of the words a field may name their act by
+# ('sold' tickets_sold / Sales, 'paid' amount_paid / Payment); regular ones end in '-ed'.
+IRREGULAR_PARTICIPLES = {
+    "sold": ("sold", "sell", "sale"), "paid": ("paid", "pay"), "bought": ("bought", "buy"),
+    "spent": ("spent", "spend"), "won": ("won", "win"), "held": ("held", "hold"), "made": ("made", "make"),
+    "built": ("built", "build"), "given": ("given", "give"), "taken": ("taken", "take"), "sent": ("sent", "send"),
+    "taught": ("taught", "teach"), "brought": ("brought", "bring"), "lost": ("lost", "lose", "loss"),
+    "kept": ("kept", "keep"), "flown": ("flown", "fly", "flight"), "written": ("written", "write"),
+    "drawn": ("drawn", "draw"), "grown": ("grown", "grow"), "shown": ("shown", "show"), "seen": ("seen", "see"),
+    "done": ("done", "do"), "driven": ("driven", "drive"), "ridden": ("ridden", "ride"), "run": ("run",),
+}
