@@ -16,12 +16,17 @@ DORMS = [{"dormid": 100 + i, "dorm_name": name, "Has_amenity": [{"dormid": 100 +
          for i, (name, amenities) in enumerate([("Anonymous Donor Hall", [900, 901]), ("Bud Jones Hall", [901]),
                                                 ("Fawlty Towers", [900]), ("Smith Hall", [])])]
 AMENITIES = [{"amenid": 900, "amenity_name": "TV Lounge"}, {"amenid": 901, "amenity_name": "Study Room"}]
+FILMS = [{"mID": 100 + i, "title": title} for i, title in enumerate(["Gone", "Avatar", "Alien", "Heat"])]
+CRITICS = [{"rID": 200 + i, "name": name, "Rating": [{"rID": 200 + i, "mID": m, "stars": 3} for m in seen]}
+           for i, (name, seen) in enumerate([("Chris Jackson", [100, 101]), ("Ada Lane", [101, 102]),
+                                             ("Ben Ortiz", [103])])]
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return rules_world(tmp_path_factory.mktemp("negation"), {"rides": {"country": COUNTRIES},
-                                                             "dorms": {"Dorm": DORMS, "Dorm_amenity": AMENITIES}})
+                                                             "dorms": {"Dorm": DORMS, "Dorm_amenity": AMENITIES},
+                                                             "films": {"Film": FILMS, "Critic": CRITICS}})
 
 
 answer = rules_answer
@@ -51,3 +56,16 @@ def test_a_literal_of_a_joined_collection_is_denied_on_the_joined_documents(worl
     prediction, rows = answer(world, "dorms", "Find the name of dorms that do not have amenity TV Lounge.")
     assert any("$lookup" in stage for stage in prediction["pipeline"]), prediction["pipeline"]
     assert sorted(r["dorm_name"] for r in rows) == ["Bud Jones Hall", "Smith Hall"], prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["Find the titles of films with no critic named Chris Jackson.",
+                                      "List the titles of films that no critic named Chris Jackson reviewed.",
+                                      "Which films have no critic Chris Jackson? Give their titles."])
+def test_a_denied_collection_the_reading_joins_is_denied_on_its_joined_documents(world, question):
+    """'films not reviewed by critic Chris Jackson': the critics are joined for the name and
+    denied on that one `$lookup` (no joined critic is Chris Jackson) — not also an anti-join
+    (a second `$lookup` of the same alias demanding no critic at all)."""
+    prediction, rows = answer(world, "films", question)
+    lookups = [stage["$lookup"]["as"] for stage in prediction["pipeline"] if "$lookup" in stage]
+    assert len(lookups) == 1, prediction["pipeline"]
+    assert sorted(r["title"] for r in rows) == ["Alien", "Heat"], prediction["pipeline"]

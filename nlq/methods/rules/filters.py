@@ -34,6 +34,19 @@ def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[in
     return joins
 
 
+def joined_anti_joins(anti_joins: list[tuple], joins: list[tuple], fields: list[Field]) -> tuple[list, list[Filter]]:
+    """'movies not reviewed by Chris Jackson': an anti-join to a collection the reading
+    also joins (the reviewers, for the name) is that join's array left empty, on the join's
+    own `$lookup` — not a second one: (the anti-joins left, an empty-array filter per
+    joined one). denied_elements then denies the conditions on the joined documents
+    instead (no reviewer named Chris Jackson), wherever the question says them."""
+    joined = {other: alias for alias, other, _, _ in joins}
+    arrays = {f.mql: f for f in fields if f.kind == "array"}
+    left = [j for j in anti_joins if joined.get(j[0]) not in arrays]
+    empty = [Filter(arrays[joined[j[0]]], "$eq", 0, size=True) for j in anti_joins if joined.get(j[0]) in arrays]
+    return left, empty
+
+
 def detect_numbered(q: Question, index: dict, collection: str, fields: list[Field], entities: set[int],
                     plural: set[int], consumed: set[int]) -> list[Filter]:
     """'student 1004', 'the student numbered 1004', 'employee no. 7': a singular noun
