@@ -22,11 +22,18 @@ CRITICS = [{"rID": 200 + i, "name": name, "Rating": [{"rID": 200 + i, "mID": m, 
                                              ("Ben Ortiz", [103])])]
 
 
+OWNERS = [{"StuID": 1000 + i, "Fname": name, "Has_Pet": [{"StuID": 1000 + i, "PetID": p} for p in pets]}
+          for i, (name, pets) in enumerate([("Linda", [2001]), ("Tracy", [2002, 2003]), ("Shiela", [])])]
+PETS = [{"PetID": 2001, "PetType": "cat", "pet_age": 3}, {"PetID": 2002, "PetType": "dog", "pet_age": 2},
+        {"PetID": 2003, "PetType": "dog", "pet_age": 1}]
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return rules_world(tmp_path_factory.mktemp("negation"), {"rides": {"country": COUNTRIES},
                                                              "dorms": {"Dorm": DORMS, "Dorm_amenity": AMENITIES},
-                                                             "films": {"Film": FILMS, "Critic": CRITICS}})
+                                                             "films": {"Film": FILMS, "Critic": CRITICS},
+                                                             "pets": {"Student": OWNERS, "Pets": PETS}})
 
 
 answer = rules_answer
@@ -69,3 +76,12 @@ def test_a_denied_collection_the_reading_joins_is_denied_on_its_joined_documents
     lookups = [stage["$lookup"]["as"] for stage in prediction["pipeline"] if "$lookup" in stage]
     assert len(lookups) == 1, prediction["pipeline"]
     assert sorted(r["title"] for r in rows) == ["Alien", "Heat"], prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["Find the first names of students who do not have a cat pet.",
+                                      "Find the first names of students who do not own a cat as a pet."])
+def test_a_negation_denies_the_literal_it_reaches_before_an_array(world, question):
+    """'students who do not have a cat pet': no pet of theirs is a cat — the literal said
+    first is denied, not the pets array emptied (students with no pet at all)."""
+    prediction, rows = answer(world, "pets", question)
+    assert sorted(r["Fname"] for r in rows) == ["Shiela", "Tracy"], prediction["pipeline"]

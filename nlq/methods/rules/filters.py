@@ -382,16 +382,23 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     return None, measure_field(fields, measure) if measure else None
 
 
-def detect_absence(q: Question, fields: list[Field], consumed: set[int]) -> list[Filter]:
+# Words a negation reaches over to the array it empties ('never received a complaint').
+ABSENCE_REACH = 6
+
+
+def detect_absence(q: Question, fields: list[Field], consumed: set[int], literals: set[int] = frozenset()) -> list[Filter]:
     """'without any allergies', 'never received a complaint', 'has no players', 'an
     empty stock', 'whose record list is empty': the named array entity is empty
-    (missing counts as empty)."""
+    (missing counts as empty). A literal said first is what the negation denies ('does
+    not own a cat as a pet': no pet is a cat), not the array after it."""
     filters = []
     for at, word in enumerate(q.raw):
         if word not in NEGATIONS and word != "empty" or word in SETTING_ASIDE or at in consumed:
             continue
         subject = _subject_before(q, at)
-        for j in range(at + 1, min(at + (3 if word == "empty" else 6), len(q.raw))):
+        for j in range(at + 1, min(at + (3 if word == "empty" else ABSENCE_REACH), len(q.raw))):
+            if j in literals:
+                break
             array = array_of_subject(q, j, fields, subject) or array_named(q, j, fields)
             if array is not None and j not in consumed:
                 filters.append(Filter(array, "$eq", 0, at, size=True))

@@ -228,6 +228,24 @@ def excluded(q: Question, at: int) -> bool:
     return any(q.word_at(m.end()) <= at for m in EXCLUSION.finditer(q.text.lower(), start, q.spans[at][0]))
 
 
+def witnessed_values(q: Question, witnesses: list[dict], collection: str, fields: list[Field]) -> set[int]:
+    """Word positions of the literals a field of this collection stores (a hard witness,
+    or one written capitalized, quoted or with digits): values the question names."""
+    paths = {f.path for f in fields}
+    out = set()
+    for w in witnesses:
+        term = str(w.get("term", ""))
+        at = q.find(term)
+        if at < 0 or not any(m.get("collection") == collection and m.get("kind") == "value"
+                             and m.get("path") in paths for m in w.get("matches", [])):
+            continue
+        end = at + max(1, len(word_spans(term)))
+        start, stop = q.spans[at][0], q.spans[end - 1][1]
+        if w.get("hard") or re.search(r"[A-Z0-9]", q.text[start:stop]) or is_quoted(q.text, start, stop):
+            out.update(range(at, end))
+    return out
+
+
 def witnessed_years(witnesses: list[dict], collection: str, fields: list[Field]) -> dict[str, Field]:
     """Year literals and the field of this collection storing them: an exact
     numeric value ('edition 1990') before the year of a date."""
