@@ -85,3 +85,10 @@ def test_a_negation_denies_the_literal_it_reaches_before_an_array(world, questio
     first is denied, not the pets array emptied (students with no pet at all)."""
     prediction, rows = answer(world, "pets", question)
     assert sorted(r["Fname"] for r in rows) == ["Shiela", "Tracy"], prediction["pipeline"]
+
+
+def test_a_negation_reaches_an_array_a_few_words_on(world):
+    """'not listed as operators of any roller coasters': the negation empties the array
+    named six words after it (no coaster at all)."""
+    prediction, rows = answer(world, "rides", "Which countries are not listed as operators of any roller coasters?")
+    assert [r["Name"] for r in rows] == ["Norway"], prediction["pipeline"]

@@ -382,8 +382,8 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     return None, measure_field(fields, measure) if measure else None
 
 
-# Words a negation reaches over to the array it empties ('never received a complaint').
-ABSENCE_REACH = 6
+# Words a negation reaches over to the array it empties ('not listed as participants in any elections').
+ABSENCE_REACH = 9
 
 
 def detect_absence(q: Question, fields: list[Field], consumed: set[int], literals: set[int] = frozenset()) -> list[Filter]:
