@@ -27,13 +27,18 @@ OWNERS = [{"StuID": 1000 + i, "Fname": name, "Has_Pet": [{"StuID": 1000 + i, "Pe
 PETS = [{"PetID": 2001, "PetType": "cat", "pet_age": 3}, {"PetID": 2002, "PetType": "dog", "pet_age": 2},
         {"PetID": 2003, "PetType": "dog", "pet_age": 1}]
 
+FIRMS = [{"Company_ID": i, "Company": name, "Headquarters": hq, "Main_Industry": industry}
+         for i, (name, hq, industry) in enumerate([("Exxon", "USA", "Oil and gas"), ("HSBC", "UK", "Banking"),
+                                                   ("Shell", "Netherlands", "Oil and gas")])]
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return rules_world(tmp_path_factory.mktemp("negation"), {"rides": {"country": COUNTRIES},
                                                              "dorms": {"Dorm": DORMS, "Dorm_amenity": AMENITIES},
                                                              "films": {"Film": FILMS, "Critic": CRITICS},
-                                                             "pets": {"Student": OWNERS, "Pets": PETS}})
+                                                             "pets": {"Student": OWNERS, "Pets": PETS},
+                                                             "firms": {"company": FIRMS}})
 
 
 answer = rules_answer
@@ -92,3 +97,10 @@ def test_a_negation_reaches_an_array_a_few_words_on(world):
     named six words after it (no coaster at all)."""
     prediction, rows = answer(world, "rides", "Which countries are not listed as operators of any roller coasters?")
     assert [r["Name"] for r in rows] == ["Norway"], prediction["pipeline"]
+
+
+def test_a_negation_reaches_a_literal_a_few_words_on(world):
+    """'are not ones with headquarters placed in the USA': the literal seven words
+    after the negation is denied."""
+    prediction, rows = answer(world, "firms", "Which companies are not ones with headquarters placed in the USA?")
+    assert sorted(r["Company"] for r in rows) == ["HSBC", "Shell"], prediction["pipeline"]

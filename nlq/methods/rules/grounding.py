@@ -210,7 +210,7 @@ EXCLUSION = re.compile(r"\b(?:leaving out|leave out|excluding|except(?: for)?|ot
 CLAUSE_ENDS = frozenset({"and", "or", "but", "who", "which", "that", "whose", "where", "while", "with"})
 
 
-def denied_before(q: Question, at: int, reach: int = 5) -> bool:
+def denied_before(q: Question, at: int, reach: int = 8) -> bool:
     """A negation governs the literal at word `at`: within `reach` words before
     it, in the same clause ('who are not part of the NYY team')."""
     for i in range(at - 1, max(-1, at - reach - 1), -1):
