@@ -9,22 +9,26 @@ from nlq.methods.rules.vocabulary import (BETWEEN, COMPARATORS, NEGATIONS, NUMBE
                                           STOPWORDS)
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
-from nlq.methods.rules.question import Question, denied, is_year, plain_word, to_number, word_match
+from nlq.methods.rules.question import Question, denial_of, is_year, plain_word, to_number, word_match
 from nlq.methods.rules.grounding import TEMPORAL_COMPARATORS, array_named, array_of_subject, measure_field, number_fits, object_named
 
 
-def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int]) -> list[tuple[str, str, str]]:
+def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int],
+                     literals: set[int] = frozenset()) -> list[tuple[str, str, str]]:
     """'authors that have no books', 'customers with no orders': another
     collection, named after a negation and linked by a join edge of the index,
-    has no document referring to this one. Returns (collection, local path,
-    foreign path) for a `$lookup` whose result must be empty."""
+    has no document referring to this one — unless a literal comes between ('do
+    not have a cat pet' denies the cat, detect_absence). Returns (collection, local
+    path, foreign path) for a `$lookup` whose result must be empty."""
     joins = []
     for other in index.get("collections", {}):
         words = split_name(other)
         if other == collection or not words:
             continue
         for i in range(len(q.stems)):
-            if i in consumed or not denied(q, i) or word_match(q.stems[i], words[-1]) < 0.8:
+            negation = denial_of(q, i)
+            if i in consumed or negation is None or word_match(q.stems[i], words[-1]) < 0.8 \
+                    or literals & set(range(negation + 1, i)):
                 continue
             edge = join_edge(index, collection, other)
             if edge is not None:

@@ -465,9 +465,20 @@ def _compound(word: str, first: str, second: str) -> bool:
             and word_match(word[len(first):], second) >= 0.7)
 
 
+# Words a negation reaches over to the entity it denies ('do not have any reviews').
+DENIAL_REACH = 3
+
+
+def denial_of(q: Question, i: int) -> int | None:
+    """The position of the negation the word at `i` closely follows ('no books', 'do not
+    have reviews'), or None."""
+    return next((k for k in range(i - 1, max(-1, i - DENIAL_REACH - 1), -1)
+                 if q.raw[k] in ("no", "not", "without", "never")), None)
+
+
 def denied(q: Question, i: int) -> bool:
     """The word at `i` follows a negation closely ('no books', 'do not have reviews')."""
-    return any(q.raw[k] in ("no", "not", "without", "never") for k in range(max(0, i - 3), i))
+    return denial_of(q, i) is not None
 
 
 def name_span(q: Question, collection: str, fields: list[Field] = ()) -> set[int]:
