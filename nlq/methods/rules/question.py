@@ -466,7 +466,7 @@ def _compound(word: str, first: str, second: str) -> bool:
 
 
 # Words a negation reaches over to the entity it denies ('do not have any reviews').
-DENIAL_REACH = 3
+DENIAL_REACH = 5
 
 
 def denial_of(q: Question, i: int) -> int | None:
