@@ -112,3 +112,10 @@ def test_a_negation_reaches_another_collection_a_few_words_on(world):
     """'films that have not been reviewed by any critic': no critic's rating refers to them."""
     prediction, rows = answer(world, "films", "Which films have not been reviewed by any critic? Give their titles.")
     assert [r["title"] for r in rows] == ["Brazil"], prediction["pipeline"]
+
+
+def test_an_exclusion_reaches_a_literal_a_few_words_on(world):
+    """'excluding the ones with their headquarters in the USA': the clause an exclusion
+    opens is set aside, though the literal comes eight words on and after a 'with'."""
+    prediction, rows = answer(world, "firms", "List the companies excluding the ones with their headquarters in the USA.")
+    assert sorted(r["Company"] for r in rows) == ["HSBC", "Shell"], prediction["pipeline"]

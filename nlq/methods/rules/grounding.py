@@ -223,8 +223,8 @@ def denied_before(q: Question, at: int, reach: int = 8) -> bool:
 
 
 def excluded(q: Question, at: int) -> bool:
-    """An exclusion phrase opens the clause of the literal at word `at` (within 6 words)."""
-    start = q.spans[max(0, at - 6)][0]
+    """An exclusion phrase opens the clause of the literal at word `at` (within 9 words)."""
+    start = q.spans[max(0, at - 9)][0]
     return any(q.word_at(m.end()) <= at for m in EXCLUSION.finditer(q.text.lower(), start, q.spans[at][0]))
 
 
