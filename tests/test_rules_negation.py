@@ -31,6 +31,10 @@ FIRMS = [{"Company_ID": i, "Company": name, "Headquarters": hq, "Main_Industry":
          for i, (name, hq, industry) in enumerate([("Exxon", "USA", "Oil and gas"), ("HSBC", "UK", "Banking"),
                                                    ("Shell", "Netherlands", "Oil and gas")])]
 
+RESIDENTS = [{"StuID": 1 + i, "Fname": name, "city_code": city, "Lives_in": [{"StuID": 1 + i, "dormid": d} for d in dorms]}
+             for i, (name, city, dorms) in enumerate([("Ann", "HKG", [100]), ("Bo", "NYC", [100]),
+                                                      ("Cy", "PIT", []), ("Di", "HKG", [])])]
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
@@ -38,7 +42,8 @@ def world(tmp_path_factory):
                                                              "dorms": {"Dorm": DORMS, "Dorm_amenity": AMENITIES},
                                                              "films": {"Film": FILMS, "Critic": CRITICS},
                                                              "pets": {"Student": OWNERS, "Pets": PETS},
-                                                             "firms": {"company": FIRMS}})
+                                                             "firms": {"company": FIRMS},
+                                                             "housing": {"Student": RESIDENTS}})
 
 
 answer = rules_answer
@@ -119,3 +124,10 @@ def test_an_exclusion_reaches_a_literal_a_few_words_on(world):
     opens is set aside, though the literal comes eight words on and after a 'with'."""
     prediction, rows = answer(world, "firms", "List the companies excluding the ones with their headquarters in the USA.")
     assert sorted(r["Company"] for r in rows) == ["HSBC", "Shell"], prediction["pipeline"]
+
+
+def test_a_negation_that_denies_a_literal_does_not_also_empty_an_array(world):
+    """'students who do not live in HKG': the city is denied — the negation is read once,
+    not also as the `Lives_in` array left empty."""
+    prediction, rows = answer(world, "housing", "Which students do not live in HKG? Give their first names.")
+    assert sorted(r["Fname"] for r in rows) == ["Bo", "Cy"], prediction["pipeline"]

@@ -82,13 +82,17 @@ def denied_elements(filters: list[Filter], fields: list[Field], joins: list[tupl
     stays whole). A literal in another collection joined through the array ('dorms that
     do not have amenity TV Lounge', amenities joined by the dorm's `Has_amenity`) is
     denied the same way, on the joined documents. A literal the binding already denied
-    (`$ne`, `$nin`: the negation governs it too) is met in its positive form."""
+    (`$ne`, `$nin`: the negation governs it too) is met in its positive form; one denied
+    outside the array ('students who do not live in HKG', a city of the student) is what
+    the negation denies: the array is not also empty."""
     out = list(filters)
     for empty in [f for f in filters if f.size and f.op == "$eq" and f.value == 0]:
         through = _joined_through(empty.field.mql, joins)
-        conditions = [f for f in out if not f.size and not f.branch and f.start > empty.start
-                      and f.op in POSITIVE and f.field.kind != "array"
-                      and (empty.field.mql in f.field.arrays or f.field.arrays[:1] in through)]
+        later = [f for f in out if not f.size and not f.branch and f.start > empty.start
+                 and f.op in POSITIVE and f.field.kind != "array"]
+        conditions = [f for f in later if empty.field.mql in f.field.arrays or f.field.arrays[:1] in through]
+        if not conditions and any(f.op in ("$ne", "$nin") for f in later):
+            out.remove(empty)  # the negation is read once
         if not conditions:
             continue
         out = [f for f in out if f is not empty and all(f is not c for c in conditions)]
