@@ -35,6 +35,9 @@ RESIDENTS = [{"StuID": 1 + i, "Fname": name, "city_code": city, "Lives_in": [{"S
              for i, (name, city, dorms) in enumerate([("Ann", "HKG", [100]), ("Bo", "NYC", [100]),
                                                       ("Cy", "PIT", []), ("Di", "HKG", [])])]
 
+WEEKENDS = [{"round": i, "red_flags": [{"lap": 3}] * flags, "marshals": [{"flag": colour}]}
+            for i, (flags, colour) in enumerate([(1, "red"), (0, "red"), (0, "yellow"), (2, "blue")])]
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
@@ -43,7 +46,8 @@ def world(tmp_path_factory):
                                                              "films": {"Film": FILMS, "Critic": CRITICS},
                                                              "pets": {"Student": OWNERS, "Pets": PETS},
                                                              "firms": {"company": FIRMS},
-                                                             "housing": {"Student": RESIDENTS}})
+                                                             "housing": {"Student": RESIDENTS},
+                                                             "racing": {"weekends": WEEKENDS}})
 
 
 answer = rules_answer
@@ -131,3 +135,10 @@ def test_a_negation_that_denies_a_literal_does_not_also_empty_an_array(world):
     not also as the `Lives_in` array left empty."""
     prediction, rows = answer(world, "housing", "Which students do not live in HKG? Give their first names.")
     assert sorted(r["Fname"] for r in rows) == ["Bo", "Cy"], prediction["pipeline"]
+
+
+def test_a_stored_value_that_is_a_word_of_the_arrays_name_does_not_stop_the_negation(world):
+    """'weekends with no red flags': 'red' is a stored value too, but here a word of
+    `red_flags`, the array the negation empties."""
+    prediction, rows = answer(world, "racing", "How many weekends had no red flags?")
+    assert rows == [{"count": 2}], prediction["pipeline"]

@@ -10,7 +10,8 @@ from nlq.methods.rules.vocabulary import (BETWEEN, COMPARATORS, NEGATIONS, NUMBE
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denial_of, is_year, plain_word, to_number, word_match
-from nlq.methods.rules.grounding import TEMPORAL_COMPARATORS, array_named, array_of_subject, measure_field, number_fits, object_named
+from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_named, array_of_subject, array_phrase, measure_field,
+                                         number_fits, object_named)
 
 
 def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int],
@@ -27,8 +28,9 @@ def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[in
             continue
         for i in range(len(q.stems)):
             negation = denial_of(q, i)
-            if i in consumed or negation is None or word_match(q.stems[i], words[-1]) < 0.8 \
-                    or literals & set(range(negation + 1, i)):
+            if i in consumed or negation is None or word_match(q.stems[i], words[-1]) < 0.8 or any(
+                    k in literals and not any(word_match(q.stems[k], w) >= 0.8 for w in words)
+                    for k in range(negation + 1, i)):
                 continue
             edge = join_edge(index, collection, other)
             if edge is not None:
@@ -405,8 +407,8 @@ def detect_absence(q: Question, fields: list[Field], consumed: set[int], literal
             continue
         subject = _subject_before(q, at)
         for j in range(at + 1, min(at + (3 if word == "empty" else ABSENCE_REACH), len(q.raw))):
-            if j in literals:
-                break
+            if j in literals and array_phrase(q, j, fields) is None:
+                break  # (not a word of the array's own name: 'no red flags', `red_flags`)
             array = array_of_subject(q, j, fields, subject) or array_named(q, j, fields)
             if array is not None and j not in consumed:
                 filters.append(Filter(array, "$eq", 0, at, size=True))
