@@ -276,3 +276,16 @@ def test_a_fields_unit_after_in_or_per_goes_without_saying():
     assert not any(f == "lost_in_battle" for f, _ in mentioned("the battles where ships were lost", "battle", index))
     ir = rules.build_ir("Show the name of the venue with the highest rating.", [], index)
     assert [(k.mql, d) for k, d in ir.sort] == [("Rating_in_percent", -1)] and ir.limit == 1
+
+
+def test_a_plural_the_normalizer_reads_by_the_regular_rule_names_its_singular():
+    """'movies' (normal form 'movy') is a `Movie`, 'heroes' a hero, 'women' a woman — on either side."""
+    index = {"db": "films", "collections": {"Movie": {"count": 4, "sampled": 4}, "Studio": {"count": 4, "sampled": 4}},
+             "lattice": [entry("Movie", "title"), entry("Movie", "hero_name"), entry("Movie", "woman_lead"),
+                         entry("Studio", "name"), entry("Studio", "Movies", kind="array", types={"array": 4})],
+             "values": {}}
+    ir = rules.build_ir("List the titles of all movies.", [], index)
+    assert ir.collection == "Movie" and [f.mql for f in ir.outputs] == ["title"]
+    assert ("hero_name", "heroes names") in mentioned("the heroes names of each movie", "Movie", index)
+    assert ("woman_lead", "women lead") in mentioned("the women lead of each movie", "Movie", index)
+    assert ("Movies", "movie") in mentioned("each movie of a studio", "Studio", index)

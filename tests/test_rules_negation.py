@@ -16,12 +16,38 @@ DORMS = [{"dormid": 100 + i, "dorm_name": name, "Has_amenity": [{"dormid": 100 +
          for i, (name, amenities) in enumerate([("Anonymous Donor Hall", [900, 901]), ("Bud Jones Hall", [901]),
                                                 ("Fawlty Towers", [900]), ("Smith Hall", [])])]
 AMENITIES = [{"amenid": 900, "amenity_name": "TV Lounge"}, {"amenid": 901, "amenity_name": "Study Room"}]
+FILMS = [{"mID": 100 + i, "title": title} for i, title in enumerate(["Gone", "Avatar", "Alien", "Heat", "Brazil"])]
+CRITICS = [{"rID": 200 + i, "name": name, "Rating": [{"rID": 200 + i, "mID": m, "stars": 3} for m in seen]}
+           for i, (name, seen) in enumerate([("Chris Jackson", [100, 101]), ("Ada Lane", [101, 102]),
+                                             ("Ben Ortiz", [103])])]
+
+
+OWNERS = [{"StuID": 1000 + i, "Fname": name, "Has_Pet": [{"StuID": 1000 + i, "PetID": p} for p in pets]}
+          for i, (name, pets) in enumerate([("Linda", [2001]), ("Tracy", [2002, 2003]), ("Shiela", [])])]
+PETS = [{"PetID": 2001, "PetType": "cat", "pet_age": 3}, {"PetID": 2002, "PetType": "dog", "pet_age": 2},
+        {"PetID": 2003, "PetType": "dog", "pet_age": 1}]
+
+FIRMS = [{"Company_ID": i, "Company": name, "Headquarters": hq, "Main_Industry": industry}
+         for i, (name, hq, industry) in enumerate([("Exxon", "USA", "Oil and gas"), ("HSBC", "UK", "Banking"),
+                                                   ("Shell", "Netherlands", "Oil and gas")])]
+
+RESIDENTS = [{"StuID": 1 + i, "Fname": name, "city_code": city, "Lives_in": [{"StuID": 1 + i, "dormid": d} for d in dorms]}
+             for i, (name, city, dorms) in enumerate([("Ann", "HKG", [100]), ("Bo", "NYC", [100]),
+                                                      ("Cy", "PIT", []), ("Di", "HKG", [])])]
+
+WEEKENDS = [{"round": i, "red_flags": [{"lap": 3}] * flags, "marshals": [{"flag": colour}]}
+            for i, (flags, colour) in enumerate([(1, "red"), (0, "red"), (0, "yellow"), (2, "blue")])]
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return rules_world(tmp_path_factory.mktemp("negation"), {"rides": {"country": COUNTRIES},
-                                                             "dorms": {"Dorm": DORMS, "Dorm_amenity": AMENITIES}})
+                                                             "dorms": {"Dorm": DORMS, "Dorm_amenity": AMENITIES},
+                                                             "films": {"Film": FILMS, "Critic": CRITICS},
+                                                             "pets": {"Student": OWNERS, "Pets": PETS},
+                                                             "firms": {"company": FIRMS},
+                                                             "housing": {"Student": RESIDENTS},
+                                                             "racing": {"weekends": WEEKENDS}})
 
 
 answer = rules_answer
@@ -51,3 +77,68 @@ def test_a_literal_of_a_joined_collection_is_denied_on_the_joined_documents(worl
     prediction, rows = answer(world, "dorms", "Find the name of dorms that do not have amenity TV Lounge.")
     assert any("$lookup" in stage for stage in prediction["pipeline"]), prediction["pipeline"]
     assert sorted(r["dorm_name"] for r in rows) == ["Bud Jones Hall", "Smith Hall"], prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["Find the titles of films with no critic named Chris Jackson.",
+                                      "List the titles of films that no critic named Chris Jackson reviewed.",
+                                      "Which films have no critic Chris Jackson? Give their titles."])
+def test_a_denied_collection_the_reading_joins_is_denied_on_its_joined_documents(world, question):
+    """'films not reviewed by critic Chris Jackson': the critics are joined for the name and
+    denied on that one `$lookup` (no joined critic is Chris Jackson) — not also an anti-join
+    (a second `$lookup` of the same alias demanding no critic at all)."""
+    prediction, rows = answer(world, "films", question)
+    lookups = [stage["$lookup"]["as"] for stage in prediction["pipeline"] if "$lookup" in stage]
+    assert len(lookups) == 1, prediction["pipeline"]
+    assert sorted(r["title"] for r in rows) == ["Alien", "Brazil", "Heat"], prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["Find the first names of students who do not have a cat pet.",
+                                      "Find the first names of students who do not own a cat as a pet.",
+                                      "Find the first names of students without any cat pets."])
+def test_a_negation_denies_the_literal_it_reaches_before_an_array(world, question):
+    """'students who do not have a cat pet': no pet of theirs is a cat — the literal said
+    first is denied, not the pets array emptied nor the pets collection anti-joined (students
+    with no pet at all)."""
+    prediction, rows = answer(world, "pets", question)
+    assert sorted(r["Fname"] for r in rows) == ["Shiela", "Tracy"], prediction["pipeline"]
+
+
+def test_a_negation_reaches_an_array_a_few_words_on(world):
+    """'not listed as operators of any roller coasters': the negation empties the array
+    named six words after it (no coaster at all)."""
+    prediction, rows = answer(world, "rides", "Which countries are not listed as operators of any roller coasters?")
+    assert [r["Name"] for r in rows] == ["Norway"], prediction["pipeline"]
+
+
+def test_a_negation_reaches_a_literal_a_few_words_on(world):
+    """'are not ones with headquarters placed in the USA': the literal seven words
+    after the negation is denied."""
+    prediction, rows = answer(world, "firms", "Which companies are not ones with headquarters placed in the USA?")
+    assert sorted(r["Company"] for r in rows) == ["HSBC", "Shell"], prediction["pipeline"]
+
+
+def test_a_negation_reaches_another_collection_a_few_words_on(world):
+    """'films that have not been reviewed by any critic': no critic's rating refers to them."""
+    prediction, rows = answer(world, "films", "Which films have not been reviewed by any critic? Give their titles.")
+    assert [r["title"] for r in rows] == ["Brazil"], prediction["pipeline"]
+
+
+def test_an_exclusion_reaches_a_literal_a_few_words_on(world):
+    """'excluding the ones with their headquarters in the USA': the clause an exclusion
+    opens is set aside, though the literal comes eight words on and after a 'with'."""
+    prediction, rows = answer(world, "firms", "List the companies excluding the ones with their headquarters in the USA.")
+    assert sorted(r["Company"] for r in rows) == ["HSBC", "Shell"], prediction["pipeline"]
+
+
+def test_a_negation_that_denies_a_literal_does_not_also_empty_an_array(world):
+    """'students who do not live in HKG': the city is denied — the negation is read once,
+    not also as the `Lives_in` array left empty."""
+    prediction, rows = answer(world, "housing", "Which students do not live in HKG? Give their first names.")
+    assert sorted(r["Fname"] for r in rows) == ["Bo", "Cy"], prediction["pipeline"]
+
+
+def test_a_stored_value_that_is_a_word_of_the_arrays_name_does_not_stop_the_negation(world):
+    """'weekends with no red flags': 'red' is a stored value too, but here a word of
+    `red_flags`, the array the negation empties."""
+    prediction, rows = answer(world, "racing", "How many weekends had no red flags?")
+    assert rows == [{"count": 2}], prediction["pipeline"]

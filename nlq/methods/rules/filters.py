@@ -9,23 +9,28 @@ from nlq.methods.rules.vocabulary import (BETWEEN, COMPARATORS, NEGATIONS, NUMBE
                                           STOPWORDS)
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
-from nlq.methods.rules.question import Question, denied, is_year, maybe_number, plain_word, to_number, word_match
-from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_named, array_of_subject, measure_field, number_fits,
-                                         object_named, stored_number, year_field)
+from nlq.methods.rules.question import Question, denial_of, is_year, maybe_number, plain_word, to_number, word_match
+from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_named, array_of_subject, array_phrase, measure_field,
+                                         number_fits, object_named, stored_number, year_field)
 
 
-def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int]) -> list[tuple[str, str, str]]:
+def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int],
+                     literals: set[int] = frozenset()) -> list[tuple[str, str, str]]:
     """'authors that have no books', 'customers with no orders': another
     collection, named after a negation and linked by a join edge of the index,
-    has no document referring to this one. Returns (collection, local path,
-    foreign path) for a `$lookup` whose result must be empty."""
+    has no document referring to this one — unless a literal comes between ('do
+    not have a cat pet' denies the cat, detect_absence). Returns (collection, local
+    path, foreign path) for a `$lookup` whose result must be empty."""
     joins = []
     for other in index.get("collections", {}):
         words = split_name(other)
         if other == collection or not words:
             continue
         for i in range(len(q.stems)):
-            if i in consumed or not denied(q, i) or word_match(q.stems[i], words[-1]) < 0.8:
+            negation = denial_of(q, i)
+            if i in consumed or negation is None or word_match(q.stems[i], words[-1]) < 0.8 or any(
+                    k in literals and not any(word_match(q.stems[k], w) >= 0.8 for w in words)
+                    for k in range(negation + 1, i)):
                 continue
             edge = join_edge(index, collection, other)
             if edge is not None:
@@ -33,6 +38,19 @@ def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[in
                 consumed.update(range(max(0, i - 3), i + 1))
             break
     return joins
+
+
+def joined_anti_joins(anti_joins: list[tuple], joins: list[tuple], fields: list[Field]) -> tuple[list, list[Filter]]:
+    """'movies not reviewed by Chris Jackson': an anti-join to a collection the reading
+    also joins (the reviewers, for the name) is that join's array left empty, on the join's
+    own `$lookup` — not a second one: (the anti-joins left, an empty-array filter per
+    joined one). denied_elements then denies the conditions on the joined documents
+    instead (no reviewer named Chris Jackson), wherever the question says them."""
+    joined = {other: alias for alias, other, _, _ in joins}
+    arrays = {f.mql: f for f in fields if f.kind == "array"}
+    left = [j for j in anti_joins if joined.get(j[0]) not in arrays]
+    empty = [Filter(arrays[joined[j[0]]], "$eq", 0, size=True) for j in anti_joins if joined.get(j[0]) in arrays]
+    return left, empty
 
 
 def detect_numbered(q: Question, index: dict, collection: str, fields: list[Field], entities: set[int],
@@ -66,13 +84,17 @@ def denied_elements(filters: list[Filter], fields: list[Field], joins: list[tupl
     stays whole). A literal in another collection joined through the array ('dorms that
     do not have amenity TV Lounge', amenities joined by the dorm's `Has_amenity`) is
     denied the same way, on the joined documents. A literal the binding already denied
-    (`$ne`, `$nin`: the negation governs it too) is met in its positive form."""
+    (`$ne`, `$nin`: the negation governs it too) is met in its positive form; one denied
+    outside the array ('students who do not live in HKG', a city of the student) is what
+    the negation denies: the array is not also empty."""
     out = list(filters)
     for empty in [f for f in filters if f.size and f.op == "$eq" and f.value == 0]:
         through = _joined_through(empty.field.mql, joins)
-        conditions = [f for f in out if not f.size and not f.branch and f.start > empty.start
-                      and f.op in POSITIVE and f.field.kind != "array"
-                      and (empty.field.mql in f.field.arrays or f.field.arrays[:1] in through)]
+        later = [f for f in out if not f.size and not f.branch and f.start > empty.start
+                 and f.op in POSITIVE and f.field.kind != "array"]
+        conditions = [f for f in later if empty.field.mql in f.field.arrays or f.field.arrays[:1] in through]
+        if not conditions and any(f.op in ("$ne", "$nin") for f in later):
+            out.remove(empty)  # the negation is read once
         if not conditions:
             continue
         out = [f for f in out if f is not empty and all(f is not c for c in conditions)]
@@ -393,16 +415,23 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     return None, measure_field(fields, measure) if measure else None
 
 
-def detect_absence(q: Question, fields: list[Field], consumed: set[int]) -> list[Filter]:
+# Words a negation reaches over to the array it empties ('not listed as participants in any elections').
+ABSENCE_REACH = 9
+
+
+def detect_absence(q: Question, fields: list[Field], consumed: set[int], literals: set[int] = frozenset()) -> list[Filter]:
     """'without any allergies', 'never received a complaint', 'has no players', 'an
     empty stock', 'whose record list is empty': the named array entity is empty
-    (missing counts as empty)."""
+    (missing counts as empty). A literal said first is what the negation denies ('does
+    not own a cat as a pet': no pet is a cat), not the array after it."""
     filters = []
     for at, word in enumerate(q.raw):
         if word not in NEGATIONS and word != "empty" or word in SETTING_ASIDE or at in consumed:
             continue
         subject = _subject_before(q, at)
-        for j in range(at + 1, min(at + (3 if word == "empty" else 6), len(q.raw))):
+        for j in range(at + 1, min(at + (3 if word == "empty" else ABSENCE_REACH), len(q.raw))):
+            if j in literals and array_phrase(q, j, fields) is None:
+                break  # (not a word of the array's own name: 'no red flags', `red_flags`)
             array = array_of_subject(q, j, fields, subject) or array_named(q, j, fields)
             if array is not None and j not in consumed:
                 filters.append(Filter(array, "$eq", 0, at, size=True))

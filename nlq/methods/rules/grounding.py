@@ -211,7 +211,7 @@ EXCLUSION = re.compile(r"\b(?:leaving out|leave out|excluding|except(?: for)?|ot
 CLAUSE_ENDS = frozenset({"and", "or", "but", "who", "which", "that", "whose", "where", "while", "with"})
 
 
-def denied_before(q: Question, at: int, reach: int = 5) -> bool:
+def denied_before(q: Question, at: int, reach: int = 8) -> bool:
     """A negation governs the literal at word `at`: within `reach` words before
     it, in the same clause ('who are not part of the NYY team')."""
     for i in range(at - 1, max(-1, at - reach - 1), -1):
@@ -224,9 +224,27 @@ def denied_before(q: Question, at: int, reach: int = 5) -> bool:
 
 
 def excluded(q: Question, at: int) -> bool:
-    """An exclusion phrase opens the clause of the literal at word `at` (within 6 words)."""
-    start = q.spans[max(0, at - 6)][0]
+    """An exclusion phrase opens the clause of the literal at word `at` (within 9 words)."""
+    start = q.spans[max(0, at - 9)][0]
     return any(q.word_at(m.end()) <= at for m in EXCLUSION.finditer(q.text.lower(), start, q.spans[at][0]))
+
+
+def witnessed_values(q: Question, witnesses: list[dict], collection: str, fields: list[Field]) -> set[int]:
+    """Word positions of the literals a field of this collection stores (a hard witness,
+    or one written capitalized, quoted or with digits): values the question names."""
+    paths = {f.path for f in fields}
+    out = set()
+    for w in witnesses:
+        term = str(w.get("term", ""))
+        at = q.find(term)
+        if at < 0 or not any(m.get("collection") == collection and m.get("kind") == "value"
+                             and m.get("path") in paths for m in w.get("matches", [])):
+            continue
+        end = at + max(1, len(word_spans(term)))
+        start, stop = q.spans[at][0], q.spans[end - 1][1]
+        if w.get("hard") or re.search(r"[A-Z0-9]", q.text[start:stop]) or is_quoted(q.text, start, stop):
+            out.update(range(at, end))
+    return out
 
 
 def witnessed_years(witnesses: list[dict], collection: str, fields: list[Field]) -> dict[str, Field]:

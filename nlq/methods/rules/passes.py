@@ -26,10 +26,10 @@ from nlq.methods.rules.aggregation import (aggregate_conditions, element_key, av
 from nlq.methods.rules.filters import (both_bounds, denied_elements, denied_values, detect_absence, detect_anti_join,
                                        detect_average_comparisons, detect_comparisons, detect_disjunction, detect_flags,
                                        detect_having, detect_missing, detect_numbered, detect_presence,
-                                       detect_text_filters)
+                                       detect_text_filters, joined_anti_joins)
 from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_witnesses, coded_witnesses, counted_noun,
                                          eponymous_field, number_alternatives, participle_quantities, quantity_mentions,
-                                         resolve_collection, witnessed_years)
+                                         resolve_collection, witnessed_values, witnessed_years)
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
@@ -139,9 +139,12 @@ def read_filters(s: State) -> None:
     ir.filters += detect_text_filters(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_average_comparisons(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used)
-    ir.filters += detect_absence(q, s.fields, s.consumed)
+    literals = witnessed_values(q, s.witnesses, s.collection, s.fields)  # what a negation before them denies
+    ir.filters += detect_absence(q, s.fields, s.consumed, literals)
     ir.filters += detect_presence(q, s.fields, s.consumed, ir.filters)
-    ir.anti_joins = detect_anti_join(q, s.index, s.collection, s.consumed)  # embedded arrays came first
+    ir.anti_joins = detect_anti_join(q, s.index, s.collection, s.consumed, literals)  # embedded arrays came first
+    ir.anti_joins, empty = joined_anti_joins(ir.anti_joins, ir.joins, s.fields)  # one $lookup per collection
+    ir.filters += empty
 
 
 def read_literals(s: State) -> None:

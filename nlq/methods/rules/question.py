@@ -90,7 +90,7 @@ def quantity_noun(f: Field) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=1 << 16)  # a pure function of two words, called per (field, word) pair
 def word_match(q: str, f: str) -> float:
     """How well a question word names a field word (1 exact, <1 partial, 0 none)."""
-    if q == f or q == f + "s" and len(f) <= 3 or q == f + "e" and f.endswith("s"):
+    if q == f or q == f + "s" and len(f) <= 3 or q == f + "e" and f.endswith("s") or same_noun(q, f):
         return 1.0  # 'ids' is left plural by the normalizer, 'buses' becomes 'buse'
     if len(f) >= 2 and len(q) >= 4 and q.startswith(f) and len(f) >= 3:
         return 0.8  # 'student' ~ 'stu'
@@ -104,6 +104,23 @@ def word_match(q: str, f: str) -> float:
     if len(root) >= 4 and word_root(f) in RELATED_ROOTS.get(root, ()):
         return 0.7  # 'established' ~ 'founded'
     return 0.0
+
+
+# Plurals the normalizer reads by the regular rule, and the singular they are of: 'movies' ->
+# 'movy' is a movie, 'heroes' -> 'heroe' a hero, 'women' (kept) a woman. (Not -ves: 'lives',
+# 'leaves', 'drives' are verbs or nouns of their own as often as plurals of -f.)
+MISREAD_PLURALS = (("y", "ie"), ("oe", "o"), ("men", "man"))
+
+
+def same_noun(a: str, b: str) -> bool:
+    """Two normal forms of one noun, one of them the normalizer's reading of a plural
+    ('movy' / 'movie', 'heroe' / 'hero', 'women' / 'woman')."""
+    for x, y in ((a, b), (b, a)):
+        for ending, singular in MISREAD_PLURALS:
+            stem = x[:-len(ending)]
+            if x.endswith(ending) and len(stem) >= 2 and y == stem + singular and len(y) >= 4:
+                return True
+    return False
 
 
 # Derivational endings a word and a field name may differ by ('founding' / 'founded', 'director' / 'directed').
@@ -448,9 +465,20 @@ def _compound(word: str, first: str, second: str) -> bool:
             and word_match(word[len(first):], second) >= 0.7)
 
 
+# Words a negation reaches over to the entity it denies ('do not have any reviews').
+DENIAL_REACH = 5
+
+
+def denial_of(q: Question, i: int) -> int | None:
+    """The position of the negation the word at `i` closely follows ('no books', 'do not
+    have reviews'), or None."""
+    return next((k for k in range(i - 1, max(-1, i - DENIAL_REACH - 1), -1)
+                 if q.raw[k] in ("no", "not", "without", "never")), None)
+
+
 def denied(q: Question, i: int) -> bool:
     """The word at `i` follows a negation closely ('no books', 'do not have reviews')."""
-    return any(q.raw[k] in ("no", "not", "without", "never") for k in range(max(0, i - 3), i))
+    return denial_of(q, i) is not None
 
 
 def name_span(q: Question, collection: str, fields: list[Field] = ()) -> set[int]:
