@@ -13,8 +13,8 @@ from datetime import datetime, timezone
 from nlq.errors import NlqError
 from nlq.text import word_spans
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
-from nlq.methods.rules.vocabulary import (AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS, IRREGULAR_PARTICIPLES, NEGATIONS,
-                                          SYNONYMS)
+from nlq.methods.rules.vocabulary import (AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, DATE_COMPARISONS, DESC_WORDS,
+                                          IRREGULAR_PARTICIPLES, NEGATIONS, SYNONYMS)
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import lattice_to_mql, split_name
 from nlq.methods.rules.question import (Question, denied, is_quoted, is_year, maybe_number, quantity_noun, to_number,
@@ -158,8 +158,7 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
 
 
 # A comparator right before a witnessed date ('joined after 7th September, 1987').
-DATE_COMPARATORS = {"after": "$gt", "before": "$lt", "since": "$gte", "until": "$lte", "later than": "$gt",
-                    "earlier than": "$lt", "on or after": "$gte", "on or before": "$lte"}
+DATE_COMPARATORS = dict(DATE_COMPARISONS)
 
 
 def _merge_equalities(filters: list[Filter], q: Question | None = None) -> list[Filter]:

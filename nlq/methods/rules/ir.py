@@ -25,12 +25,23 @@ class Field:
     years: bool = False             # its stored numbers are calendar years (a `Founded` field)
     span: tuple | None = None       # (least, greatest) of its witnessed numbers, when it holds any
     numeric_text: bool = False      # strings that all spell numbers ('344'): a measure once converted
+    date_form: str = ""             # its strings all write dates: "day", "time", "named" (schema._date_forms)
 
     @property
     def mixed_numeric(self) -> bool:
         """Numbers stored alongside other types (a sentinel string, a flag)."""
         numbers = self.types & {"int", "long", "double", "decimal"}
         return bool(numbers) and bool(self.types - numbers - {"null", "missing"})
+
+    @property
+    def dated(self) -> bool:
+        """It holds dates: BSON dates, or strings that write dates."""
+        return self.type == "date" or bool(self.date_form)
+
+    @property
+    def ordered_dates(self) -> bool:
+        """Dates that compare in date order as stored: BSON dates, ISO strings."""
+        return self.type == "date" or self.date_form in ("day", "time")
 
     @property
     def numeric(self) -> bool:

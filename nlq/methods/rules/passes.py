@@ -23,6 +23,7 @@ from nlq.methods.rules.accounting import constraints
 from nlq.methods.rules.aggregation import (aggregate_conditions, element_key, averaged_count, coordinated_aggregates,
                                            count_per_value, count_quantities, detect_aggregates, detect_rounding,
                                            per_document, shown_before_aggregates, top_group)
+from nlq.methods.rules.dates import detect_dates
 from nlq.methods.rules.filters import (both_bounds, denied_elements, denied_values, detect_absence, detect_anti_join,
                                        detect_average_comparisons, detect_comparisons, detect_disjunction, detect_flags,
                                        detect_having, detect_missing, detect_numbered, detect_presence,
@@ -134,8 +135,10 @@ def read_filters(s: State) -> None:
     """Comparisons, text patterns, averages, null vs missing, empty arrays, anti-joins."""
     q, ir = s.q, s.ir
     ir.filters = detect_numbered(q, s.index, s.collection, s.fields, s.entities, s.plural, s.consumed)
+    ir.filters += detect_dates(q, s.fields, s.mentions, s.witnesses, s.collection, s.consumed, s.used)
     ir.filters += detect_comparisons(q, s.fields, s.mentions, s.consumed, s.used,
                                      witnessed_years(s.witnesses, s.collection, s.fields), s.counted)
+    ir.filters += detect_dates(q, s.fields, s.mentions, s.witnesses, s.collection, s.consumed, s.used, years=True)
     ir.filters += detect_text_filters(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_average_comparisons(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used)

@@ -94,6 +94,8 @@ def word_match(q: str, f: str) -> float:
         return 1.0  # 'ids' is left plural by the normalizer, 'buses' becomes 'buse'
     if len(f) >= 2 and len(q) >= 4 and q.startswith(f) and len(f) >= 3:
         return 0.8  # 'student' ~ 'stu'
+    if q[:1] == f[:1] and skeleton(f, q):
+        return 0.8  # 'quantity' ~ 'qty', 'department' ~ 'dept'
     if len(q) >= 4 and len(f) >= 4 and (q.startswith(f[:4]) and f.startswith(q[:4])) and _close(q, f):
         return 0.85  # 'opening' ~ 'openning'
     if f in SYNONYMS.get(q, ()):
@@ -121,6 +123,29 @@ def same_noun(a: str, b: str) -> bool:
             if x.endswith(ending) and len(stem) >= 2 and y == stem + singular and len(y) >= 4:
                 return True
     return False
+
+
+VOWELS = frozenset("aeiou")
+
+
+def skeleton(f: str, q: str) -> bool:
+    """A field word abbreviates a question word by its consonants: the word's first letters,
+    then consonants of the rest in order up to its last one ('qty' quantity, 'amt' amount,
+    'dept' department, 'crs' course, 'mgr' manager; 'hrs' hours, a plural kept)."""
+    if len(f) < 3 or len(q) < len(f) + 2 or f[0] != q[0]:
+        return False
+    plural = f[:-1] if f.endswith("s") and not q.endswith("s") else ""
+    return any(_consonant_tail(core, q) for core in (f, plural) if len(core) >= 2)
+
+
+def _consonant_tail(short: str, word: str) -> bool:
+    """`short` is a beginning of `word`, then some of the consonants after it, the last one included."""
+    k = next((i for i, (a, b) in enumerate(zip(short, word)) if a != b), len(short))
+    tail, consonants = short[k:], [c for c in word[k:] if c not in VOWELS]
+    if not tail or VOWELS & set(tail) or not consonants or tail[-1] != consonants[-1]:
+        return False
+    rest = iter(consonants)
+    return all(c in rest for c in tail)
 
 
 # Derivational endings a word and a field name may differ by ('founding' / 'founded', 'director' / 'directed').
@@ -353,15 +378,16 @@ NAMING_VERBS = frozenset({"named", "called", "titled", "labeled", "labelled"})
 
 def _only_implicit_words_unmatched(f: Field, span: list[str], collection: set[str]) -> bool:
     """The words a question leaves out of a field's name are weak ones, its
-    collection's own or its initial ('category' names product_category_code in
-    products, 'phone' DPhone in departments), or
+    collection's own, their initial or abbreviation ('category' names product_category_code
+    in products, 'phone' DPhone in departments, 'hire date' EMP_HIREDATE in employees), or
     what its stored values already are ('opened' names Open_Year when the field
     holds calendar years, 'hired' names hire_date of a date field)."""
     implied = WEAK_FIELD_WORDS | collection | {w[0] for w in collection} | ({"year"} if f.years else set()) | (
         {"date"} if f.type == "date" else set()) | unit_words(f.words, collection)
     named = {fw for fw in f.words if fw != "id" and any(word_match(w, fw) >= 0.7 and w not in NAMING_VERBS
                                                         for w in span)}
-    return bool(named) and all(fw in named or fw in implied for fw in f.words)
+    return bool(named) and all(fw in named or fw in implied or any(word_match(c, fw) >= 0.8 for c in collection)
+                               for fw in f.words)
 
 
 def unit_words(words: tuple[str, ...], collection: set[str]) -> set[str]:
@@ -405,6 +431,21 @@ def _abbreviates(fw: str, words: list[str], i: int) -> bool:
     return False
 
 
+def _joined(fw: str, words: list[str], i: int) -> tuple[int, float] | None:
+    """(words, score) when one field word is several question words from `i` run together:
+    a closed compound ('hire date' is `HIREDATE`) or their initials ('date of birth' is
+    `DOB`, its first and last words content words)."""
+    for n in (2, 3):
+        if i + n <= len(words) and "".join(words[i:i + n]) == fw:
+            return n, 1.0
+    n = len(fw)
+    said = words[i:i + n]
+    if n <= 4 and len(said) == n and all(w[:1] == c and w.isalpha() for w, c in zip(said, fw)) \
+            and said[0] not in TEXT_STOPWORDS and said[-1] not in TEXT_STOPWORDS:
+        return n, 0.8
+    return None
+
+
 def _initial(fw: str, fwords: tuple[str, ...], k: int, words: list[str], i: int) -> bool:
     """A one-letter field word is the initial of the question word at `i` when
     the field's next word follows it ('last name' names `LName`)."""
@@ -444,6 +485,12 @@ def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
             if fw[:1] == w[:1] and _abbreviates(fw, words, i):  # (cheap test first: hot loop)
                 matched += 1.0
                 i += 2
+                total += 1
+                continue
+            joined = _joined(fw, words, i) if fw[:1] == w[:1] and len(fw) >= 3 else None
+            if joined is not None:
+                matched += joined[1]
+                i += joined[0]
                 total += 1
                 continue
         if total == 0:
@@ -511,8 +558,21 @@ def meaningful_mentions(q: Question, mentions: list[Mention]) -> list[Mention]:
             continue
         if q.stems[m.start:m.end] == ["number"] and q.raw[m.end:m.end + 1] == ["of"] and m.share < 1.0:
             continue
+        if counts_plural(q, m):
+            continue
         kept.append(m)
     return kept
+
+
+def counts_plural(q: Question, m: Mention) -> bool:
+    """'the number of apartment bookings' is a count, not the apartment's `apt_number` that
+    'the number of the apartment' names: a mention opened by 'number of' or 'count of' whose
+    possessor is a plural, or is followed by one (the noun it modifies). A stored quantity
+    (`room_count`, `Num_Employees`) is what 'the number of rooms' names: it stays."""
+    if q.stems[m.start] not in ("number", "count") or q.raw[m.start + 1:m.start + 2] != ["of"] \
+            or quantity_noun(m.field):
+        return False
+    return any(q.raw[i] != q.stems[i] for i in range(m.start + 2, min(m.end + 1, len(q.raw))))
 
 
 def counts_entity(q: Question, m: Mention, entities: set[int]) -> bool:

@@ -74,6 +74,7 @@ def prepare(index: dict) -> Grounding:
     year_paths = {p for p, (_, _, all_years) in spans.items() if all_years}
     spelled = _spelled_numbers(index.get("values", {}))
     year_paths |= _spelled_years(index.get("values", {}))
+    date_forms = _date_forms(index.get("values", {}))
     for entry in index.get("lattice", []):
         path = entry["path"]
         mql, arrays = lattice_to_mql(path)
@@ -97,6 +98,7 @@ def prepare(index: dict) -> Grounding:
             maps=maps,
             nulls=entry.get("null", 0), missing=entry.get("missing", 0), types=frozenset(entry.get("types", {})),
             years=path in year_paths, span=spans[path][:2] if path in spans else None,
+            date_form=date_forms.get(path, "") if kind_of == "string" else "",
             numeric_text=kind_of == "string" and entry.get("types", {}).keys() <= {"string", "null"}
             and spelled.get(path, 0) >= SPELLED_SHARE * max(1, entry.get("present", 0) - entry.get("null", 0))))
         if entry.get("kind") == "dynamic_map":
@@ -172,6 +174,42 @@ def _spelled_years(values: dict) -> set[str]:
 
 
 _YEAR = re.compile(r"1\d{3}|20\d{2}|2100")
+
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?P<time>[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?")
+
+
+# A date written with its month's name: 'June 21, 2002', 'Sep 21, 2010', '21 June 2002'.
+_MONTH_NAME = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_NAMED_DATE = re.compile(r"(?i)" + _MONTH_NAME + r"\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}|\d{1,2}(?:st|nd|rd|th)?\s+"
+                         + _MONTH_NAME + r",?\s+\d{4}")
+
+
+def _date_forms(values: dict) -> dict[str, str]:
+    """The lattice paths whose witnessed strings all write dates, and how: "day" for ISO dates
+    ('2002-06-21'), "time" when some ISO dates have a time ('2002-06-21 00:00:00'), "named"
+    for dates written with the month's name ('June 21, 2002')."""
+    forms: dict[str, set] = {}
+    for locations in values.values():
+        for loc in locations:
+            stored, path = loc.get("stored"), loc.get("path")
+            if loc.get("kind") == "value" and isinstance(stored, str):
+                forms.setdefault(path, set()).add(_date_form(stored.strip()))
+    out = {}
+    for path, found in forms.items():
+        if found <= {"day", "time"}:
+            out[path] = "time" if "time" in found else "day"
+        elif found == {"named"}:
+            out[path] = "named"
+    return out
+
+
+def _date_form(text: str) -> str | None:
+    """How one string writes a date ("day", "time", "named"), or None."""
+    iso = _ISO_DATE.fullmatch(text)
+    if iso is not None:
+        return "time" if iso.group("time") else "day"
+    return "named" if _NAMED_DATE.fullmatch(text) else None
 
 
 def join_edge(index: dict, collection: str, other: str) -> tuple[str, str] | None:

@@ -156,7 +156,7 @@ SYNONYMS = {
     "store": ("shop", "store"), "shop": ("shop", "store"), "role": ("position", "role"),
     "position": ("position", "role"), "rating": ("score", "rating"), "rated": ("score", "rating"),
     "score": ("score", "point"), "point": ("point", "score"),
-    "telephone": ("phone",), "identifier": ("id",), "length": ("length", "duration"),
+    "telephone": ("phone",), "identifier": ("id",), "day": ("day", "date"), "length": ("length", "duration"),
     "duration": ("duration", "length"), "departure": ("origin", "departure"), "arrival": ("destination", "arrival"),
     "category": ("type", "category"), "classification": ("type", "class", "category"), "kind": ("type",),
     "information": ("detail", "info", "information"), "info": ("detail", "info", "information"),
@@ -176,6 +176,19 @@ RELATED_ROOTS = {
     "found": ("establish", "open", "start", "creat"), "start": ("begin", "open", "found", "establish"),
     "creat": ("found", "establish", "made"), "begin": ("start",),
 }
+
+
+MONTHS = {m: i for i, m in enumerate(
+    "january february march april may june july august september october november december".split(), 1)}
+MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
+MONTHS["sept"] = 9
+
+
+# Words before a date that place what it dates before or after it (else it is the day, or the month, itself).
+DATE_COMPARISONS = (("on or after", "$gte"), ("on or before", "$lte"), ("no later than", "$lte"),
+                    ("no earlier than", "$gte"), ("later than", "$gt"), ("earlier than", "$lt"),
+                    ("subsequent to", "$gt"), ("prior to", "$lt"), ("after", "$gt"), ("before", "$lt"),
+                    ("since", "$gte"), ("until", "$lte"), ("till", "$lte"), ("post", "$gt"), ("pre", "$lt"))
 
 
 DATE_PARTS = {"year": "year", "month": "month", "day": "dayOfMonth", "weekday": "dayOfWeek"}
