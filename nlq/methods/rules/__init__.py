@@ -9,6 +9,7 @@ hand-written schema configuration. The package follows the flow:
     grounding.py    the collection, witnessed literals bound to stored forms, attribute bags
     joins.py        another collection a question reaches through a join edge, as a virtual array
     filters.py      comparisons, text patterns, null vs missing, empty arrays, flags, anti-joins, $or
+    dates.py        dates in the question compared with a field of dates, in the form it stores them
     aggregation.py  count, sum, average, min, max, coordinated statistics, rounding, HAVING
     grouping.py     'for each', 'by X', date parts, the top document per group
     ordering.py     order phrases, superlatives, top N, the default order
