@@ -116,3 +116,27 @@ def test_an_agent_noun_and_its_verb_name_one_field():
              "values": {}}
     ir = rules.build_ir("Show the title of each film and who directed it.", [], films)
     assert [f.mql for f in ir.outputs] == ["Title", "director"]
+
+
+# -- a field a condition or an order reads, listed with the fields shown ------------------------------------------
+
+SHOP = {"db": "shop", "collections": {"furniture": {"count": 3, "sampled": 3}},
+        "lattice": [entry("furniture", "Furniture_ID", types={"int": 3}), entry("furniture", "Name"),
+                    entry("furniture", "Num_of_Component", types={"int": 3}),
+                    entry("furniture", "Price", types={"int": 3})],
+        "values": {}}
+
+
+def test_a_field_listed_with_the_shown_ones_is_shown_though_a_condition_reads_it():
+    ir = rules.build_ir("Retrieve the names along with the number of components for furniture items that have "
+                        "over 10 components.", [], SHOP)
+    assert [f.mql for f in ir.outputs] == ["Name", "Num_of_Component"] and ir.filters
+    ir = rules.build_ir("What are the names and prices of furniture, highest prices first?", [], SHOP)
+    assert [f.mql for f in ir.outputs] == ["Name", "Price"] and ir.sort
+
+
+def test_a_field_a_condition_reads_outside_the_list_is_not_shown():
+    ir = rules.build_ir("What are the names of furniture with a price over 10?", [], SHOP)
+    assert [f.mql for f in ir.outputs] == ["Name"]
+    ir = rules.build_ir("List the names of furniture sorted by price.", [], SHOP)
+    assert [f.mql for f in ir.outputs] == ["Name"]
