@@ -140,3 +140,34 @@ def test_a_field_a_condition_reads_outside_the_list_is_not_shown():
     assert [f.mql for f in ir.outputs] == ["Name"]
     ir = rules.build_ir("List the names of furniture sorted by price.", [], SHOP)
     assert [f.mql for f in ir.outputs] == ["Name"]
+
+
+# -- a person's full name, stored in two parts --------------------------------------------------------------------
+
+STAFF = {"db": "staff", "collections": {"departments": {"count": 3, "sampled": 3}},
+         "lattice": [entry("departments", "DEPARTMENT_ID", types={"int": 3}), entry("departments", "DEPARTMENT_NAME"),
+                     entry("departments", "employees", kind="array", types={"array": 3}),
+                     entry("departments", "employees[].FIRST_NAME", present=9),
+                     entry("departments", "employees[].LAST_NAME", present=9),
+                     entry("departments", "employees[].SALARY", types={"int": 9}, present=9)],
+         "values": {}}
+CLIENTS = {"db": "clients", "collections": {"Customers": {"count": 3, "sampled": 3}},
+           "lattice": [entry("Customers", "customer_id", types={"int": 3}), entry("Customers", "customer_first_name"),
+                       entry("Customers", "customer_last_name"), entry("Customers", "customer_phone")],
+           "values": {}}
+
+
+def test_a_full_name_is_the_first_and_last_name_of_the_elements_shown():
+    ir = rules.build_ir("What are the full name and salary of every employee?", [], STAFF)
+    assert [f.mql for f in ir.outputs] == ["employees.FIRST_NAME", "employees.LAST_NAME", "employees.SALARY"]
+
+
+def test_a_full_name_joins_its_parts_whatever_words_precede_them():
+    assert outputs_of_index("What are the full names of customers?", CLIENTS) == [
+        "customer_first_name", "customer_last_name"]
+    assert outputs_of_index("What are the ids, full names, and phones of each customer?", CLIENTS) == [
+        "customer_id", "customer_phone", "customer_first_name", "customer_last_name"]
+
+
+def outputs_of_index(question, index):
+    return [f.mql for f in rules.build_ir(question, [], index).outputs]

@@ -37,21 +37,72 @@ def entity_outputs(index: dict, collection: str, fields: list[Field], q: Questio
 
 FULL_NAME = re.compile(r"\b(?:full|complete|whole|entire) names?\b")
 
+# The parts of a person's name stored apart: a first-name word and its last-name counterpart.
+NAME_PARTS = (("first", "last"), ("f", "l"), ("given", "family"))
 
-def full_names(lower: str, outputs: list[Field], fields: list[Field]) -> list[Field]:
+
+def name_part(f: Field) -> tuple[tuple[str, ...], str, str] | None:
+    """(the name's other words, its part, the counterpart) of a field holding one part of a
+    person's name (`customer_first_name`, `LName`, `fname`), else None."""
+    words = f.words
+    for first, last in NAME_PARTS:
+        for part, other in ((first, last), (last, first)):
+            if words[-2:] == (part, "name"):
+                return words[:-2], part, other
+            if words[-1:] == (part + "name",):
+                return words[:-1], part, other
+    return None
+
+
+def name_sibling(f: Field, fields: list[Field]) -> Field | None:
+    """The field holding the other part of the name `f` holds part of (the last name of a first name)."""
+    part = name_part(f)
+    if part is None:
+        return None
+    rest, _, other = part
+    wanted = (rest + (other, "name"), rest + (other + "name",))
+    return next((g for g in fields if g.arrays == f.arrays and g.kind == f.kind and g.words in wanted), None)
+
+
+def whole_name(f: Field, fields: list[Field]) -> list[Field]:
+    """A person's name stored in two parts, first part first: [f, its sibling], or [f]."""
+    sibling = name_sibling(f, fields)
+    if sibling is None:
+        return [f]
+    return [f, sibling] if name_part(f)[1] in ("first", "f", "given") else [sibling, f]
+
+
+def full_names(q: Question, outputs: list[Field], fields: list[Field], mentions: list[Mention]) -> list[Field]:
     """'the full names of the students': a first and a last name field stored apart
-    are one name together (the part a 'name' word bound to gets its sibling)."""
-    if not FULL_NAME.search(lower):
+    are one name together (the part a 'name' word bound to gets its sibling). A 'full
+    name' bound to a field holding no part of a person's name (`DEPARTMENT_NAME` for an
+    employee's) is the stored pair instead, of the elements the other outputs are in."""
+    found = list(FULL_NAME.finditer(q.text.lower()))
+    if not found:
         return outputs
     out = list(outputs)
-    for f in outputs:
-        for part, other in (("first", "last"), ("last", "first"), ("f", "l"), ("l", "f")):
-            if f.words == (part, "name") or f.words == (part + "name",):
-                sibling = next((g for g in fields if g.arrays == f.arrays and g.kind == f.kind
-                                and g.words in ((other, "name"), (other + "name",))), None)
-                if sibling is not None and sibling not in out:
-                    out.insert(out.index(f) + (part in ("first", "f")), sibling)
+    for match in found:
+        at = q.word_at(match.end()) - 1
+        bound = next((m.field for m in mentions if m.start <= at < m.end and m.field in out), None)
+        if bound is not None and name_part(bound) is None and (pair := _name_pair(out, fields)):
+            k = out.index(bound)
+            out[k:k + 1] = [f for f in pair if f not in out]
+    for f in list(out):
+        sibling = name_sibling(f, fields)
+        if sibling is not None and sibling not in out:
+            out.insert(out.index(f) + (whole_name(f, fields)[0] is f), sibling)
+    if not any(name_part(f) for f in out) and (pair := _name_pair(out, fields)):
+        out += pair
     return out
+
+
+def _name_pair(outputs: list[Field], fields: list[Field]) -> list[Field]:
+    """A first and last name field pair, of the elements the outputs are in if any (else the least nested)."""
+    levels = {f.arrays for f in outputs}
+    pairs = [whole_name(f, fields) for f in fields if f.kind == "scalar" and name_part(f)
+             and name_part(f)[1] in ("first", "f", "given")]
+    pairs = [p for p in pairs if len(p) == 2]
+    return min(pairs, key=lambda p: (p[0].arrays not in levels, len(p[0].arrays), p[0].mql)) if pairs else []
 
 
 # Words that may join the attributes of one list ('the names along with the prices', 'ids and their details').
