@@ -171,3 +171,19 @@ def test_a_full_name_joins_its_parts_whatever_words_precede_them():
 
 def outputs_of_index(question, index):
     return [f.mql for f in rules.build_ir(question, [], index).outputs]
+
+
+# -- 'their X': the X of what was named before -------------------------------------------------------------------
+
+LEDGER = {"db": "ledger", "collections": {"Statements": {"count": 3, "sampled": 3}},
+          "lattice": [entry("Statements", "Statement_ID", types={"int": 3}), entry("Statements", "Statement_Details"),
+                      entry("Statements", "Accounts", kind="array", types={"array": 3}),
+                      entry("Statements", "Accounts[].Account_ID", types={"int": 9}, present=9),
+                      entry("Statements", "Accounts[].Account_Details", present=9)],
+          "values": {}}
+
+
+def test_their_details_are_those_of_the_entity_named_before_not_after():
+    assert outputs_of_index("Can you provide the statement IDs along with their details and corresponding "
+                            "account details for all accounts?", LEDGER) == [
+        "Statement_ID", "Statement_Details", "Accounts.Account_Details"]

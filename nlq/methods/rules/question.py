@@ -186,6 +186,8 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
 
 # Words that point back to something already named ('where the name includes ...').
 DEFINITE = frozenset({"the", "their", "its", "his", "her", "whose"})
+# Possessive determiners: what they qualify belongs to something named before.
+POSSESSIVES = frozenset({"their", "its", "his", "her"})
 
 
 def _anaphoric(words: list[str], mentions: list[Mention]) -> list[Mention]:
@@ -260,7 +262,8 @@ def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int
     # not the first of two coordinated modifiers ('login and last names': the names are last names)
     coordinated = start >= 3 and words[start - 2] in CONJUNCTIONS and words[start - 1] not in TEXT_STOPWORDS
     before = range(max(0, start - 8), start - 3 if coordinated else start)
-    after = range(end, min(len(words), end + 8))
+    # ('their details': the possessor was said before, not in a phrase after it)
+    after = range(end, end if start and words[start - 1] in POSSESSIVES else min(len(words), end + 8))
     names = lambda w, fw: word_match(w, fw) >= 0.8
     covered = lambda w: any(names(w, fw) for fw in fwords) or w not in vocabulary
 
