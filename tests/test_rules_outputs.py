@@ -187,3 +187,11 @@ def test_their_details_are_those_of_the_entity_named_before_not_after():
     assert outputs_of_index("Can you provide the statement IDs along with their details and corresponding "
                             "account details for all accounts?", LEDGER) == [
         "Statement_ID", "Statement_Details", "Accounts.Account_Details"]
+
+
+def test_an_agent_noun_names_a_field_of_its_verb_and_preposition():
+    films = {"db": "cinema", "collections": {"film": {"count": 3, "sampled": 3}},
+             "lattice": [entry("film", "Film_ID", types={"int": 3}), entry("film", "Title"),
+                         entry("film", "Directed_by"), entry("film", "Rank_in_series", types={"int": 3})],
+             "values": {}}
+    assert outputs_of_index("What are the title and director of each film?", films) == ["Title", "Directed_by"]

@@ -333,6 +333,11 @@ def _coordinated_modifiers(words: list[str]) -> list[tuple[int, list[str], bool]
 WEAK_FIELD_WORDS = frozenset({"line", "code", "no", "num", "0", "1", "2", "3"})
 
 
+# Prepositions a field's name may end on ('Directed_by', 'Member_of'): a question naming the verb or
+# noun ('the director', 'members') leaves them out.
+PREPOSITIONS = frozenset({"by", "of", "in", "for", "to", "at", "on", "with", "from"})
+
+
 # Verbs that introduce a name as a value ('not named "Jo"'), not the field holding it.
 NAMING_VERBS = frozenset({"named", "called", "titled", "labeled", "labelled"})
 
@@ -342,9 +347,11 @@ def _only_implicit_words_unmatched(f: Field, span: list[str], collection: set[st
     collection's own or its initial ('category' names product_category_code in
     products, 'phone' DPhone in departments), or
     what its stored values already are ('opened' names Open_Year when the field
-    holds calendar years, 'hired' names hire_date of a date field)."""
+    holds calendar years, 'hired' names hire_date of a date field), or the preposition
+    it ends on ('director' names Directed_by)."""
     implied = WEAK_FIELD_WORDS | collection | {w[0] for w in collection} | ({"year"} if f.years else set()) | (
-        {"date"} if f.type == "date" else set()) | unit_words(f.words, collection)
+        {"date"} if f.type == "date" else set()) | unit_words(f.words, collection) | (
+        set(f.words[-1:]) & PREPOSITIONS)
     named = {fw for fw in f.words if fw != "id" and any(word_match(w, fw) >= 0.7 and w not in NAMING_VERBS
                                                         for w in span)}
     return bool(named) and all(fw in named or fw in implied for fw in f.words)
