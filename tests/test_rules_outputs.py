@@ -195,3 +195,20 @@ def test_an_agent_noun_names_a_field_of_its_verb_and_preposition():
                          entry("film", "Directed_by"), entry("film", "Rank_in_series", types={"int": 3})],
              "values": {}}
     assert outputs_of_index("What are the title and director of each film?", films) == ["Title", "Directed_by"]
+
+
+# -- a word naming the entity, listed with attributes ------------------------------------------------------------
+
+REGIONS = {"db": "regions", "collections": {"appellations": {"count": 3, "sampled": 3}},
+           "lattice": [entry("appellations", "No", types={"int": 3}), entry("appellations", "Appelation"),
+                       entry("appellations", "County"),
+                       entry("appellations", "wine", kind="array", types={"array": 3}),
+                       entry("appellations", "wine[].Grape", present=9), entry("appellations", "wine[].Score",
+                                                                                  types={"int": 9}, present=9)],
+           "values": {}}
+
+
+def test_an_entity_word_listed_with_attributes_names_its_field():
+    assert outputs_of_index("What are the grapes and appelations of each wine?", REGIONS) == ["wine.Grape",
+                                                                                             "Appelation"]
+    assert outputs_of_index("Show the counties and appelations of all regions.", REGIONS) == ["County", "Appelation"]

@@ -8,7 +8,8 @@ from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.methods.rules.vocabulary import COUNT_PATTERNS
 from nlq.methods.rules.ir import AMBIGUOUS, Field, IR, Mention
 from nlq.methods.rules.schema import identifier, split_name
-from nlq.methods.rules.question import Question, entity_name, maybe_number, word_match
+from nlq.methods.rules.question import (LIST_MARKERS, Question, entity_name, list_words, listed_run, maybe_number,
+                                        word_match)
 from nlq.methods.rules.grounding import array_named
 
 
@@ -105,35 +106,19 @@ def _name_pair(outputs: list[Field], fields: list[Field]) -> list[Field]:
     return min(pairs, key=lambda p: (p[0].arrays not in levels, len(p[0].arrays), p[0].mql)) if pairs else []
 
 
-# Words that may join the attributes of one list ('the names along with the prices', 'ids and their details').
-LIST_LINKS = frozenset({"and", "along", "with", "together", "as", "well", "the", "their", "its", "respective",
-                        "corresponding", "associated", "also", "plus", "including", "both"})
-# Of those, the ones that do coordinate (a bare 'with' introduces a condition: 'names with prices over 10').
-LIST_MARKERS = frozenset({"and", "along", "together", "well", "their", "its", "plus", "including"})
-
-
-def listed_with(q: Question, mentions: list[Mention], shown: list[Mention], read: list[Mention]) -> list[Mention]:
+def listed_with(q: Question, shown: list[Mention], read: list[Mention]) -> list[Mention]:
     """'the names along with the number of components for furniture with over 10 components', 'the
     names and prices of products, highest prices first': a field a condition or an order reads is
     also shown when it is listed with the shown ones (coordinated with one of them, as its own
     attribute): the `read` mentions so listed, in question order."""
-    run, found = list(shown), []
-    grew = True
-    while grew:
-        grew = False
-        for m in read:
-            if m not in found and any(_coordinated(q, a, b) for n in run for a, b in ((m, n), (n, m))):
-                found.append(m)
-                run.append(m)
-                grew = True
-    return sorted(found, key=lambda m: m.start)
+    return listed_run(shown, read, lambda a, b: _coordinated(q, a, b))
 
 
 def _coordinated(q: Question, first: Mention, second: Mention) -> bool:
     """`first` ends shortly before `second` starts, only list words (a comma or a coordinating one
     among them) between the two."""
     gap = q.raw[first.end:second.start]
-    if first.end > second.start or len(gap) > 4 or not all(w in LIST_LINKS for w in gap):
+    if first.end > second.start or not list_words(gap):
         return False
     between = q.text[q.spans[first.end - 1][1]:q.spans[second.start][0]]
     return "," in between or bool(LIST_MARKERS & set(gap))

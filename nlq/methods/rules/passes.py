@@ -425,7 +425,7 @@ def shown_read(s: State) -> None:
     shown = [m for m in s.mentions if m.start not in s.used and m.field in ir.outputs]
     candidates = [m for m in s.mentions if m.start in s.used and m.field.kind == "scalar" and m.field.mql in read
                   and m.field not in ir.outputs]
-    for m in listed_with(s.q, s.mentions, shown, candidates):
+    for m in listed_with(s.q, shown, candidates):
         if m.field not in ir.outputs:
             ir.outputs.append(m.field)
 

@@ -307,6 +307,35 @@ def _listed_with_attributes(words: list[str], collection: str) -> list[int]:
     return found
 
 
+# Words that may join the attributes of one list ('the names along with the prices', 'ids and their details').
+LIST_LINKS = frozenset({"and", "along", "with", "together", "as", "well", "the", "their", "its", "respective",
+                        "corresponding", "associated", "also", "plus", "including", "both"})
+# Of those, the ones that do coordinate (a bare 'with' introduces a condition: 'names with prices over 10').
+LIST_MARKERS = frozenset({"and", "along", "together", "well", "their", "its", "plus", "including"})
+
+
+def list_words(gap: list[str]) -> bool:
+    """The words between two items of a list: a few list words (the comma or marker aside)."""
+    return len(gap) <= 4 and all(w in LIST_LINKS for w in gap)
+
+
+def listed_run(seeds: list[Mention], candidates: list[Mention], coordinated) -> list[Mention]:
+    """The candidates listed with the seeds, directly or through one another (`coordinated(a, b)`:
+    `a` comes right before `b` in one list), in question order; one per span, the first given."""
+    run, found = list(seeds), []
+    grew = True
+    while grew:
+        grew = False
+        for m in candidates:
+            if m in found or any(n.start < m.end and m.start < n.end for n in run):
+                continue
+            if any(coordinated(a, b) for n in run for a, b in ((m, n), (n, m))):
+                found.append(m)
+                run.append(m)
+                grew = True
+    return sorted(found, key=lambda m: m.start)
+
+
 # Words joining two modifiers of one head noun ('first and last names').
 CONJUNCTIONS = frozenset({"and", "or"})
 
@@ -527,6 +556,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
                              -m.field.present, m.field.mql))
     taken: list[Mention] = []
     used: set[int] = set()
+    entity_words: list[Mention] = []  # a word naming the entity and, in full, a field of it
     starts = {m.start for m in pool if m.field.kind != "array"}
     arrays = [set(range(m.start, m.end)) for m in pool if m.field.kind == "array" and m.share == 1.0
               and m.end - m.start >= 2]
@@ -538,14 +568,28 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
             continue
         if span & entity_positions and not m.entity and (m.share < 1.0 or span & entity_positions & plural) \
                 and not compounded_entity_word(m, words, entity_positions, plural, arrays):
+            if m.share == 1.0 and m.end - m.start == 1:
+                entity_words.append(m)
             continue
         if span & entity_positions and not m.entity and m.end in starts and m.end - m.start == 1:
             continue  # 'school enrollment': the entity's word modifies the field named next (the head)
         taken.append(m)
         used |= span
+    # 'the grapes and appelations of each wine' in `appellations`: an entity word listed with the
+    # attributes shown is its field named so (not when they are its own: 'the countries and their capitals')
+    listed = listed_run(taken, [m for m in entity_words if m.start not in used],
+                        lambda a, b: _joined(words[a.end:b.start]))
+    taken += listed
+    used |= {m.start for m in listed}
     taken += elided(taken, words, fields, used | blocked | entity_positions)
     taken.sort(key=lambda m: m.start)
     return taken
+
+
+def _joined(gap: list[str]) -> bool:
+    """Two attributes of one list, said one after the other ('grapes and appelations'): no
+    possessive between them (the first would own the second)."""
+    return gap[:1] in (["and"], ["or"]) and list_words(gap) and not POSSESSIVES & set(gap)
 
 
 def elided(taken: list[Mention], words: list[str], fields: list[Field], used: set[int]) -> list[Mention]:
