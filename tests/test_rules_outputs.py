@@ -212,3 +212,31 @@ def test_an_entity_word_listed_with_attributes_names_its_field():
     assert outputs_of_index("What are the grapes and appelations of each wine?", REGIONS) == ["wine.Grape",
                                                                                              "Appelation"]
     assert outputs_of_index("Show the counties and appelations of all regions.", REGIONS) == ["County", "Appelation"]
+
+
+# -- every field of an entity, asked in other words ----------------------------------------------------------------
+
+CHIPS = {"db": "chips",
+         "collections": {"chip_model": {"count": 3, "sampled": 3}, "investors": {"count": 3, "sampled": 3}},
+         "lattice": [entry("chip_model", "Model_name"), entry("chip_model", "Launch_year", types={"int": 3}),
+                     entry("chip_model", "RAM_MiB", types={"int": 3}),
+                     entry("investors", "investor_id", types={"int": 3}), entry("investors", "Investor_details"),
+                     entry("investors", "lot", types={"int": 3})],
+         "values": {}}
+
+
+def test_the_details_of_an_entity_without_a_details_field_are_all_its_fields():
+    every = ["Model_name", "Launch_year", "RAM_MiB"]
+    for question in ("What are the details of each chip model?", "Find the details for all chip models.",
+                     "Present all relevant data for each chip model."):
+        assert sorted(outputs_of_index(question, CHIPS)) == sorted(every), question
+    assert sorted(outputs_of_index("Retrieve all investor records.", CHIPS)) == [
+        "Investor_details", "investor_id", "lot"]
+
+
+def test_details_a_field_is_named_by_are_that_field():
+    assert outputs_of_index("Show the details of each investor.", CHIPS) == ["Investor_details"]
+
+
+def test_a_field_named_beside_the_records_is_what_is_shown():
+    assert outputs_of_index("Retrieve all investor records, listing the lot.", CHIPS) == ["lot"]

@@ -5,12 +5,25 @@ from __future__ import annotations
 import re
 
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
-from nlq.methods.rules.vocabulary import COUNT_PATTERNS
+from nlq.methods.rules.vocabulary import ALL_FIELDS_PATTERNS, COUNT_PATTERNS, DETAILS_PATTERNS
 from nlq.methods.rules.ir import AMBIGUOUS, Field, IR, Mention
 from nlq.methods.rules.schema import identifier, split_name
 from nlq.methods.rules.question import (LIST_MARKERS, Question, entity_name, list_words, listed_run, maybe_number,
                                         word_match)
 from nlq.methods.rules.grounding import array_named
+
+
+def asks_all_fields(q: Question, mentions: list[Mention], entities: set[int], named: list[Mention]) -> bool:
+    """'all information about X', 'all employee records' (the word before names the entity), 'the
+    details of each X' (unless a field is named by 'details'): every field of the entity is asked,
+    when no other field is `named` to be shown ('all phone records ..., listing the model name')."""
+    lower = q.text.lower()
+    spans = [(q.word_at(m.start()), q.word_at(m.end())) for m in ALL_FIELDS_PATTERNS.finditer(lower)
+             if m.group("of") is None or q.word_at(m.start("of")) in entities]
+    covered = {i for m in mentions for i in range(m.start, m.end)}
+    spans += [(q.word_at(d.start()), q.word_at(d.end())) for d in DETAILS_PATTERNS.finditer(lower)
+              if q.word_at(d.start("noun")) not in covered]
+    return any(all(a <= m.start and m.end <= b for m in named) for a, b in spans)
 
 
 def entity_outputs(index: dict, collection: str, fields: list[Field], q: Question,

@@ -199,7 +199,10 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      lambda m: re.sub(r"\byoungest\b", "minimum", re.sub(r"\boldest\b", "maximum", m.group()))),
     (r"\b(youngest|oldest) ages?\b", lambda m: ("minimum" if m.group(1).lower() == "youngest" else "maximum") + " age"),
     # everything: 'the complete information about', 'everything about'
-    (r"\b(?:the )?(?:complete|full|entire|whole) (information|info|details|data|records?)\b", r"all the \1"),
+    (r"\b(?:the )?(?:complete|full|entire|whole|comprehensive) (information|info|details|data|records?)\b",
+     r"all the \1"),
+    (r"\ball (?:the )?(?:relevant|available|recorded|stored) (information|info|details|data|records)\b", r"all the \1"),
+    (r"\bevery detail\b", r"all the details"),
     (r"\beverything (?=about|on|regarding|concerning|for)\b", r"all the information "),
     (r"(?<!all )\b(?:the )?(information|info) (?=about|on|regarding|concerning|of)\b", r"all the \1 "),
     # name parts sharing one head: 'first and last names', 'names (both first and last)'

@@ -35,13 +35,13 @@ from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, 
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
 from nlq.methods.rules.joins import asked_collection, reach
 from nlq.methods.rules.ordering import default_order, detect_limit, detect_order, entity_limit, superlative_limit
-from nlq.methods.rules.outputs import (asks_for_entity, count_grain, entity_outputs, full_names, grain_of, intent_word,
-                                       listed_with, names_array, plan_expansions, plan_unwinds, plural_attribute,
-                                       unrepresented, validate)
+from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
+                                       grain_of, intent_word, listed_with, names_array, plan_expansions, plan_unwinds,
+                                       plural_attribute, unrepresented, validate)
 from nlq.methods.rules.question import (Question, counts_entity, meaningful_mentions, mention_fields, name_span,
                                         names_quantity, order_words, quantity_noun, select_mentions, word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
-from nlq.methods.rules.vocabulary import (AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
+from nlq.methods.rules.vocabulary import (AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
                                           DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS,
                                           SUPERLATIVES)
 
@@ -359,7 +359,9 @@ def read_order(s: State) -> None:
 def read_outputs(s: State) -> None:
     """What the question names and nothing else uses; a bare entity; what a count is per."""
     q, ir, lower, mentions, fields = s.q, s.ir, s.lower, s.mentions, s.fields
-    if ALL_FIELDS_PATTERNS.search(lower):
+    read = {f.field.mql for f in ir.filters} | {k.mql for k, _ in ir.sort if isinstance(k, Field)}
+    named = [m for m in mentions if m.start not in s.used and not m.entity and m.field.mql not in read]
+    if asks_all_fields(q, mentions, s.entities, named):
         grain = grain_of(mentions, fields, s.entities, q, name_span(q, s.collection, fields))
         ir.outputs = [f for f in fields if f.kind == "scalar" and f.arrays == grain and "<*>" not in f.mql]
     else:
