@@ -240,3 +240,12 @@ def test_details_a_field_is_named_by_are_that_field():
 
 def test_a_field_named_beside_the_records_is_what_is_shown():
     assert outputs_of_index("Retrieve all investor records, listing the lot.", CHIPS) == ["lot"]
+
+
+def test_a_closed_compound_field_word_is_named_by_its_two_words():
+    staff = {"db": "staff", "collections": {"EMPLOYEE": {"count": 3, "sampled": 3}},
+             "lattice": [entry("EMPLOYEE", "EMP_NUM", types={"int": 3}), entry("EMPLOYEE", "EMP_LNAME"),
+                         entry("EMPLOYEE", "EMP_HIREDATE"), entry("EMPLOYEE", "EMP_OFFICE")],
+             "values": {}}
+    assert outputs_of_index("Find the last name and hire date of each employee.", staff) == [
+        "EMP_LNAME", "EMP_HIREDATE"]

@@ -427,6 +427,11 @@ def _abbreviates(fw: str, words: list[str], i: int) -> bool:
     return False
 
 
+def _closed(fw: str, words: list[str], i: int) -> bool:
+    """A field word closes up the two question words from `i` ('hiredate' is 'hire date')."""
+    return i + 1 < len(words) and len(words[i]) >= 3 and len(words[i + 1]) >= 3 and fw == words[i] + words[i + 1]
+
+
 def _initial(fw: str, fwords: tuple[str, ...], k: int, words: list[str], i: int) -> bool:
     """A one-letter field word is the initial of the question word at `i` when
     the field's next word follows it ('last name' names `LName`)."""
@@ -463,7 +468,7 @@ def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
                 i += 1
                 total += 1
                 continue
-            if fw[:1] == w[:1] and _abbreviates(fw, words, i):  # (cheap test first: hot loop)
+            if fw[:1] == w[:1] and (_abbreviates(fw, words, i) or _closed(fw, words, i)):  # (cheap test first)
                 matched += 1.0
                 i += 2
                 total += 1
