@@ -206,6 +206,8 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (r"\beverything (?=about|on|regarding|concerning|for)\b", r"all the information "),
     (r"(?<!all )\b(?:the )?(information|info) (?=about|on|regarding|concerning|of)\b", r"all the \1 "),
     # name parts sharing one head: 'first and last names', 'names (both first and last)'
+    (r"\b(first|last|middle|given|family), (first|last|middle|given|family),? (?:and|&) (first|last|middle|given|family) "
+     r"(names?)\b", r"\1 \4, \2 \4 and \3 \4"),
     (r"\b(first|last|middle|given|family) (?:and|&) (first|last|middle|given|family) names\b",
      r"\1 names and \2 names"),
     (r"\b(first|last|middle|given|family) (?:and|&) (first|last|middle|given|family) name\b", r"\1 name and \2 name"),
