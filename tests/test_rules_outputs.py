@@ -249,3 +249,12 @@ def test_a_closed_compound_field_word_is_named_by_its_two_words():
              "values": {}}
     assert outputs_of_index("Find the last name and hire date of each employee.", staff) == [
         "EMP_LNAME", "EMP_HIREDATE"]
+
+
+def test_an_entity_word_and_its_attribute_after_a_possessive_name_their_fields():
+    kinds = {"db": "kinds", "collections": {"Allergy_Type": {"count": 3, "sampled": 3}},
+             "lattice": [entry("Allergy_Type", "Allergy"), entry("Allergy_Type", "AllergyType")],
+             "values": {}}
+    for question in ("What are the allergies and their types?",
+                     "Please provide the list of allergies along with their corresponding types."):
+        assert outputs_of_index(question, kinds) == ["Allergy", "AllergyType"], question

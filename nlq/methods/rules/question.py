@@ -562,6 +562,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     taken: list[Mention] = []
     used: set[int] = set()
     entity_words: list[Mention] = []  # a word naming the entity and, in full, a field of it
+    named = {m.start for m in pool if m.entity}  # entity words listed with attributes: the entity's name
     starts = {m.start for m in pool if m.field.kind != "array"}
     arrays = [set(range(m.start, m.end)) for m in pool if m.field.kind == "array" and m.share == 1.0
               and m.end - m.start >= 2]
@@ -575,7 +576,8 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
                 and not compounded_entity_word(m, words, entity_positions, plural, arrays):
             if m.share == 1.0 and m.end - m.start == 1:
                 entity_words.append(m)
-            continue
+            if m.start in named or not _entity_and_its_attribute(m, words):
+                continue  # (a word the entity's own name is shown for names that)
         if span & entity_positions and not m.entity and m.end in starts and m.end - m.start == 1:
             continue  # 'school enrollment': the entity's word modifies the field named next (the head)
         taken.append(m)
@@ -589,6 +591,23 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     taken += elided(taken, words, fields, used | blocked | entity_positions)
     taken.sort(key=lambda m: m.start)
     return taken
+
+
+def _entity_and_its_attribute(m: Mention, words: list[str]) -> bool:
+    """'the allergies and their types' in `Allergy_Type` (Allergy, AllergyType): a word naming the
+    entity and a field of it in full, listed with the attributes it owns (not itself owned: 'the
+    names of all countries and their capitals'), is that field; one after the possessive, whose
+    other words are said before it, is the field of the entity named so."""
+    if m.end - m.start != 1:
+        return False
+    if m.share == 1.0:
+        of = next((j for j in (m.start - 1, m.start - 2) if j >= 1 and words[j] == "of"), None)
+        return any(tuple(words[m.end:m.end + len(link)]) == link for link in ATTRIBUTE_LINKS) \
+            and (of is None or words[of - 1] in ("list", "set", "all", "each", "every"))
+    before = m.start - 1
+    while before >= 0 and words[before] in ("corresponding", "respective", "associated"):
+        before -= 1
+    return before >= 0 and words[before] in ("their", "its") and m.echo > 0
 
 
 def _joined(gap: list[str]) -> bool:
