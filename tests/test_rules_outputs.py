@@ -258,3 +258,19 @@ def test_an_entity_word_and_its_attribute_after_a_possessive_name_their_fields()
     for question in ("What are the allergies and their types?",
                      "Please provide the list of allergies along with their corresponding types."):
         assert outputs_of_index(question, kinds) == ["Allergy", "AllergyType"], question
+
+
+def test_a_name_bound_to_one_part_the_part_unsaid_is_both_parts():
+    assert outputs_of_index("What are the names and salaries of employees?", STAFF) == [
+        "employees.FIRST_NAME", "employees.LAST_NAME", "employees.SALARY"]
+    assert outputs_of_index("What are the first names and salaries of employees?", STAFF) == [
+        "employees.FIRST_NAME", "employees.SALARY"]
+
+
+def test_the_name_of_something_else_is_not_the_entitys_whole_name():
+    pupils = {"db": "pupils", "collections": {"Student": {"count": 3, "sampled": 3}},
+              "lattice": [entry("Student", "StuID", types={"int": 3}), entry("Student", "Fname"),
+                          entry("Student", "LName"), entry("Student", "Advisor", types={"int": 3})],
+              "values": {}}
+    shown = outputs_of_index("What are the names of the advisors for students?", pupils)
+    assert "Advisor" in shown and not {"Fname", "LName"} <= set(shown)

@@ -86,15 +86,25 @@ def whole_name(f: Field, fields: list[Field]) -> list[Field]:
     return [f, sibling] if name_part(f)[1] in ("first", "f", "given") else [sibling, f]
 
 
-def full_names(q: Question, outputs: list[Field], fields: list[Field], mentions: list[Mention]) -> list[Field]:
+def full_names(q: Question, outputs: list[Field], fields: list[Field], mentions: list[Mention],
+               entities: set[int]) -> list[Field]:
     """'the full names of the students': a first and a last name field stored apart
     are one name together (the part a 'name' word bound to gets its sibling). A 'full
     name' bound to a field holding no part of a person's name (`DEPARTMENT_NAME` for an
-    employee's) is the stored pair instead, of the elements the other outputs are in."""
+    employee's) is the stored pair instead, of the elements the other outputs are in. A
+    'name' bound to one part, the part unsaid, is both parts too, unless it is the name of
+    something other than the entity ('the names of the advisors': `entities`, the words
+    naming the entity)."""
     found = list(FULL_NAME.finditer(q.text.lower()))
-    if not found:
-        return outputs
     out = list(outputs)
+    if not found:
+        # 'the names and salaries of employees': a 'name' bound to one part, the part unsaid, is both
+        for m in mentions:
+            sibling = name_sibling(m.field, fields)
+            if m.field in out and sibling is not None and sibling not in out and not _part_said(q, m) \
+                    and not _possessed_by_other(q, m, entities):
+                out.insert(out.index(m.field) + (whole_name(m.field, fields)[0] is m.field), sibling)
+        return out
     for match in found:
         at = q.word_at(match.end()) - 1
         bound = next((m.field for m in mentions if m.start <= at < m.end and m.field in out), None)
@@ -108,6 +118,21 @@ def full_names(q: Question, outputs: list[Field], fields: list[Field], mentions:
     if not any(name_part(f) for f in out) and (pair := _name_pair(out, fields)):
         out += pair
     return out
+
+
+def _possessed_by_other(q: Question, m: Mention, entities: set[int]) -> bool:
+    """'the names of the advisors': the mention's 'of' phrase names no entity."""
+    if q.raw[m.end:m.end + 1] != ["of"]:
+        return False
+    at = m.end + 1 + (q.raw[m.end + 1:m.end + 2] in (["the"], ["all"], ["each"], ["every"]))
+    return at not in entities
+
+
+def _part_said(q: Question, m: Mention) -> bool:
+    """The mention of a part of a name says which part ('first name', 'fname', 'surname')."""
+    part = name_part(m.field)[1]
+    words = {w for pair in NAME_PARTS for w in pair if len(w) > 1} | {part, part + "name", "surname"}
+    return bool(words & set(q.stems[m.start:m.end]))
 
 
 def _name_pair(outputs: list[Field], fields: list[Field]) -> list[Field]:
