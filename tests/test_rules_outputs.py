@@ -212,6 +212,8 @@ def test_an_entity_word_listed_with_attributes_names_its_field():
     assert outputs_of_index("What are the grapes and appelations of each wine?", REGIONS) == ["wine.Grape",
                                                                                              "Appelation"]
     assert outputs_of_index("Show the counties and appelations of all regions.", REGIONS) == ["County", "Appelation"]
+    assert outputs_of_index("List all grapes along with their associated appellations.", REGIONS) == [
+        "wine.Grape", "Appelation"]
 
 
 # -- every field of an entity, asked in other words ----------------------------------------------------------------

@@ -574,7 +574,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
             continue
         if span & entity_positions and not m.entity and (m.share < 1.0 or span & entity_positions & plural) \
                 and not compounded_entity_word(m, words, entity_positions, plural, arrays):
-            if m.share == 1.0 and m.end - m.start == 1:
+            if m.share >= 0.85 and m.end - m.start == 1:
                 entity_words.append(m)
             if m.start in named or not _entity_and_its_attribute(m, words):
                 continue  # (a word the entity's own name is shown for names that)
@@ -585,7 +585,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     # 'the grapes and appelations of each wine' in `appellations`: an entity word listed with the
     # attributes shown is its field named so (not when they are its own: 'the countries and their capitals')
     listed = listed_run(taken, [m for m in entity_words if m.start not in used],
-                        lambda a, b: _joined(words[a.end:b.start]))
+                        lambda a, b: _joined(words[a.end:b.start], owned=a not in entity_words))
     taken += listed
     used |= {m.start for m in listed}
     taken += elided(taken, words, fields, used | blocked | entity_positions)
@@ -610,10 +610,12 @@ def _entity_and_its_attribute(m: Mention, words: list[str]) -> bool:
     return before >= 0 and words[before] in ("their", "its") and m.echo > 0
 
 
-def _joined(gap: list[str]) -> bool:
-    """Two attributes of one list, said one after the other ('grapes and appelations'): no
-    possessive between them (the first would own the second)."""
-    return gap[:1] in (["and"], ["or"]) and list_words(gap) and not POSSESSIVES & set(gap)
+def _joined(gap: list[str], owned: bool) -> bool:
+    """Two attributes of one list, said one after the other ('grapes and appelations', 'grapes along
+    with their appellations'); a possessive between them only when the second is `owned` by the first's
+    entity (an entity word before 'and their' owns what follows: 'the countries and their capitals')."""
+    return gap[:1] in (["and"], ["or"], ["along"], ["together"], ["plus"]) and list_words(gap) \
+        and (owned or not POSSESSIVES & set(gap))
 
 
 def elided(taken: list[Mention], words: list[str], fields: list[Field], used: set[int]) -> list[Mention]:
