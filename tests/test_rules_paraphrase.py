@@ -52,6 +52,10 @@ def pipeline_of(question):
     # a second bound ('and lower than'), not 'N and lower'
     ("mountains higher than 5600 and lower than 5200", "mountains higher than 5600 and lower than 5200"),
     ("prices of 100 and less", "prices of 100 or less"),
+    ("the first, middle, and last names", "the first names, middle names and last names"),
+    ("comprehensive details for all people", "all the details for all people"),
+    ("all relevant data for each body builder", "all the data for each body builder"),
+    ("every detail concerning the matches", "all the details concerning the matches"),
 ])
 def test_rephrasings_are_rewritten_to_the_canonical_phrasing(said, canonical_form):
     assert canonical(said) == canonical_form

@@ -5,11 +5,25 @@ from __future__ import annotations
 import re
 
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
-from nlq.methods.rules.vocabulary import COUNT_PATTERNS
+from nlq.methods.rules.vocabulary import ALL_FIELDS_PATTERNS, COUNT_PATTERNS, DETAILS_PATTERNS
 from nlq.methods.rules.ir import AMBIGUOUS, Field, IR, Mention
 from nlq.methods.rules.schema import identifier, split_name
-from nlq.methods.rules.question import Question, entity_name, maybe_number, word_match
+from nlq.methods.rules.question import (LIST_MARKERS, Question, entity_name, list_words, listed_run, maybe_number,
+                                        word_match)
 from nlq.methods.rules.grounding import array_named
+
+
+def asks_all_fields(q: Question, mentions: list[Mention], entities: set[int], named: list[Mention]) -> bool:
+    """'all information about X', 'all employee records' (the word before names the entity), 'the
+    details of each X' (unless a field is named by 'details'): every field of the entity is asked,
+    when no other field is `named` to be shown ('all phone records ..., listing the model name')."""
+    lower = q.text.lower()
+    spans = [(q.word_at(m.start()), q.word_at(m.end())) for m in ALL_FIELDS_PATTERNS.finditer(lower)
+             if m.group("of") is None or q.word_at(m.start("of")) in entities]
+    covered = {i for m in mentions for i in range(m.start, m.end)}
+    spans += [(q.word_at(d.start()), q.word_at(d.end())) for d in DETAILS_PATTERNS.finditer(lower)
+              if q.word_at(d.start("noun")) not in covered]
+    return any(all(a <= m.start and m.end <= b for m in named) for a, b in spans)
 
 
 def entity_outputs(index: dict, collection: str, fields: list[Field], q: Question,
@@ -37,21 +51,115 @@ def entity_outputs(index: dict, collection: str, fields: list[Field], q: Questio
 
 FULL_NAME = re.compile(r"\b(?:full|complete|whole|entire) names?\b")
 
+# The parts of a person's name stored apart: a first-name word and its last-name counterpart.
+NAME_PARTS = (("first", "last"), ("f", "l"), ("given", "family"))
 
-def full_names(lower: str, outputs: list[Field], fields: list[Field]) -> list[Field]:
+
+def name_part(f: Field) -> tuple[tuple[str, ...], str, str] | None:
+    """(the name's other words, its part, the counterpart) of a field holding one part of a
+    person's name (`customer_first_name`, `LName`, `fname`), else None."""
+    words = f.words
+    for first, last in NAME_PARTS:
+        for part, other in ((first, last), (last, first)):
+            if words[-2:] == (part, "name"):
+                return words[:-2], part, other
+            if words[-1:] == (part + "name",):
+                return words[:-1], part, other
+    return None
+
+
+def name_sibling(f: Field, fields: list[Field]) -> Field | None:
+    """The field holding the other part of the name `f` holds part of (the last name of a first name)."""
+    part = name_part(f)
+    if part is None:
+        return None
+    rest, _, other = part
+    wanted = (rest + (other, "name"), rest + (other + "name",))
+    return next((g for g in fields if g.arrays == f.arrays and g.kind == f.kind and g.words in wanted), None)
+
+
+def whole_name(f: Field, fields: list[Field]) -> list[Field]:
+    """A person's name stored in two parts, first part first: [f, its sibling], or [f]."""
+    sibling = name_sibling(f, fields)
+    if sibling is None:
+        return [f]
+    return [f, sibling] if name_part(f)[1] in ("first", "f", "given") else [sibling, f]
+
+
+def full_names(q: Question, outputs: list[Field], fields: list[Field], mentions: list[Mention],
+               entities: set[int]) -> list[Field]:
     """'the full names of the students': a first and a last name field stored apart
-    are one name together (the part a 'name' word bound to gets its sibling)."""
-    if not FULL_NAME.search(lower):
-        return outputs
+    are one name together (the part a 'name' word bound to gets its sibling). A 'full
+    name' bound to a field holding no part of a person's name (`DEPARTMENT_NAME` for an
+    employee's) is the stored pair instead, of the elements the other outputs are in. A
+    'name' bound to one part, the part unsaid, is both parts too, unless it is the name of
+    something other than the entity ('the names of the advisors': `entities`, the words
+    naming the entity)."""
+    found = list(FULL_NAME.finditer(q.text.lower()))
     out = list(outputs)
-    for f in outputs:
-        for part, other in (("first", "last"), ("last", "first"), ("f", "l"), ("l", "f")):
-            if f.words == (part, "name") or f.words == (part + "name",):
-                sibling = next((g for g in fields if g.arrays == f.arrays and g.kind == f.kind
-                                and g.words in ((other, "name"), (other + "name",))), None)
-                if sibling is not None and sibling not in out:
-                    out.insert(out.index(f) + (part in ("first", "f")), sibling)
+    if not found:
+        # 'the names and salaries of employees': a 'name' bound to one part, the part unsaid, is both
+        for m in mentions:
+            sibling = name_sibling(m.field, fields)
+            if m.field in out and sibling is not None and sibling not in out and not _part_said(q, m) \
+                    and not _possessed_by_other(q, m, entities):
+                out.insert(out.index(m.field) + (whole_name(m.field, fields)[0] is m.field), sibling)
+        return out
+    for match in found:
+        at = q.word_at(match.end()) - 1
+        bound = next((m.field for m in mentions if m.start <= at < m.end and m.field in out), None)
+        if bound is not None and name_part(bound) is None and (pair := _name_pair(out, fields)):
+            k = out.index(bound)
+            out[k:k + 1] = [f for f in pair if f not in out]
+    for f in list(out):
+        sibling = name_sibling(f, fields)
+        if sibling is not None and sibling not in out:
+            out.insert(out.index(f) + (whole_name(f, fields)[0] is f), sibling)
+    if not any(name_part(f) for f in out) and (pair := _name_pair(out, fields)):
+        out += pair
     return out
+
+
+def _possessed_by_other(q: Question, m: Mention, entities: set[int]) -> bool:
+    """'the names of the advisors': the mention's 'of' phrase names no entity."""
+    if q.raw[m.end:m.end + 1] != ["of"]:
+        return False
+    at = m.end + 1 + (q.raw[m.end + 1:m.end + 2] in (["the"], ["all"], ["each"], ["every"]))
+    return at not in entities
+
+
+def _part_said(q: Question, m: Mention) -> bool:
+    """The mention of a part of a name says which part ('first name', 'fname', 'surname')."""
+    part = name_part(m.field)[1]
+    words = {w for pair in NAME_PARTS for w in pair if len(w) > 1} | {part, part + "name", "surname"}
+    return bool(words & set(q.stems[m.start:m.end]))
+
+
+def _name_pair(outputs: list[Field], fields: list[Field]) -> list[Field]:
+    """A first and last name field pair, of the elements the outputs are in if any (else the least nested)."""
+    levels = {f.arrays for f in outputs}
+    pairs = [whole_name(f, fields) for f in fields if f.kind == "scalar" and name_part(f)
+             and name_part(f)[1] in ("first", "f", "given")]
+    pairs = [p for p in pairs if len(p) == 2]
+    return min(pairs, key=lambda p: (p[0].arrays not in levels, len(p[0].arrays), p[0].mql)) if pairs else []
+
+
+def listed_with(q: Question, shown: list[Mention], read: list[Mention]) -> list[Mention]:
+    """'the names along with the number of components for furniture with over 10 components', 'the
+    names and prices of products, highest prices first': a field a condition or an order reads is
+    also shown when it is listed with the shown ones (coordinated with one of them, as its own
+    attribute): the `read` mentions so listed, in question order."""
+    return listed_run(shown, read, lambda a, b: _coordinated(q, a, b))
+
+
+def _coordinated(q: Question, first: Mention, second: Mention) -> bool:
+    """`first` ends shortly before `second` starts, only list words (a comma or a coordinating one
+    among them) between the two."""
+    gap = q.raw[first.end:second.start]
+    if first.end > second.start or not list_words(gap):
+        return False
+    between = q.text[q.spans[first.end - 1][1]:q.spans[second.start][0]]
+    return "," in between or bool(LIST_MARKERS & set(gap))
 
 
 def _first_entity_array(q: Question, fields: list[Field], entities: set[int], collection: str) -> str | None:

@@ -199,10 +199,15 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      lambda m: re.sub(r"\byoungest\b", "minimum", re.sub(r"\boldest\b", "maximum", m.group()))),
     (r"\b(youngest|oldest) ages?\b", lambda m: ("minimum" if m.group(1).lower() == "youngest" else "maximum") + " age"),
     # everything: 'the complete information about', 'everything about'
-    (r"\b(?:the )?(?:complete|full|entire|whole) (information|info|details|data|records?)\b", r"all the \1"),
+    (r"\b(?:the )?(?:complete|full|entire|whole|comprehensive) (information|info|details|data|records?)\b",
+     r"all the \1"),
+    (r"\ball (?:the )?(?:relevant|available|recorded|stored) (information|info|details|data|records)\b", r"all the \1"),
+    (r"\bevery detail\b", r"all the details"),
     (r"\beverything (?=about|on|regarding|concerning|for)\b", r"all the information "),
     (r"(?<!all )\b(?:the )?(information|info) (?=about|on|regarding|concerning|of)\b", r"all the \1 "),
     # name parts sharing one head: 'first and last names', 'names (both first and last)'
+    (r"\b(first|last|middle|given|family), (first|last|middle|given|family),? (?:and|&) (first|last|middle|given|family) "
+     r"(names?)\b", r"\1 \4, \2 \4 and \3 \4"),
     (r"\b(first|last|middle|given|family) (?:and|&) (first|last|middle|given|family) names\b",
      r"\1 names and \2 names"),
     (r"\b(first|last|middle|given|family) (?:and|&) (first|last|middle|given|family) name\b", r"\1 name and \2 name"),

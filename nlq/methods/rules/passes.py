@@ -36,13 +36,13 @@ from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, 
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
 from nlq.methods.rules.joins import asked_collection, reach
 from nlq.methods.rules.ordering import default_order, detect_limit, detect_order, entity_limit, superlative_limit
-from nlq.methods.rules.outputs import (asks_for_entity, count_grain, entity_outputs, full_names, grain_of, intent_word,
-                                       names_array, plan_expansions, plan_unwinds, plural_attribute, unrepresented,
-                                       validate)
+from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
+                                       grain_of, intent_word, listed_with, names_array, plan_expansions, plan_unwinds,
+                                       plural_attribute, unrepresented, validate)
 from nlq.methods.rules.question import (Question, counts_entity, meaningful_mentions, mention_fields, name_span,
                                         names_quantity, order_words, quantity_noun, select_mentions, word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
-from nlq.methods.rules.vocabulary import (AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
+from nlq.methods.rules.vocabulary import (AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
                                           DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS,
                                           SUPERLATIVES)
 
@@ -365,20 +365,24 @@ def read_order(s: State) -> None:
 def read_outputs(s: State) -> None:
     """What the question names and nothing else uses; a bare entity; what a count is per."""
     q, ir, lower, mentions, fields = s.q, s.ir, s.lower, s.mentions, s.fields
-    if ALL_FIELDS_PATTERNS.search(lower):
+    read = {f.field.mql for f in ir.filters} | {k.mql for k, _ in ir.sort if isinstance(k, Field)}
+    named = [m for m in mentions if m.start not in s.used and not m.entity and m.field.mql not in read]
+    if asks_all_fields(q, mentions, s.entities, named):
         grain = grain_of(mentions, fields, s.entities, q, name_span(q, s.collection, fields))
         ir.outputs = [f for f in fields if f.kind == "scalar" and f.arrays == grain and "<*>" not in f.mql]
     else:
         for m in mentions:
             if m.start not in s.used and m.field not in ir.outputs and m.field not in ir.group_by:
                 ir.outputs.append(m.field)
+        if not (ir.count or ir.aggregates or ir.group_by):
+            shown_read(s)
         unnamed = not any({"id", "name", "title"} & set(f.words) for f in ir.outputs)
         if not (ir.count or ir.aggregates or ir.group_by) and (
                 not ir.outputs or unnamed and asks_for_entity(q, s.collection)):
             # a bare entity; 'which 5 drivers log the most hours': the entities, beside what ranks them
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities,
                                         "identified" in s.variant) + ir.outputs
-    ir.outputs = full_names(lower, ir.outputs, fields)
+    ir.outputs = full_names(q, ir.outputs, fields, mentions, s.entities)
     summed_quantities(s)
     ir.grain = s.grain or count_grain(q, fields, s.collection) if ir.count else None
     if ir.count and ir.grain and "." not in ir.grain and not (ir.outputs or ir.group_by or ir.aggregates
@@ -419,6 +423,19 @@ def read_outputs(s: State) -> None:
           and plural_attribute(q, mentions, ir.outputs[0], s.plural)
           and (re.search(r"\ball\b", lower) or asks_for_values(q, mentions, ir.outputs[0]))):
         ir.distinct = True  # "show all majors", "what cities do students live in": the set of values
+
+
+def shown_read(s: State) -> None:
+    """A field a condition or an order reads, listed with the fields shown, is shown too
+    ('the names and prices of products over $100': `listed_with`)."""
+    ir = s.ir
+    read = {f.field.mql for f in ir.filters} | {k.mql for k, _ in ir.sort if isinstance(k, Field)}
+    shown = [m for m in s.mentions if m.start not in s.used and m.field in ir.outputs]
+    candidates = [m for m in s.mentions if m.start in s.used and m.field.kind == "scalar" and m.field.mql in read
+                  and m.field not in ir.outputs]
+    for m in listed_with(s.q, shown, candidates):
+        if m.field not in ir.outputs:
+            ir.outputs.append(m.field)
 
 
 def summed_quantities(s: State) -> None:

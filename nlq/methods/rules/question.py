@@ -228,6 +228,8 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
 
 # Words that point back to something already named ('where the name includes ...').
 DEFINITE = frozenset({"the", "their", "its", "his", "her", "whose"})
+# Possessive determiners: what they qualify belongs to something named before.
+POSSESSIVES = frozenset({"their", "its", "his", "her"})
 
 
 def _anaphoric(words: list[str], mentions: list[Mention]) -> list[Mention]:
@@ -302,7 +304,8 @@ def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int
     # not the first of two coordinated modifiers ('login and last names': the names are last names)
     coordinated = start >= 3 and words[start - 2] in CONJUNCTIONS and words[start - 1] not in TEXT_STOPWORDS
     before = range(max(0, start - 8), start - 3 if coordinated else start)
-    after = range(end, min(len(words), end + 8))
+    # ('their details': the possessor was said before, not in a phrase after it)
+    after = range(end, end if start and words[start - 1] in POSSESSIVES else min(len(words), end + 8))
     names = lambda w, fw: word_match(w, fw) >= 0.8
     covered = lambda w: any(names(w, fw) for fw in fwords) or w not in vocabulary
 
@@ -346,6 +349,35 @@ def _listed_with_attributes(words: list[str], collection: str) -> list[int]:
     return found
 
 
+# Words that may join the attributes of one list ('the names along with the prices', 'ids and their details').
+LIST_LINKS = frozenset({"and", "along", "with", "together", "as", "well", "the", "their", "its", "respective",
+                        "corresponding", "associated", "also", "plus", "including", "both"})
+# Of those, the ones that do coordinate (a bare 'with' introduces a condition: 'names with prices over 10').
+LIST_MARKERS = frozenset({"and", "along", "together", "well", "their", "its", "plus", "including"})
+
+
+def list_words(gap: list[str]) -> bool:
+    """The words between two items of a list: a few list words (the comma or marker aside)."""
+    return len(gap) <= 4 and all(w in LIST_LINKS for w in gap)
+
+
+def listed_run(seeds: list[Mention], candidates: list[Mention], coordinated) -> list[Mention]:
+    """The candidates listed with the seeds, directly or through one another (`coordinated(a, b)`:
+    `a` comes right before `b` in one list), in question order; one per span, the first given."""
+    run, found = list(seeds), []
+    grew = True
+    while grew:
+        grew = False
+        for m in candidates:
+            if m in found or any(n.start < m.end and m.start < n.end for n in run):
+                continue
+            if any(coordinated(a, b) for n in run for a, b in ((m, n), (n, m))):
+                found.append(m)
+                run.append(m)
+                grew = True
+    return sorted(found, key=lambda m: m.start)
+
+
 # Words joining two modifiers of one head noun ('first and last names').
 CONJUNCTIONS = frozenset({"and", "or"})
 
@@ -372,6 +404,11 @@ def _coordinated_modifiers(words: list[str]) -> list[tuple[int, list[str], bool]
 WEAK_FIELD_WORDS = frozenset({"line", "code", "no", "num", "0", "1", "2", "3"})
 
 
+# Prepositions a field's name may end on ('Directed_by', 'Member_of'): a question naming the verb or
+# noun ('the director', 'members') leaves them out.
+PREPOSITIONS = frozenset({"by", "of", "in", "for", "to", "at", "on", "with", "from"})
+
+
 # Verbs that introduce a name as a value ('not named "Jo"'), not the field holding it.
 NAMING_VERBS = frozenset({"named", "called", "titled", "labeled", "labelled"})
 
@@ -381,9 +418,11 @@ def _only_implicit_words_unmatched(f: Field, span: list[str], collection: set[st
     collection's own, their initial or abbreviation ('category' names product_category_code
     in products, 'phone' DPhone in departments, 'hire date' EMP_HIREDATE in employees), or
     what its stored values already are ('opened' names Open_Year when the field
-    holds calendar years, 'hired' names hire_date of a date field)."""
+    holds calendar years, 'hired' names hire_date of a date field), or the preposition
+    it ends on ('director' names Directed_by)."""
     implied = WEAK_FIELD_WORDS | collection | {w[0] for w in collection} | ({"year"} if f.years else set()) | (
-        {"date"} if f.type == "date" else set()) | unit_words(f.words, collection)
+        {"date"} if f.type == "date" else set()) | unit_words(f.words, collection) | (
+        set(f.words[-1:]) & PREPOSITIONS)
     named = {fw for fw in f.words if fw != "id" and any(word_match(w, fw) >= 0.7 and w not in NAMING_VERBS
                                                         for w in span)}
     return bool(named) and all(fw in named or fw in implied or any(word_match(c, fw) >= 0.8 for c in collection)
@@ -482,7 +521,7 @@ def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
                 i += 1
                 total += 1
                 continue
-            if fw[:1] == w[:1] and _abbreviates(fw, words, i):  # (cheap test first: hot loop)
+            if fw[:1] == w[:1] and _abbreviates(fw, words, i):  # (cheap test first)
                 matched += 1.0
                 i += 2
                 total += 1
@@ -605,6 +644,8 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
                              -m.field.present, m.field.mql))
     taken: list[Mention] = []
     used: set[int] = set()
+    entity_words: list[Mention] = []  # a word naming the entity and, in full, a field of it
+    named = {m.start for m in pool if m.entity}  # entity words listed with attributes: the entity's name
     starts = {m.start for m in pool if m.field.kind != "array"}
     arrays = [set(range(m.start, m.end)) for m in pool if m.field.kind == "array" and m.share == 1.0
               and m.end - m.start >= 2]
@@ -616,14 +657,48 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
             continue
         if span & entity_positions and not m.entity and (m.share < 1.0 or span & entity_positions & plural) \
                 and not compounded_entity_word(m, words, entity_positions, plural, arrays):
-            continue
+            if m.share >= 0.85 and m.end - m.start == 1:
+                entity_words.append(m)
+            if m.start in named or not _entity_and_its_attribute(m, words):
+                continue  # (a word the entity's own name is shown for names that)
         if span & entity_positions and not m.entity and m.end in starts and m.end - m.start == 1:
             continue  # 'school enrollment': the entity's word modifies the field named next (the head)
         taken.append(m)
         used |= span
+    # 'the grapes and appelations of each wine' in `appellations`: an entity word listed with the
+    # attributes shown is its field named so (not when they are its own: 'the countries and their capitals')
+    listed = listed_run(taken, [m for m in entity_words if m.start not in used],
+                        lambda a, b: _listed_together(words[a.end:b.start], owned=a not in entity_words))
+    taken += listed
+    used |= {m.start for m in listed}
     taken += elided(taken, words, fields, used | blocked | entity_positions)
     taken.sort(key=lambda m: m.start)
     return taken
+
+
+def _entity_and_its_attribute(m: Mention, words: list[str]) -> bool:
+    """'the allergies and their types' in `Allergy_Type` (Allergy, AllergyType): a word naming the
+    entity and a field of it in full, listed with the attributes it owns (not itself owned: 'the
+    names of all countries and their capitals'), is that field; one after the possessive, whose
+    other words are said before it, is the field of the entity named so."""
+    if m.end - m.start != 1:
+        return False
+    if m.share == 1.0:
+        of = next((j for j in (m.start - 1, m.start - 2) if j >= 1 and words[j] == "of"), None)
+        return any(tuple(words[m.end:m.end + len(link)]) == link for link in ATTRIBUTE_LINKS) \
+            and (of is None or words[of - 1] in ("list", "set", "all", "each", "every"))
+    before = m.start - 1
+    while before >= 0 and words[before] in ("corresponding", "respective", "associated"):
+        before -= 1
+    return before >= 0 and words[before] in ("their", "its") and m.echo > 0
+
+
+def _listed_together(gap: list[str], owned: bool) -> bool:
+    """Two attributes of one list, said one after the other ('grapes and appelations', 'grapes along
+    with their appellations'); a possessive between them only when the second is `owned` by the first's
+    entity (an entity word before 'and their' owns what follows: 'the countries and their capitals')."""
+    return gap[:1] in (["and"], ["or"], ["along"], ["together"], ["plus"]) and list_words(gap) \
+        and (owned or not POSSESSIVES & set(gap))
 
 
 def elided(taken: list[Mention], words: list[str], fields: list[Field], used: set[int]) -> list[Mention]:

@@ -131,7 +131,13 @@ LIMIT_PATTERNS = re.compile(r"\b(?:top|first|last|highest|lowest|largest|smalles
                             r"(?:(?:" + "|".join(sorted(SUPERLATIVES)) + r")|top)\b")
 
 
-ALL_FIELDS_PATTERNS = re.compile(r"\ball (?:the )?(?:information|info|details|data|attributes|fields|columns)\b")
+ALL_FIELDS_PATTERNS = re.compile(r"\ball (?:the )?(?:(?P<of>\w+) )?"
+                                 r"(?:information|info|details|data|records|entries|attributes|fields|columns)\b")
+# 'find the details for all chip models', 'retrieve information for every X': every field, unless a field is named
+# by the details asked (the noun said right after the request, no modifier: 'venue details for each' is a field)
+DETAILS_PATTERNS = re.compile(r"(?:^|\b(?:provide|retrieve|show|get|find|give|display|list|fetch|present|are|me)\s+)"
+                              r"(?:the\s+)?(?P<noun>details|specifications|information|info)\s+"
+                              r"(?:of|for|about|on|regarding|concerning)\b")
 
 
 # Words that carry no schema meaning: general stopwords plus request verbs.
