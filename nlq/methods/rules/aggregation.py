@@ -91,11 +91,18 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
         # (a field of numbers before one of numbers spelled as text: 'the total amount in pounds')
         near = [mm for mm in mentions if mm.start > i and mm.start - i <= 4 and mm.field.measurable]
         target = next((mm for mm in near if mm.field.numeric), near[0] if near else None)
-        counted = i + 3 if q.raw[i + 1:i + 3] == ["number", "of"] else i + 1
+        counted = i + 3 if q.raw[i + 1:i + 3] in (["number", "of"], ["count", "of"]) else i + 1
         # ('the most drama workshop groups' counts the elements of an array named in several words;
         # 'the highest roller coaster' measures one)
         phrase = (array_phrase(q, counted, fields) if word in COUNTING or counted > i + 1 else
-                  _single(array_named(q, counted, fields), counted)) if target is None else None
+                  _single(array_named(q, counted, fields), counted)) if target is None else \
+            _referenced_elements(q, target, fields) if op in ("$max", "$min") and (word in COUNTING or counted > i + 1) \
+            and target.start == counted and target.start not in entities else None
+        if phrase is not None and _names_documents(q, phrase[1] - 1, ir.collection):
+            phrase = None  # 'the party with the most people' in `people`: its documents, not an array of each
+        if target is not None and phrase is not None:
+            used.add(target.start)  # (the identifier names the elements counted: it is not shown)
+            target = None
         array, array_end = phrase if phrase is not None else (None, counted + 1)
         if op in ("$avg", "$sum") and array is not None:
             # 'average number of chapters', 'average readership': the size of each document's array
@@ -111,7 +118,7 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
         # ('the most gas stations that opened after 2000': the entity right after 'most' is counted,
         # the numeric field named later in its clause is no measure of the superlative)
         counted_entity = i + 1 in entities or q.raw[i + 1:i + 2] == ["number"]
-        key = _most_of_entity(q, i, mentions, entities, fields, used, consumed) if op in ("$max", "$min") \
+        key = _most_of_entity(q, i, mentions, entities, fields, used, consumed, ir.collection) if op in ("$max", "$min") \
             and (target is None or counted_entity and target.start > i + 1) and array is None else None
         if key is None and op in ("$max", "$min") and array is not None:
             key = _value_of_elements(q, i, mentions, array, used)
@@ -181,6 +188,27 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
 
 # Superlatives that count ('the most players', 'the fewest members'), not measure ('the highest').
 COUNTING = frozenset({"most", "least", "fewest"})
+
+
+def _names_documents(q: Question, at: int, collection: str) -> bool:
+    """The word at `at` names the collection's own documents."""
+    head = split_name(collection)[-1:]
+    return at < len(q.stems) and any(word_match(q.stems[at], w) >= 0.85 for w in head)
+
+
+def _referenced_elements(q: Question, target: Mention, fields: list[Field]) -> tuple[Field, int] | None:
+    """(array, end) when a counting superlative names an array's elements by the identifier
+    they hold, its 'id' unsaid ('the most mailshots', each element of `Mailshot_Customers`
+    holding a `mailshot_id`): the elements are counted, not their identifiers ranked."""
+    said = set(q.raw[target.start:target.end])
+    if not target.field.arrays or "id" not in target.field.words or said & IDENTIFIER_WORDS:
+        return None
+    array = next((f for f in fields if f.kind == "array" and f.mql == target.field.arrays[-1]), None)
+    return (array, target.end) if array is not None else None
+
+
+# Words that say an identifier itself ('the highest id').
+IDENTIFIER_WORDS = frozenset({"id", "ids", "identifier", "identifiers", "number", "code"})
 
 
 def _single(array: Field | None, at: int) -> tuple[Field, int] | None:
@@ -324,7 +352,7 @@ def _value_of_elements(q: Question, i: int, mentions: list[Mention], array: Fiel
 
 
 def _most_of_entity(q: Question, i: int, mentions: list[Mention], entities: set[int], fields: list[Field],
-                    used: set[int], consumed: set[int] = frozenset()) -> Mention | None:
+                    used: set[int], consumed: set[int] = frozenset(), collection: str = "") -> Mention | None:
     """The field before 'most <documents>' ('which genre has the most books',
     'in which year were most of the books printed'), when the superlative counts the
     collection's own documents rather than an array's elements."""
@@ -333,7 +361,8 @@ def _most_of_entity(q: Question, i: int, mentions: list[Mention], entities: set[
     j = i + 1
     while j < len(q.raw) and (q.raw[j] in ("number", "of", "the") or j in consumed and j not in entities):
         j += 1  # ('the most female students': a literal read before the entity)
-    if j not in entities or array_named(q, j, fields, top_level=False) is not None:
+    if j not in entities or array_named(q, j, fields, top_level=False) is not None \
+            and not _names_documents(q, j, collection):
         return None
     before = [m for m in mentions if m.end <= i and m.start not in used and m.field.kind != "array"]
     return before[-1] if before else None

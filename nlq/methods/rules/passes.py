@@ -467,6 +467,7 @@ def read_per_group(s: State) -> None:
             and ir.aggregates[0][0] in ("$max", "$min"):
         top_per_group(ir, s.index, s.fields, q, s.entities, "identified" in s.variant)
     counted_inside(ir)
+    sizes_counted(ir)
     ranked = MOST_COUNTED.search(s.lower)
     if ranked and ir.group_by and ir.count and not ir.sort:
         # 'the range with the most number of peaks' (peaks no field names): the groups, ranked by their counts
@@ -524,6 +525,16 @@ def counted_inside(ir: IR) -> None:
     ir.group_by, ir.outputs, ir.distinct = list(ir.outputs), [], False
     ir.count, ir.count_asked, ir.having = True, False, (f.op, f.value)
     ir.sort = [k for k in ir.sort if not isinstance(k[0], Field)]
+
+
+def sizes_counted(ir: IR) -> None:
+    """'the student with the highest number of courses', counted per student's name: groups are
+    ranked by the array's size the superlative reads, so each group counts that array's elements."""
+    sized = next((k[1] for k, _ in ir.sort if isinstance(k, tuple)), None)
+    if sized is None or not ir.count or not ir.group_by or ir.aggregates or ir.having:
+        return
+    ir.sort = [("count", d) if isinstance(k, tuple) else (k, d) for k, d in ir.sort]
+    ir.grain = sized.mql
 
 
 def own_label(index: dict, collection: str, fields: list[Field]) -> list[Field]:

@@ -1,0 +1,45 @@
+"""`rules` ranks documents by how many elements an embedded array holds: elements named by the
+identifier each holds are counted (not their identifiers ranked), a count per group counts
+them, and a noun naming the collection's own documents counts those, not an array's elements."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import rules_answer, rules_world
+
+READERS = [{"reader_id": 1, "reader_name": "Ada", "Newsletter_Readers": [{"newsletter_id": 7}]},
+           {"reader_id": 2, "reader_name": "Bo", "Newsletter_Readers": [{"newsletter_id": 1}, {"newsletter_id": 2},
+                                                                        {"newsletter_id": 3}]},
+           {"reader_id": 3, "reader_name": "Cy", "Newsletter_Readers": [{"newsletter_id": 4}, {"newsletter_id": 5}]}]
+VOTERS = [{"Voter_ID": i, "Name": name, "Party": party, "poll_voters": [{"Poll_ID": p} for p in polls]}
+          for i, (name, party, polls) in enumerate([("Ann", "Green", [1, 2, 3]), ("Ben", "Blue", [1]),
+                                                    ("Cat", "Blue", []), ("Dan", "Blue", [2])])]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("arrays"), {"letters": {"Readers": READERS},
+                                                           "polls": {"voters": VOTERS}})
+
+
+def test_elements_named_by_their_identifier_are_counted(world):
+    """'the most newsletters', each element of `Newsletter_Readers` holding a `newsletter_id`:
+    the reader with the most elements, not the one holding the highest identifier."""
+    prediction, rows = rules_answer(world, "letters", "Show the names of readers who have the most newsletters.")
+    assert rows == [{"reader_name": "Bo"}], prediction["pipeline"]
+
+
+def test_a_count_per_group_counts_the_ranked_array(world):
+    """'the reader who received the highest number of newsletters', counted per name: each
+    group counts the array's elements, and the groups are ranked by that count."""
+    prediction, rows = rules_answer(world, "letters",
+                                    "Retrieve the name of the reader who has received the highest number of newsletters.")
+    assert [r["reader_name"] for r in rows] == ["Bo"], prediction["pipeline"]
+
+
+def test_the_collections_own_documents_are_counted(world):
+    """'the party with the most voters' in `voters`, whose documents also hold a `poll_voters`
+    array: the voters themselves are counted per party."""
+    prediction, rows = rules_answer(world, "polls", "Show the party that has the most voters.")
+    assert rows == [{"Party": "Blue"}], prediction["pipeline"]
