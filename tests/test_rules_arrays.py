@@ -43,3 +43,12 @@ def test_the_collections_own_documents_are_counted(world):
     array: the voters themselves are counted per party."""
     prediction, rows = rules_answer(world, "polls", "Show the party that has the most voters.")
     assert rows == [{"Party": "Blue"}], prediction["pipeline"]
+
+
+def test_a_qualifier_naming_nothing_stored_leaves_the_array_counted(world):
+    """'the most print newsletters': `print` names nothing the readers store, the array is still
+    the one counted — and the word stays unread, not silently taken as explained."""
+    prediction, rows = rules_answer(world, "letters", "Which reader has the most print newsletters? Give the name.")
+    assert rows == [{"reader_name": "Bo"}], prediction["pipeline"]
+    prediction, rows = rules_answer(world, "letters", "Which reader has the most expensive newsletters?")
+    assert "_size" not in str(prediction["pipeline"]), prediction["pipeline"]

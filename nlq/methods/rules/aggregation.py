@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from nlq.methods.rules.vocabulary import (AGG_WORDS, COUNT_PATTERNS, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS,
-                                          WORD_NUMBERS)
+from nlq.methods.rules.vocabulary import (ADJECTIVE_ENDINGS, AGG_WORDS, COUNT_PATTERNS, DISTINCT_WORDS, GROUP_PATTERNS,
+                                          STATISTICS, STOPWORDS, WORD_NUMBERS)
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import split_name
 from nlq.methods.rules.question import Question, quantity_noun, to_number, word_match
@@ -94,16 +94,14 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
         counted = i + 3 if q.raw[i + 1:i + 3] in (["number", "of"], ["count", "of"]) else i + 1
         # ('the most drama workshop groups' counts the elements of an array named in several words;
         # 'the highest roller coaster' measures one)
-        phrase = (array_phrase(q, counted, fields) if word in COUNTING or counted > i + 1 else
-                  _single(array_named(q, counted, fields), counted)) if target is None else \
-            _referenced_elements(q, target, fields) if op in ("$max", "$min") and (word in COUNTING or counted > i + 1) \
-            and target.start == counted and target.start not in entities else None
-        if phrase is not None and _names_documents(q, phrase[1] - 1, ir.collection):
-            phrase = None  # 'the party with the most people' in `people`: its documents, not an array of each
+        counting = word in COUNTING or counted > i + 1
+        phrase = _counted_phrase(q, i, counted, counting, op in ("$max", "$min"), target, fields, named, entities,
+                                 consumed, ir.collection)
         if target is not None and phrase is not None:
             used.add(target.start)  # (the identifier names the elements counted: it is not shown)
             target = None
-        array, array_end = phrase if phrase is not None else (None, counted + 1)
+        skipped = phrase[2] if phrase is not None else -1
+        array, array_end = phrase[:2] if phrase is not None else (None, counted + 1)
         if op in ("$avg", "$sum") and array is not None:
             # 'average number of chapters', 'average readership': the size of each document's array
             if (op, array) not in ir.aggregates:
@@ -123,7 +121,7 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
         if key is None and op in ("$max", "$min") and array is not None:
             key = _value_of_elements(q, i, mentions, array, used)
             if key is not None:
-                consumed.update(range(i + 1, array_end))  # 'the most drama workshop groups': the array
+                consumed.update(set(range(i + 1, array_end)) - {skipped})  # 'the most drama workshop groups'
         if key is not None:
             # 'which genre has the most books': the value of a field shared by the most documents
             ir.group_by.append(key.field)
@@ -139,7 +137,7 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
                 ir.filters.append(Filter(array, "$gt", 0, size=True))
             ir.sort = ir.sort or [(("size", array), -1 if op == "$max" else 1)]  # 'the most players'
             ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1
-            consumed.update(range(i + 1, array_end))
+            consumed.update(set(range(i + 1, array_end)) - {skipped})  # (a qualifier skipped stays unread)
             continue
         if target is None and op in ("$avg", "$sum") and q.raw[i - 1:i] in (["on"], ["in"]):
             # 'how old is each gender on average', 'how many hours were played in total': the measure
@@ -188,6 +186,40 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
 
 # Superlatives that count ('the most players', 'the fewest members'), not measure ('the highest').
 COUNTING = frozenset({"most", "least", "fewest"})
+
+
+def _counted_phrase(q: Question, start: int, at: int, counting: bool, ranking: bool, target: Mention | None,
+                    fields: list[Field], named: set[int], entities: set[int], consumed: set[int],
+                    collection: str) -> tuple[Field, int, int] | None:
+    """(array, end, skipped) of the array whose elements the statistic at `start` counts: named by
+    the phrase at `at` ('the most drama workshop groups'), by the identifier its elements hold
+    (`_referenced_elements`), or past one qualifier that names nothing stored ('the most insurance
+    policies': `Policies`; `skipped` is that word's position, else -1). Not when the phrase names
+    the collection's own documents ('the party with the most people' in `people`)."""
+    qualifier = _free_qualifier(q, at, named | entities | consumed, bare=at == start + 1)
+    if target is not None:
+        said = target.start == at or qualifier and target.start == at + 1
+        found = _referenced_elements(q, target, fields) if ranking and counting and said \
+            and target.start not in entities else None
+        skipped = at if target.start == at + 1 else -1
+    elif not counting:
+        found, skipped = _single(array_named(q, at, fields), at), -1
+    else:
+        found, skipped = array_phrase(q, at, fields), -1
+        if found is None and qualifier:
+            found, skipped = array_phrase(q, at + 1, fields), at
+    if found is None or _names_documents(q, found[1] - 1, collection):
+        return None
+    return found[0], found[1], skipped
+
+
+def _free_qualifier(q: Question, at: int, read: set[int], bare: bool) -> bool:
+    """The word at `at` is a plain word no field, entity or earlier pass reads ('insurance');
+    right after a bare superlative, no adjective it forms one with ('the most expensive')."""
+    word = q.raw[at] if at + 1 < len(q.raw) else ""
+    adjective = word.endswith(ADJECTIVE_ENDINGS) and not word.endswith("ed")  # ('the most logged problems')
+    return at not in read and word.isalpha() and word not in STOPWORDS and word not in AGG_WORDS \
+        and word not in COUNT_HEADS and not (bare and adjective)
 
 
 def _names_documents(q: Question, at: int, collection: str) -> bool:

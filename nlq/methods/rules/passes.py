@@ -41,9 +41,9 @@ from nlq.methods.rules.outputs import (asks_for_entity, count_grain, entity_outp
 from nlq.methods.rules.question import (Question, counts_entity, meaningful_mentions, mention_fields, name_span,
                                         names_quantity, order_words, quantity_noun, select_mentions, word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
-from nlq.methods.rules.vocabulary import (AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
-                                          DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS,
-                                          SUPERLATIVES)
+from nlq.methods.rules.vocabulary import (ADJECTIVE_ENDINGS, AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS,
+                                          DESC_WORDS, DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS,
+                                          STOPWORDS, SUPERLATIVES)
 
 
 @dataclass
@@ -234,9 +234,6 @@ def compound_number(q: Question, count: re.Match) -> bool:
     return word.isalpha() and word not in STOPWORDS and word not in AGG_WORDS and word not in COUNT_MODIFIERS \
         and word not in SUPERLATIVES and not word.endswith(ADJECTIVE_ENDINGS)
 
-
-# Endings of adjectives ('the corresponding number of', 'the respective number of', 'a sizeable number of').
-ADJECTIVE_ENDINGS = ("ly", "ing", "ive", "ed", "al", "ous", "ful", "ic", "ent", "ant", "ary", "ble", "est", "er")
 
 
 def read_grouping(s: State) -> None:
