@@ -52,3 +52,11 @@ def test_a_qualifier_naming_nothing_stored_leaves_the_array_counted(world):
     assert rows == [{"reader_name": "Bo"}], prediction["pipeline"]
     prediction, rows = rules_answer(world, "letters", "Which reader has the most expensive newsletters?")
     assert "_size" not in str(prediction["pipeline"]), prediction["pipeline"]
+
+
+def test_a_count_phrase_a_superlative_reads_counts_nothing(world):
+    """'the reader with the greatest number of newsletters': the readers ranked by their array's
+    size, the top one shown — not a count of every reader."""
+    prediction, rows = rules_answer(world, "letters",
+                                    "Identify the reader with the greatest number of newsletters and show their name.")
+    assert rows == [{"reader_name": "Bo"}], prediction["pipeline"]

@@ -337,6 +337,22 @@ def read_aggregates(s: State) -> None:
     top_group(q, ir, s.mentions, s.used, s.fields)
     if (ir.aggregates or ir.count) and "ungrouped" not in s.variant:
         ir.group_by += [f for f in detect_by_grouping(q, s.mentions, s.used, s.entities) if f not in ir.group_by]
+    size_ranked(s)
+
+
+def size_ranked(s: State) -> None:
+    """'the customer with the greatest number of mailshots': every count phrase is a superlative's,
+    which ranks the documents by their array's size — nothing is counted (with values named
+    before it, they are what the count is per: `read_outputs`)."""
+    q, ir = s.q, s.ir
+    if not ir.count or ir.group_by or ir.having or ir.aggregates or not any(isinstance(k, tuple) for k, _ in ir.sort):
+        return
+    starts = [q.word_at(c.start()) for c in count_phrases(s)]
+    per_value = any(m.start not in s.used and m.end <= starts[0] for m in s.mentions) if starts else True
+    ranked = all(at > 0 and (q.raw[at - 1] in SUPERLATIVES or AGG_WORDS.get(q.raw[at - 1]) in ("$max", "$min"))
+                 for at in starts)
+    if ranked and not per_value:
+        ir.count = ir.count_asked = False
 
 
 def read_order(s: State) -> None:
