@@ -16,11 +16,17 @@ VOTERS = [{"Voter_ID": i, "Name": name, "Party": party, "poll_voters": [{"Poll_I
           for i, (name, party, polls) in enumerate([("Ann", "Green", [1, 2, 3]), ("Ben", "Blue", [1]),
                                                     ("Cat", "Blue", []), ("Dan", "Blue", [2])])]
 
+CLIENTS = [{"client_id": 1, "Wallets": [{"wallet_id": 10, "wallet_name": "Main",
+                                         "Payments": [{"amount": a} for a in range(5)]},
+                                        {"wallet_id": 11, "wallet_name": "Spare", "Payments": [{"amount": 3}]}]},
+           {"client_id": 2, "Wallets": [{"wallet_id": 12, "wallet_name": "Travel", "Payments": []}]}]
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return rules_world(tmp_path_factory.mktemp("arrays"), {"letters": {"Readers": READERS},
-                                                           "polls": {"voters": VOTERS}})
+                                                           "polls": {"voters": VOTERS},
+                                                           "bank": {"Clients": CLIENTS}})
 
 
 def test_elements_named_by_their_identifier_are_counted(world):
@@ -33,8 +39,8 @@ def test_elements_named_by_their_identifier_are_counted(world):
 def test_a_count_per_group_counts_the_ranked_array(world):
     """'the reader who received the highest number of newsletters', counted per name: each
     group counts the array's elements, and the groups are ranked by that count."""
-    prediction, rows = rules_answer(world, "letters",
-                                    "Retrieve the name of the reader who has received the highest number of newsletters.")
+    question = "Retrieve the name of the reader who has received the highest number of newsletters."
+    prediction, rows = rules_answer(world, "letters", question)
     assert [r["reader_name"] for r in rows] == ["Bo"], prediction["pipeline"]
 
 
@@ -60,3 +66,10 @@ def test_a_count_phrase_a_superlative_reads_counts_nothing(world):
     prediction, rows = rules_answer(world, "letters",
                                     "Identify the reader with the greatest number of newsletters and show their name.")
     assert rows == [{"reader_name": "Bo"}], prediction["pipeline"]
+
+
+def test_a_count_compares_the_size_of_each_elements_own_array(world):
+    """'wallets with at least 4 payments', payments an array of each wallet (itself an array of
+    each client): each wallet's own payments are counted, not left out."""
+    prediction, rows = rules_answer(world, "bank", "Show the wallet id and name with at least 4 payments.")
+    assert rows == [{"wallet_id": 10, "wallet_name": "Main"}], prediction["pipeline"]

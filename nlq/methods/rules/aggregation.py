@@ -116,8 +116,9 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
         # ('the most gas stations that opened after 2000': the entity right after 'most' is counted,
         # the numeric field named later in its clause is no measure of the superlative)
         counted_entity = i + 1 in entities or q.raw[i + 1:i + 2] == ["number"]
-        key = _most_of_entity(q, i, mentions, entities, fields, used, consumed, ir.collection) if op in ("$max", "$min") \
-            and (target is None or counted_entity and target.start > i + 1) and array is None else None
+        key = _most_of_entity(q, i, mentions, entities, fields, used, consumed, ir.collection) \
+            if op in ("$max", "$min") and (target is None or counted_entity and target.start > i + 1) \
+            and array is None else None
         if key is None and op in ("$max", "$min") and array is not None:
             key = _value_of_elements(q, i, mentions, array, used)
             if key is not None:

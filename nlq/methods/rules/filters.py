@@ -127,12 +127,13 @@ def _array_phrase(q: Question, at: int, fields: list[Field]) -> tuple[Field | No
     """The top-level array a noun phrase starting at `at` names, and the phrase's end: 'two
     flights' -> flight[], 'two journal committees' -> journal_committee[] (its last word names
     the array, the one before is the rest of its name)."""
-    array = array_named(q, at, fields)
-    if array is not None:
-        return array, at + 1
-    array = array_named(q, at + 1, fields)
-    if array is not None and any(word_match(q.stems[at], w) >= 0.85 for w in array.words[:-1]):
-        return array, at + 2
+    for top_level in (True, False):  # ('accounts with at least 4 transactions': each account's own)
+        array = array_named(q, at, fields, top_level)
+        if array is not None:
+            return array, at + 1
+        array = array_named(q, at + 1, fields, top_level)
+        if array is not None and any(word_match(q.stems[at], w) >= 0.85 for w in array.words[:-1]):
+            return array, at + 2
     return None, at
 
 
