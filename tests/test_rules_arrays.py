@@ -11,7 +11,8 @@ from tests.helpers import rules_answer, rules_world
 READERS = [{"reader_id": 1, "reader_name": "Ada", "Newsletter_Readers": [{"newsletter_id": 7}]},
            {"reader_id": 2, "reader_name": "Bo", "Newsletter_Readers": [{"newsletter_id": 1}, {"newsletter_id": 2},
                                                                         {"newsletter_id": 3}]},
-           {"reader_id": 3, "reader_name": "Cy", "Newsletter_Readers": [{"newsletter_id": 4}, {"newsletter_id": 5}]}]
+           {"reader_id": 3, "reader_name": "Cy", "Newsletter_Readers": [{"newsletter_id": 4}, {"newsletter_id": 5}]},
+           {"reader_id": 4, "reader_name": "Di", "Newsletter_Readers": []}]
 VOTERS = [{"Voter_ID": i, "Name": name, "Party": party, "poll_voters": [{"Poll_ID": p} for p in polls]}
           for i, (name, party, polls) in enumerate([("Ann", "Green", [1, 2, 3]), ("Ben", "Blue", [1]),
                                                     ("Cat", "Blue", []), ("Dan", "Blue", [2])])]
@@ -73,3 +74,10 @@ def test_a_count_compares_the_size_of_each_elements_own_array(world):
     each client): each wallet's own payments are counted, not left out."""
     prediction, rows = rules_answer(world, "bank", "Show the wallet id and name with at least 4 payments.")
     assert rows == [{"wallet_id": 10, "wallet_name": "Main"}], prediction["pipeline"]
+
+
+def test_an_upper_bound_on_a_size_counts_among_documents_that_have_some(world):
+    """'readers with at most two newsletters': as a count per reader of its elements, a
+    reader without any forms no count — the bound is read among those that have some."""
+    prediction, rows = rules_answer(world, "letters", "Show the names of readers with at most two newsletters.")
+    assert sorted(r["reader_name"] for r in rows) == ["Ada", "Cy"], prediction["pipeline"]
