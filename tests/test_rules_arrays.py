@@ -81,3 +81,10 @@ def test_an_upper_bound_on_a_size_counts_among_documents_that_have_some(world):
     reader without any forms no count — the bound is read among those that have some."""
     prediction, rows = rules_answer(world, "letters", "Show the names of readers with at most two newsletters.")
     assert sorted(r["reader_name"] for r in rows) == ["Ada", "Cy"], prediction["pipeline"]
+
+
+def test_a_superlative_closing_the_clause_counts_how_often(world):
+    """'which party is seen the most among voters': no measure is named, so how often each
+    value occurs ranks them."""
+    prediction, rows = rules_answer(world, "polls", "Which party is seen the most among voters?")
+    assert rows == [{"Party": "Blue"}], prediction["pipeline"]

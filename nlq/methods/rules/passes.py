@@ -42,8 +42,8 @@ from nlq.methods.rules.question import (Question, counts_entity, meaningful_ment
                                         names_quantity, order_words, quantity_noun, select_mentions, word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
 from nlq.methods.rules.vocabulary import (ADJECTIVE_ENDINGS, AGG_WORDS, ALL_FIELDS_PATTERNS, ASC_WORDS, COUNT_PATTERNS,
-                                          DESC_WORDS, DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS,
-                                          STOPWORDS, SUPERLATIVES)
+                                          DESC_WORDS, DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS,
+                                          IRREGULAR_PARTICIPLES, STATISTICS, STOPWORDS, SUPERLATIVES)
 
 
 @dataclass
@@ -304,6 +304,37 @@ def read_grouping(s: State) -> None:
             if not ordering:
                 ir.limit = ir.limit or 1  # "the most common X" is one
             ir.count = True
+    else:
+        most_often(s)
+
+
+# 'which status code is seen the most', 'the type that appears most commonly in the records': a
+# superlative closing a passive or intransitive clause, with no measure — how often, a count.
+TRAILING_MOST = re.compile(r"\b(?:is|are|was|were|appears?|occurs?|\w+ed|" + "|".join(sorted(IRREGULAR_PARTICIPLES))
+                           + r")\s+(?:the\s+)?(most|least)"
+                           r"(?:\s+(?:commonly|frequently|often))?(?=\s*(?:[?.!,;]|$)|\s+(?:across|among|in|overall)\b)")
+
+
+def most_often(s: State) -> None:
+    """'which booking status code is seen the most across all bookings': the value named first
+    (the one asked for), counted per value and ranked by how often it occurs."""
+    q, ir = s.q, s.ir
+    m = TRAILING_MOST.search(s.lower)
+    if m is None or ir.group_by or ir.sort:
+        return
+    at, verb = q.word_at(m.start(1)), q.word_at(m.start())
+    if any(mm.start <= verb < mm.end for mm in s.mentions):
+        return  # 'the employees paid the least', 'the game played the most': the verb names a measure
+    target = next((mm for mm in s.mentions if mm.end <= at and mm.start not in s.used and mm.field.kind == "scalar"
+                   and not mm.field.measurable), None)
+    if target is None:
+        return
+    ir.group_by.append(target.field)
+    s.used.add(target.start)
+    s.consumed.update(range(at, q.word_at(m.end())))
+    ir.sort = [("count", -1 if m.group(1) == "most" else 1)]
+    ir.limit = ir.limit or 1
+    ir.count = True
 
 
 def group_by_elements(s: State, elements: Field) -> None:
