@@ -21,13 +21,17 @@ CLIENTS = [{"client_id": 1, "Wallets": [{"wallet_id": 10, "wallet_name": "Main",
                                          "Payments": [{"amount": a} for a in range(5)]},
                                         {"wallet_id": 11, "wallet_name": "Spare", "Payments": [{"amount": 3}]}]},
            {"client_id": 2, "Wallets": [{"wallet_id": 12, "wallet_name": "Travel", "Payments": []}]}]
+DEPOTS = [{"depot_id": 1, "Boxes": [{"box_id": b} for b in range(6)],
+           "Deliveries": [{"delivery_id": 7, "Boxes": [{"box_id": 1}, {"box_id": 2}]}, {"delivery_id": 8, "Boxes": []},
+                          {"delivery_id": 9, "Boxes": [{"box_id": 3}]}]}]
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return rules_world(tmp_path_factory.mktemp("arrays"), {"letters": {"Readers": READERS},
                                                            "polls": {"voters": VOTERS},
-                                                           "bank": {"Clients": CLIENTS}})
+                                                           "bank": {"Clients": CLIENTS},
+                                                           "depots": {"Depots": DEPOTS}})
 
 
 def test_elements_named_by_their_identifier_are_counted(world):
@@ -88,3 +92,10 @@ def test_a_superlative_closing_the_clause_counts_how_often(world):
     value occurs ranks them."""
     prediction, rows = rules_answer(world, "polls", "Which party is seen the most among voters?")
     assert rows == [{"Party": "Blue"}], prediction["pipeline"]
+
+
+def test_a_count_per_element_counts_that_elements_own_array(world):
+    """'the number of boxes in each delivery', boxes an array of the depot and of each of its
+    deliveries: each delivery's own boxes are counted, not every depot box beside it."""
+    prediction, rows = rules_answer(world, "depots", "Show the delivery ids and the number of boxes in each delivery.")
+    assert sorted((r["delivery_id"], r["count"]) for r in rows) == [(7, 2), (9, 1)], prediction["pipeline"]

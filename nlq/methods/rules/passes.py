@@ -418,7 +418,7 @@ def read_outputs(s: State) -> None:
                                         "identified" in s.variant) + ir.outputs
     ir.outputs = full_names(lower, ir.outputs, fields)
     summed_quantities(s)
-    ir.grain = s.grain or count_grain(q, fields, s.collection) if ir.count else None
+    ir.grain = s.grain or count_grain(q, fields, s.collection, ir.group_by) if ir.count else None
     if ir.count and ir.grain and "." not in ir.grain and not (ir.outputs or ir.group_by or ir.aggregates
                                                               or ir.distinct or ir.filters):
         # "all products and the number of complaints each has received": the entity,
