@@ -24,6 +24,9 @@ CLIENTS = [{"client_id": 1, "Wallets": [{"wallet_id": 10, "wallet_name": "Main",
 DEPOTS = [{"depot_id": 1, "Boxes": [{"box_id": b} for b in range(6)],
            "Deliveries": [{"delivery_id": 7, "Boxes": [{"box_id": 1}, {"box_id": 2}]}, {"delivery_id": 8, "Boxes": []},
                           {"delivery_id": 9, "Boxes": [{"box_id": 3}]}]}]
+GADGETS = [{"gadget_id": 1, "gadget_name": "Lamp", "Owner_Gadgets": [{"since": y} for y in (2018, 2019, 2020)]},
+           {"gadget_id": 2, "gadget_name": "Fan", "Owner_Gadgets": [{"since": 2021}]},
+           {"gadget_id": 3, "gadget_name": "Kettle", "Owner_Gadgets": []}]
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +34,8 @@ def world(tmp_path_factory):
     return rules_world(tmp_path_factory.mktemp("arrays"), {"letters": {"Readers": READERS},
                                                            "polls": {"voters": VOTERS},
                                                            "bank": {"Clients": CLIENTS},
-                                                           "depots": {"Depots": DEPOTS}})
+                                                           "depots": {"Depots": DEPOTS},
+                                                           "home": {"Gadgets": GADGETS}})
 
 
 def test_elements_named_by_their_identifier_are_counted(world):
@@ -99,3 +103,16 @@ def test_a_count_per_element_counts_that_elements_own_array(world):
     deliveries: each delivery's own boxes are counted, not every depot box beside it."""
     prediction, rows = rules_answer(world, "depots", "Show the delivery ids and the number of boxes in each delivery.")
     assert sorted((r["delivery_id"], r["count"]) for r in rows) == [(7, 2), (9, 1)], prediction["pipeline"]
+
+
+def test_a_link_array_is_named_by_the_word_before_the_documents_name(world):
+    """`Owner_Gadgets` in `Gadgets`: each element names an owner, so 'owners' are its elements."""
+    prediction, rows = rules_answer(world, "home", "How many owners are listed across the gadgets?")
+    assert rows == [{"count": 4}], prediction["pipeline"]
+
+
+def test_a_count_per_document_is_keyed_by_what_is_shown_outside_the_elements(world):
+    """'for each gadget, how many owners ...? the gadget name': a count per gadget, by its name."""
+    question = "For each gadget, how many owners use it? Give the gadget name and the count."
+    prediction, rows = rules_answer(world, "home", question)
+    assert sorted((r["gadget_name"], r["count"]) for r in rows) == [("Fan", 1), ("Lamp", 3)], prediction["pipeline"]

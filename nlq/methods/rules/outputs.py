@@ -9,7 +9,7 @@ from nlq.methods.rules.vocabulary import COUNT_PATTERNS
 from nlq.methods.rules.ir import AMBIGUOUS, Field, IR, Mention
 from nlq.methods.rules.schema import identifier, split_name
 from nlq.methods.rules.question import Question, entity_name, maybe_number, word_match
-from nlq.methods.rules.grounding import array_named
+from nlq.methods.rules.grounding import array_named, names_elements
 
 
 def entity_outputs(index: dict, collection: str, fields: list[Field], q: Question,
@@ -131,7 +131,7 @@ def count_grain(q: Question, fields: list[Field], collection: str, keys: list[Fi
             continue
         if any(word_match(q.stems[i], w) >= 0.85 for w in own[-1:]):
             return None
-        named = [f for f in fields if f.kind == "array" and f.words and word_match(q.stems[i], f.words[-1]) >= 0.85]
+        named = [f for f in fields if f.kind == "array" and f.words and names_elements(q.stems[i], f)]
         if named:
             inner = {k.arrays[-1] for k in keys if k.arrays}
             nested = [f for f in named if any(f.mql.startswith(a + ".") for a in inner)]

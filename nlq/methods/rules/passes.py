@@ -452,6 +452,11 @@ def read_outputs(s: State) -> None:
             ir.count, ir.grain = False, None
         else:
             ir.group_by = [f for f in ir.outputs if f.mql in before]
+            if not ir.group_by and ir.grain and per_document(q, lower, s.collection):
+                # 'for each part, how many assets ...? the part name': each document's count, keyed
+                # by what is shown outside the counted elements (else the document's own label)
+                ir.group_by = [f for f in ir.outputs if ir.grain not in f.arrays] \
+                    or own_label(s.index, s.collection, fields)
             ir.outputs = []
     elif (len(ir.outputs) == 1 and not (ir.count or ir.aggregates or ir.group_by or ir.sort or ir.filters)
           and plural_attribute(q, mentions, ir.outputs[0], s.plural)
