@@ -21,9 +21,9 @@ CLIENTS = [{"client_id": 1, "Wallets": [{"wallet_id": 10, "wallet_name": "Main",
                                          "Payments": [{"amount": a} for a in range(5)]},
                                         {"wallet_id": 11, "wallet_name": "Spare", "Payments": [{"amount": 3}]}]},
            {"client_id": 2, "Wallets": [{"wallet_id": 12, "wallet_name": "Travel", "Payments": []}]}]
-DEPOTS = [{"depot_id": 1, "Boxes": [{"box_id": b} for b in range(6)],
-           "Deliveries": [{"delivery_id": 7, "Boxes": [{"box_id": 1}, {"box_id": 2}]}, {"delivery_id": 8, "Boxes": []},
-                          {"delivery_id": 9, "Boxes": [{"box_id": 3}]}]}]
+DEPOTS = [{"depot_id": 1, "Aisles": [{"aisle_id": 4, "Boxes": [{"box_id": b} for b in range(6)]}],
+           "Deliveries": [{"delivery_id": 7, "Boxes": [{"box_id": 1}]}, {"delivery_id": 8, "Boxes": []},
+                          {"delivery_id": 9, "Boxes": [{"box_id": 2}, {"box_id": 3}]}]}]
 GADGETS = [{"gadget_id": 1, "gadget_name": "Lamp", "Owner_Gadgets": [{"since": y} for y in (2018, 2019, 2020)]},
            {"gadget_id": 2, "gadget_name": "Fan", "Owner_Gadgets": [{"since": 2021}]},
            {"gadget_id": 3, "gadget_name": "Kettle", "Owner_Gadgets": []}]
@@ -99,10 +99,10 @@ def test_a_superlative_closing_the_clause_counts_how_often(world):
 
 
 def test_a_count_per_element_counts_that_elements_own_array(world):
-    """'the number of boxes in each delivery', boxes an array of the depot and of each of its
-    deliveries: each delivery's own boxes are counted, not every depot box beside it."""
+    """'the number of boxes in each delivery', boxes an array of each aisle and of each delivery
+    of the depot: each delivery's own boxes are counted, not every aisle box beside it."""
     prediction, rows = rules_answer(world, "depots", "Show the delivery ids and the number of boxes in each delivery.")
-    assert sorted((r["delivery_id"], r["count"]) for r in rows) == [(7, 2), (9, 1)], prediction["pipeline"]
+    assert sorted((r["delivery_id"], r["count"]) for r in rows) == [(7, 1), (9, 2)], prediction["pipeline"]
 
 
 def test_a_link_array_is_named_by_the_word_before_the_documents_name(world):
@@ -116,3 +116,11 @@ def test_a_count_per_document_is_keyed_by_what_is_shown_outside_the_elements(wor
     question = "For each gadget, how many owners use it? Give the gadget name and the count."
     prediction, rows = rules_answer(world, "home", question)
     assert sorted((r["gadget_name"], r["count"]) for r in rows) == [("Fan", 1), ("Lamp", 3)], prediction["pipeline"]
+
+
+def test_the_grain_is_chosen_once_the_keys_named_before_the_count_are_known(world):
+    """'the delivery id for the delivery with most number of boxes': the keys are the delivery's,
+    so each delivery's own boxes are counted, not the aisles'."""
+    question = "What is the delivery id for the delivery with most number of boxes?"
+    prediction, rows = rules_answer(world, "depots", question)
+    assert rows == [{"delivery_id": 9}], prediction["pipeline"]

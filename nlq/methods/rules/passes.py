@@ -462,6 +462,9 @@ def read_outputs(s: State) -> None:
           and plural_attribute(q, mentions, ir.outputs[0], s.plural)
           and (re.search(r"\ball\b", lower) or asks_for_values(q, mentions, ir.outputs[0]))):
         ir.distinct = True  # "show all majors", "what cities do students live in": the set of values
+    if ir.count and ir.grain and ir.group_by and not s.grain:
+        # (the keys now known: of several arrays the count's noun names, the one inside their elements)
+        ir.grain = count_grain(q, fields, s.collection, ir.group_by) or ir.grain
 
 
 def summed_quantities(s: State) -> None:
