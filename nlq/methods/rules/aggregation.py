@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from nlq.methods.rules.vocabulary import (AGG_WORDS, COUNT_PATTERNS, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS,
-                                          WORD_NUMBERS)
+from nlq.methods.rules.vocabulary import (ADJECTIVE_ENDINGS, AGG_WORDS, COUNT_PATTERNS, DISTINCT_WORDS, GROUP_PATTERNS,
+                                          STATISTICS, STOPWORDS, WORD_NUMBERS)
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import split_name
 from nlq.methods.rules.question import Question, quantity_noun, to_number, word_match
@@ -91,12 +91,17 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
         # (a field of numbers before one of numbers spelled as text: 'the total amount in pounds')
         near = [mm for mm in mentions if mm.start > i and mm.start - i <= 4 and mm.field.measurable]
         target = next((mm for mm in near if mm.field.numeric), near[0] if near else None)
-        counted = i + 3 if q.raw[i + 1:i + 3] == ["number", "of"] else i + 1
+        counted = i + 3 if q.raw[i + 1:i + 3] in (["number", "of"], ["count", "of"]) else i + 1
         # ('the most drama workshop groups' counts the elements of an array named in several words;
         # 'the highest roller coaster' measures one)
-        phrase = (array_phrase(q, counted, fields) if word in COUNTING or counted > i + 1 else
-                  _single(array_named(q, counted, fields), counted)) if target is None else None
-        array, array_end = phrase if phrase is not None else (None, counted + 1)
+        counting = word in COUNTING or counted > i + 1
+        phrase = _counted_phrase(q, i, counted, counting, op in ("$max", "$min"), target, fields, named, entities,
+                                 consumed, ir.collection)
+        if target is not None and phrase is not None:
+            used.add(target.start)  # (the identifier names the elements counted: it is not shown)
+            target = None
+        skipped = phrase[2] if phrase is not None else -1
+        array, array_end = phrase[:2] if phrase is not None else (None, counted + 1)
         if op in ("$avg", "$sum") and array is not None:
             # 'average number of chapters', 'average readership': the size of each document's array
             if (op, array) not in ir.aggregates:
@@ -111,12 +116,13 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
         # ('the most gas stations that opened after 2000': the entity right after 'most' is counted,
         # the numeric field named later in its clause is no measure of the superlative)
         counted_entity = i + 1 in entities or q.raw[i + 1:i + 2] == ["number"]
-        key = _most_of_entity(q, i, mentions, entities, fields, used, consumed) if op in ("$max", "$min") \
-            and (target is None or counted_entity and target.start > i + 1) and array is None else None
+        key = _most_of_entity(q, i, mentions, entities, fields, used, consumed, ir.collection) \
+            if op in ("$max", "$min") and (target is None or counted_entity and target.start > i + 1) \
+            and array is None else None
         if key is None and op in ("$max", "$min") and array is not None:
             key = _value_of_elements(q, i, mentions, array, used)
             if key is not None:
-                consumed.update(range(i + 1, array_end))  # 'the most drama workshop groups': the array
+                consumed.update(set(range(i + 1, array_end)) - {skipped})  # 'the most drama workshop groups'
         if key is not None:
             # 'which genre has the most books': the value of a field shared by the most documents
             ir.group_by.append(key.field)
@@ -132,7 +138,7 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
                 ir.filters.append(Filter(array, "$gt", 0, size=True))
             ir.sort = ir.sort or [(("size", array), -1 if op == "$max" else 1)]  # 'the most players'
             ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1
-            consumed.update(range(i + 1, array_end))
+            consumed.update(set(range(i + 1, array_end)) - {skipped})  # (a qualifier skipped stays unread)
             continue
         if target is None and op in ("$avg", "$sum") and q.raw[i - 1:i] in (["on"], ["in"]):
             # 'how old is each gender on average', 'how many hours were played in total': the measure
@@ -181,6 +187,61 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
 
 # Superlatives that count ('the most players', 'the fewest members'), not measure ('the highest').
 COUNTING = frozenset({"most", "least", "fewest"})
+
+
+def _counted_phrase(q: Question, start: int, at: int, counting: bool, ranking: bool, target: Mention | None,
+                    fields: list[Field], named: set[int], entities: set[int], consumed: set[int],
+                    collection: str) -> tuple[Field, int, int] | None:
+    """(array, end, skipped) of the array whose elements the statistic at `start` counts: named by
+    the phrase at `at` ('the most drama workshop groups'), by the identifier its elements hold
+    (`_referenced_elements`), or past one qualifier that names nothing stored ('the most insurance
+    policies': `Policies`; `skipped` is that word's position, else -1). Not when the phrase names
+    the collection's own documents ('the party with the most people' in `people`)."""
+    qualifier = _free_qualifier(q, at, named | entities | consumed, bare=at == start + 1)
+    if target is not None:
+        said = target.start == at or qualifier and target.start == at + 1
+        found = _referenced_elements(q, target, fields) if ranking and counting and said \
+            and target.start not in entities else None
+        skipped = at if target.start == at + 1 else -1
+    elif not counting:
+        found, skipped = _single(array_named(q, at, fields), at), -1
+    else:
+        found, skipped = array_phrase(q, at, fields), -1
+        if found is None and qualifier:
+            found, skipped = array_phrase(q, at + 1, fields), at
+    if found is None or _names_documents(q, found[1] - 1, collection):
+        return None
+    return found[0], found[1], skipped
+
+
+def _free_qualifier(q: Question, at: int, read: set[int], bare: bool) -> bool:
+    """The word at `at` is a plain word no field, entity or earlier pass reads ('insurance');
+    right after a bare superlative, no adjective it forms one with ('the most expensive')."""
+    word = q.raw[at] if at + 1 < len(q.raw) else ""
+    adjective = word.endswith(ADJECTIVE_ENDINGS) and not word.endswith("ed")  # ('the most logged problems')
+    return at not in read and word.isalpha() and word not in STOPWORDS and word not in AGG_WORDS \
+        and word not in COUNT_HEADS and not (bare and adjective)
+
+
+def _names_documents(q: Question, at: int, collection: str) -> bool:
+    """The word at `at` names the collection's own documents."""
+    head = split_name(collection)[-1:]
+    return at < len(q.stems) and any(word_match(q.stems[at], w) >= 0.85 for w in head)
+
+
+def _referenced_elements(q: Question, target: Mention, fields: list[Field]) -> tuple[Field, int] | None:
+    """(array, end) when a counting superlative names an array's elements by the identifier
+    they hold, its 'id' unsaid ('the most mailshots', each element of `Mailshot_Customers`
+    holding a `mailshot_id`): the elements are counted, not their identifiers ranked."""
+    said = set(q.raw[target.start:target.end])
+    if not target.field.arrays or "id" not in target.field.words or said & IDENTIFIER_WORDS:
+        return None
+    array = next((f for f in fields if f.kind == "array" and f.mql == target.field.arrays[-1]), None)
+    return (array, target.end) if array is not None else None
+
+
+# Words that say an identifier itself ('the highest id').
+IDENTIFIER_WORDS = frozenset({"id", "ids", "identifier", "identifiers", "number", "code"})
 
 
 def _single(array: Field | None, at: int) -> tuple[Field, int] | None:
@@ -324,7 +385,7 @@ def _value_of_elements(q: Question, i: int, mentions: list[Mention], array: Fiel
 
 
 def _most_of_entity(q: Question, i: int, mentions: list[Mention], entities: set[int], fields: list[Field],
-                    used: set[int], consumed: set[int] = frozenset()) -> Mention | None:
+                    used: set[int], consumed: set[int] = frozenset(), collection: str = "") -> Mention | None:
     """The field before 'most <documents>' ('which genre has the most books',
     'in which year were most of the books printed'), when the superlative counts the
     collection's own documents rather than an array's elements."""
@@ -333,7 +394,8 @@ def _most_of_entity(q: Question, i: int, mentions: list[Mention], entities: set[
     j = i + 1
     while j < len(q.raw) and (q.raw[j] in ("number", "of", "the") or j in consumed and j not in entities):
         j += 1  # ('the most female students': a literal read before the entity)
-    if j not in entities or array_named(q, j, fields, top_level=False) is not None:
+    if j not in entities or array_named(q, j, fields, top_level=False) is not None \
+            and not _names_documents(q, j, collection):
         return None
     before = [m for m in mentions if m.end <= i and m.start not in used and m.field.kind != "array"]
     return before[-1] if before else None

@@ -149,12 +149,13 @@ def _array_phrase(q: Question, at: int, fields: list[Field]) -> tuple[Field | No
     """The top-level array a noun phrase starting at `at` names, and the phrase's end: 'two
     flights' -> flight[], 'two journal committees' -> journal_committee[] (its last word names
     the array, the one before is the rest of its name)."""
-    array = array_named(q, at, fields)
-    if array is not None:
-        return array, at + 1
-    array = array_named(q, at + 1, fields)
-    if array is not None and any(word_match(q.stems[at], w) >= 0.85 for w in array.words[:-1]):
-        return array, at + 2
+    for top_level in (True, False):  # ('accounts with at least 4 transactions': each account's own)
+        array = array_named(q, at, fields, top_level)
+        if array is not None:
+            return array, at + 1
+        array = array_named(q, at + 1, fields, top_level)
+        if array is not None and any(word_match(q.stems[at], w) >= 0.85 for w in array.words[:-1]):
+            return array, at + 2
     return None, at
 
 
@@ -172,6 +173,17 @@ def counted_before(q: Question, at: int) -> tuple[int, int] | None:
     if q.raw[of] != "of" or q.raw[of - 1] not in ("number", "numbers", "count", "total") or of - 1 < 0:
         return None
     return of - 1, noun
+
+
+def size_bounds(array: Field, op: str, value, at: int) -> list[Filter]:
+    """The filters 'N <elements>' compares an array's size with; an upper bound ('at most two
+    enrollments', 'fewer than 3 members') counts among the documents that have some, as a
+    count per document of its elements does (a document without any forms no group)."""
+    bound = [Filter(array, op, value, at, size=True)]
+    if isinstance(value, int) and not isinstance(value, bool) and (op == "$lt" and value > 1
+                                                                   or op == "$lte" and value > 0):
+        bound.append(Filter(array, "$gte", 1, at, size=True))
+    return bound
 
 
 def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention],
@@ -193,7 +205,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         after += 2 if q.raw[after:after + 1] and q.raw[after] in KINDS and q.raw[after + 1:after + 2] == ["of"] else 0
         array, end = _array_phrase(q, after, fields)
         if array is not None:
-            filters.append(Filter(array, op, value, at, size=True))
+            filters += size_bounds(array, op, value, at)
             consumed.update(range(at, end))
             continue
         # ('more than one event' is as plural as 'two events')
@@ -203,7 +215,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         array = next((f for f in fields if element and f.mql == element.field.arrays[0] and f.kind == "array"), None)
         if array is not None and isinstance(value, int):
             # 'enrolled in at least two courses', each enrolment holding a course id: how many elements
-            filters.append(Filter(array, op, value, at, size=True))
+            filters += size_bounds(array, op, value, at)
             consumed.update(range(at, after + 1))
             used.add(element.start)
             continue
@@ -213,7 +225,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         unit = next((m for m in numeric if m.start == after and m.start not in used), None)
         array = array_named(q, count[1], fields) if count and unit is None else None
         if array is not None:  # 'where the number of players is more than one': the array's size
-            filters.append(Filter(array, op, value, at, size=True))
+            filters += size_bounds(array, op, value, at)
             consumed.update(range(count[0], after))
             if counted is not None:
                 counted.add(count[0])
@@ -250,7 +262,9 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             used.add(mention.start)
         filters.append(Filter(target, op, stored_number(target, value), at))
         consumed.update(range(at, after))
-    return filters
+    # (a size's lower bound said once: 'between one and three notes' already holds some)
+    return [f for k, f in enumerate(filters) if not (f.size and any(
+        g.size and g.field is f.field and g.op == f.op and g.value == f.value for g in filters[:k]))]
 
 
 # Units after a number, and the measures they are of (a field named by one of them).

@@ -269,9 +269,20 @@ def array_named(q: Question, at: int, fields: list[Field], top_level: bool = Tru
     by default only top-level arrays, whose size is a property of the document."""
     if at >= len(q.stems):
         return None
-    named = [f for f in fields if f.kind == "array" and f.words and word_match(q.stems[at], f.words[-1]) >= 0.85
+    named = [f for f in fields if f.kind == "array" and f.words and names_elements(q.stems[at], f)
              and (not top_level or "." not in f.mql)]
     return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else None
+
+
+def names_elements(stem: str, f: Field) -> bool:
+    """The word names the elements of array `f`: its name's last word, or, when that word names
+    the documents holding it, the word before ('assets' for `Asset_Parts` in `Parts`, a link
+    array whose elements each name an asset)."""
+    if word_match(stem, f.words[-1]) >= 0.85:
+        return True
+    own = split_name(f.collection)[-1:]
+    inner = [w for w in f.words[:-1] if w not in _NAME_TAILS]
+    return bool(inner and own) and word_match(f.words[-1], own[0]) >= 0.85 and word_match(stem, inner[-1]) >= 0.85
 
 
 def quantity_mentions(q: Question, fields: list[Field], mentions: list[Mention], entities: set[int],

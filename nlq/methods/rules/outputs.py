@@ -10,7 +10,7 @@ from nlq.methods.rules.ir import AMBIGUOUS, Field, IR, Mention
 from nlq.methods.rules.schema import identifier, split_name
 from nlq.methods.rules.question import (LIST_MARKERS, Question, entity_name, list_words, listed_run, maybe_number,
                                         word_match)
-from nlq.methods.rules.grounding import array_named
+from nlq.methods.rules.grounding import array_named, names_elements
 
 
 def asks_all_fields(q: Question, mentions: list[Mention], entities: set[int], named: list[Mention]) -> bool:
@@ -207,10 +207,12 @@ def _head(words: tuple[str, ...]) -> str:
     return next((w for w in reversed(words) if w not in TEXT_STOPWORDS), "")
 
 
-def count_grain(q: Question, fields: list[Field], collection: str) -> str | None:
+def count_grain(q: Question, fields: list[Field], collection: str, keys: list[Field] = ()) -> str | None:
     """'how many captains': the array whose elements are counted, if the counted
     noun is one and not the collection itself ('the number of companies' in
-    `company` counts documents, whatever array shares the word)."""
+    `company` counts documents, whatever array shares the word). Of several arrays
+    the noun names, one inside the elements the group `keys` are read in ('the number
+    of items in each order': each order's own items)."""
     m = COUNT_PATTERNS.search(q.text.lower())
     if not m:
         return None
@@ -237,9 +239,11 @@ def count_grain(q: Question, fields: list[Field], collection: str) -> str | None
             continue
         if any(word_match(q.stems[i], w) >= 0.85 for w in own[-1:]):
             return None
-        for f in fields:
-            if f.kind == "array" and f.words and word_match(q.stems[i], f.words[-1]) >= 0.85:
-                return f.mql
+        named = [f for f in fields if f.kind == "array" and f.words and names_elements(q.stems[i], f)]
+        if named:
+            inner = {k.arrays[-1] for k in keys if k.arrays}
+            nested = [f for f in named if any(f.mql.startswith(a + ".") for a in inner)]
+            return min(nested, key=lambda f: len(f.arrays)).mql if nested else named[0].mql
     return None
 
 

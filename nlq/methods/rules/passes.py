@@ -42,9 +42,9 @@ from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_g
 from nlq.methods.rules.question import (Question, counts_entity, meaningful_mentions, mention_fields, name_span,
                                         names_quantity, order_words, quantity_noun, select_mentions, word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
-from nlq.methods.rules.vocabulary import (AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, DESC_WORDS,
-                                          DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS, STATISTICS, STOPWORDS,
-                                          SUPERLATIVES)
+from nlq.methods.rules.vocabulary import (ADJECTIVE_ENDINGS, AGG_WORDS, ASC_WORDS, COUNT_PATTERNS,
+                                          DESC_WORDS, DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS,
+                                          IRREGULAR_PARTICIPLES, STATISTICS, STOPWORDS, SUPERLATIVES)
 
 
 @dataclass
@@ -241,9 +241,6 @@ def compound_number(q: Question, count: re.Match) -> bool:
         and word not in SUPERLATIVES and not word.endswith(ADJECTIVE_ENDINGS)
 
 
-# Endings of adjectives ('the corresponding number of', 'the respective number of', 'a sizeable number of').
-ADJECTIVE_ENDINGS = ("ly", "ing", "ive", "ed", "al", "ous", "ful", "ic", "ent", "ant", "ary", "ble", "est", "er")
-
 
 def read_grouping(s: State) -> None:
     """'for each X', 'per X', 'each year', 'the most common X'."""
@@ -313,6 +310,37 @@ def read_grouping(s: State) -> None:
             if not ordering:
                 ir.limit = ir.limit or 1  # "the most common X" is one
             ir.count = True
+    else:
+        most_often(s)
+
+
+# 'which status code is seen the most', 'the type that appears most commonly in the records': a
+# superlative closing a passive or intransitive clause, with no measure — how often, a count.
+TRAILING_MOST = re.compile(r"\b(?:is|are|was|were|appears?|occurs?|\w+ed|" + "|".join(sorted(IRREGULAR_PARTICIPLES))
+                           + r")\s+(?:the\s+)?(most|least)"
+                           r"(?:\s+(?:commonly|frequently|often))?(?=\s*(?:[?.!,;]|$)|\s+(?:across|among|in|overall)\b)")
+
+
+def most_often(s: State) -> None:
+    """'which booking status code is seen the most across all bookings': the value named first
+    (the one asked for), counted per value and ranked by how often it occurs."""
+    q, ir = s.q, s.ir
+    m = TRAILING_MOST.search(s.lower)
+    if m is None or ir.group_by or ir.sort:
+        return
+    at, verb = q.word_at(m.start(1)), q.word_at(m.start())
+    if any(mm.start <= verb < mm.end for mm in s.mentions):
+        return  # 'the employees paid the least', 'the game played the most': the verb names a measure
+    target = next((mm for mm in s.mentions if mm.end <= at and mm.start not in s.used and mm.field.kind == "scalar"
+                   and not mm.field.measurable), None)
+    if target is None:
+        return
+    ir.group_by.append(target.field)
+    s.used.add(target.start)
+    s.consumed.update(range(at, q.word_at(m.end())))
+    ir.sort = [("count", -1 if m.group(1) == "most" else 1)]
+    ir.limit = ir.limit or 1
+    ir.count = True
 
 
 def group_by_elements(s: State, elements: Field) -> None:
@@ -346,6 +374,22 @@ def read_aggregates(s: State) -> None:
     top_group(q, ir, s.mentions, s.used, s.fields)
     if (ir.aggregates or ir.count) and "ungrouped" not in s.variant:
         ir.group_by += [f for f in detect_by_grouping(q, s.mentions, s.used, s.entities) if f not in ir.group_by]
+    size_ranked(s)
+
+
+def size_ranked(s: State) -> None:
+    """'the customer with the greatest number of mailshots': every count phrase is a superlative's,
+    which ranks the documents by their array's size — nothing is counted (with values named
+    before it, they are what the count is per: `read_outputs`)."""
+    q, ir = s.q, s.ir
+    if not ir.count or ir.group_by or ir.having or ir.aggregates or not any(isinstance(k, tuple) for k, _ in ir.sort):
+        return
+    starts = [q.word_at(c.start()) for c in count_phrases(s)]
+    per_value = any(m.start not in s.used and m.end <= starts[0] for m in s.mentions) if starts else True
+    ranked = all(at > 0 and (q.raw[at - 1] in SUPERLATIVES or AGG_WORDS.get(q.raw[at - 1]) in ("$max", "$min"))
+                 for at in starts)
+    if ranked and not per_value:
+        ir.count = ir.count_asked = False
 
 
 def read_order(s: State) -> None:
@@ -384,7 +428,7 @@ def read_outputs(s: State) -> None:
                                         "identified" in s.variant) + ir.outputs
     ir.outputs = full_names(q, ir.outputs, fields, mentions, s.entities)
     summed_quantities(s)
-    ir.grain = s.grain or count_grain(q, fields, s.collection) if ir.count else None
+    ir.grain = s.grain or count_grain(q, fields, s.collection, ir.group_by) if ir.count else None
     if ir.count and ir.grain and "." not in ir.grain and not (ir.outputs or ir.group_by or ir.aggregates
                                                               or ir.distinct or ir.filters):
         # "all products and the number of complaints each has received": the entity,
@@ -418,11 +462,19 @@ def read_outputs(s: State) -> None:
             ir.count, ir.grain = False, None
         else:
             ir.group_by = [f for f in ir.outputs if f.mql in before]
+            if not ir.group_by and ir.grain and per_document(q, lower, s.collection):
+                # 'for each part, how many assets ...? the part name': each document's count, keyed
+                # by what is shown outside the counted elements (else the document's own label)
+                ir.group_by = [f for f in ir.outputs if ir.grain not in f.arrays] \
+                    or own_label(s.index, s.collection, fields)
             ir.outputs = []
     elif (len(ir.outputs) == 1 and not (ir.count or ir.aggregates or ir.group_by or ir.sort or ir.filters)
           and plural_attribute(q, mentions, ir.outputs[0], s.plural)
           and (re.search(r"\ball\b", lower) or asks_for_values(q, mentions, ir.outputs[0]))):
         ir.distinct = True  # "show all majors", "what cities do students live in": the set of values
+    if ir.count and ir.grain and ir.group_by and not s.grain:
+        # (the keys now known: of several arrays the count's noun names, the one inside their elements)
+        ir.grain = count_grain(q, fields, s.collection, ir.group_by) or ir.grain
 
 
 def shown_read(s: State) -> None:
@@ -490,6 +542,7 @@ def read_per_group(s: State) -> None:
             and ir.aggregates[0][0] in ("$max", "$min"):
         top_per_group(ir, s.index, s.fields, q, s.entities, "identified" in s.variant)
     counted_inside(ir)
+    sizes_counted(ir)
     ranked = MOST_COUNTED.search(s.lower)
     if ranked and ir.group_by and ir.count and not ir.sort:
         # 'the range with the most number of peaks' (peaks no field names): the groups, ranked by their counts
@@ -547,6 +600,16 @@ def counted_inside(ir: IR) -> None:
     ir.group_by, ir.outputs, ir.distinct = list(ir.outputs), [], False
     ir.count, ir.count_asked, ir.having = True, False, (f.op, f.value)
     ir.sort = [k for k in ir.sort if not isinstance(k[0], Field)]
+
+
+def sizes_counted(ir: IR) -> None:
+    """'the student with the highest number of courses', counted per student's name: groups are
+    ranked by the array's size the superlative reads, so each group counts that array's elements."""
+    sized = next((k[1] for k, _ in ir.sort if isinstance(k, tuple)), None)
+    if sized is None or not ir.count or not ir.group_by or ir.aggregates or ir.having:
+        return
+    ir.sort = [("count", d) if isinstance(k, tuple) else (k, d) for k, d in ir.sort]
+    ir.grain = sized.mql
 
 
 def own_label(index: dict, collection: str, fields: list[Field]) -> list[Field]:

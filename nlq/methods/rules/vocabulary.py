@@ -215,3 +215,7 @@ IRREGULAR_PARTICIPLES = {
     "drawn": ("drawn", "draw"), "grown": ("grown", "grow"), "shown": ("shown", "show"), "seen": ("seen", "see"),
     "done": ("done", "do"), "driven": ("driven", "drive"), "ridden": ("ridden", "ride"), "run": ("run",),
 }
+
+
+# Endings of adjectives ('the corresponding number of', 'the respective number of', 'a sizeable number of').
+ADJECTIVE_ENDINGS = ("ly", "ing", "ive", "ed", "al", "ous", "ful", "ic", "ent", "ant", "ary", "ble", "est", "er")
