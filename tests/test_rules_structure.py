@@ -567,3 +567,30 @@ def test_both_bounds_on_one_field_are_met_by_different_members_of_each_group():
     assert group["_side2"] == {"$max": {"$cond": [{"$lt": ["$Height", 2000]}, 1, 0]}}
     assert {"$match": {"_side1": 1, "_side2": 1}} in pipeline
 
+
+
+TEAMS = {
+    "db": "league",
+    "collections": {"teams": {"count": 3, "sampled": 3}},
+    "lattice": [
+        entry("teams", "Name"), entry("teams", "player", kind="array", types={"array": 3}),
+        entry("teams", "player[].name", present=3), entry("teams", "player[].Points", types={"double": 3}, present=3),
+    ],
+    "values": {},
+}
+
+
+@pytest.mark.parametrize("question", ["List the names of teams together with their players.",
+                                      "Show the names of teams and the players they signed."])
+def test_an_array_entity_listed_after_what_is_shown_shows_its_elements_names(question):
+    """'teams together with their players': the players are asked for (their names), not a
+    condition that each team has one."""
+    ir = rules.build_ir(question, [], TEAMS)
+    assert "player.name" in [f.mql for f in ir.outputs] and not [f for f in ir.filters if f.size], ir
+
+
+def test_an_array_entity_listed_without_a_name_of_its_own_is_left_unresolved():
+    """'people and their entrepreneurs', no element field naming an entrepreneur: the word is
+    left unresolved rather than read as a condition that each person has one."""
+    ir = rules.build_ir("Show the names of people and their entrepreneurs.", [], PEOPLE)
+    assert not [f for f in ir.filters if f.size] and "entrepreneurs" in ir.unresolved, ir
