@@ -396,6 +396,17 @@ def test_a_text_piece_in_a_field_named_after_it_filters_that_field():
     assert filters_of("Heights of peaks without the letter M in their names.") == [("Name", "$not", "M", 0)]
 
 
+@pytest.mark.parametrize("question, op", [('Names of peaks that have "Alps" as their region.', "$eq"),
+                                          ('Names of peaks that do not have "Alps" as their region.', "$ne")])
+def test_a_quoted_literal_said_to_be_a_fields_value_is_that_whole_value(question, op):
+    """'have "Alps" as their region': the region equals the literal (the names are shown), not
+    a piece of text in the names; 'as part of their names' stays a piece."""
+    ir = ir_of(question)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Region", op, "Alps")]
+    assert [f.mql for f in ir.outputs] == ["Name"]
+    assert filters_of('Names of peaks that have "Mont" as part of their names.') == [("Name", "$regex", "Mont", 0)]
+
+
 def test_a_unit_after_the_number_names_the_measure():
     assert filters_of("Which regions have peaks that rise above 5000 meters?") == [("Height", "$gt", 5000, 0)]
 
