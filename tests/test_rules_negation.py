@@ -130,6 +130,14 @@ def test_an_exclusion_reaches_a_literal_a_few_words_on(world):
     assert sorted(r["Company"] for r in rows) == ["HSBC", "Shell"], prediction["pipeline"]
 
 
+@pytest.mark.parametrize("question", ["List the companies whose headquarters is different from USA.",
+                                      'Which companies have headquarters that differ from "USA"?'])
+def test_a_literal_something_differs_from_is_denied(world, question):
+    """'headquarters different from USA': the value is set aside, not asked for."""
+    prediction, rows = answer(world, "firms", question)
+    assert sorted(r["Company"] for r in rows) == ["HSBC", "Shell"], prediction["pipeline"]
+
+
 def test_a_negation_that_denies_a_literal_does_not_also_empty_an_array(world):
     """'students who do not live in HKG': the city is denied — the negation is read once,
     not also as the `Lives_in` array left empty."""

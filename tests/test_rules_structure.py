@@ -396,6 +396,17 @@ def test_a_text_piece_in_a_field_named_after_it_filters_that_field():
     assert filters_of("Heights of peaks without the letter M in their names.") == [("Name", "$not", "M", 0)]
 
 
+@pytest.mark.parametrize("question, op", [('Names of peaks that have "Alps" as their region.', "$eq"),
+                                          ('Names of peaks that do not have "Alps" as their region.', "$ne")])
+def test_a_quoted_literal_said_to_be_a_fields_value_is_that_whole_value(question, op):
+    """'have "Alps" as their region': the region equals the literal (the names are shown), not
+    a piece of text in the names; 'as part of their names' stays a piece."""
+    ir = ir_of(question)
+    assert [(f.field.mql, f.op, f.value) for f in ir.filters] == [("Region", op, "Alps")]
+    assert [f.mql for f in ir.outputs] == ["Name"]
+    assert filters_of('Names of peaks that have "Mont" as part of their names.') == [("Name", "$regex", "Mont", 0)]
+
+
 def test_a_unit_after_the_number_names_the_measure():
     assert filters_of("Which regions have peaks that rise above 5000 meters?") == [("Height", "$gt", 5000, 0)]
 
@@ -567,3 +578,30 @@ def test_both_bounds_on_one_field_are_met_by_different_members_of_each_group():
     assert group["_side2"] == {"$max": {"$cond": [{"$lt": ["$Height", 2000]}, 1, 0]}}
     assert {"$match": {"_side1": 1, "_side2": 1}} in pipeline
 
+
+
+TEAMS = {
+    "db": "league",
+    "collections": {"teams": {"count": 3, "sampled": 3}},
+    "lattice": [
+        entry("teams", "Name"), entry("teams", "player", kind="array", types={"array": 3}),
+        entry("teams", "player[].name", present=3), entry("teams", "player[].Points", types={"double": 3}, present=3),
+    ],
+    "values": {},
+}
+
+
+@pytest.mark.parametrize("question", ["List the names of teams together with their players.",
+                                      "Show the names of teams and the players they signed."])
+def test_an_array_entity_listed_after_what_is_shown_shows_its_elements_names(question):
+    """'teams together with their players': the players are asked for (their names), not a
+    condition that each team has one."""
+    ir = rules.build_ir(question, [], TEAMS)
+    assert "player.name" in [f.mql for f in ir.outputs] and not [f for f in ir.filters if f.size], ir
+
+
+def test_an_array_entity_listed_without_a_name_of_its_own_is_left_unresolved():
+    """'people and their entrepreneurs', no element field naming an entrepreneur: the word is
+    left unresolved rather than read as a condition that each person has one."""
+    ir = rules.build_ir("Show the names of people and their entrepreneurs.", [], PEOPLE)
+    assert not [f for f in ir.filters if f.size] and "entrepreneurs" in ir.unresolved, ir

@@ -680,6 +680,13 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
             # 'without the letter M in their first names': the field the piece is in, named after it
             mention = inside[0] if inside else max(before, key=lambda mm: mm.end) if before else (
                 min(after, key=lambda mm: mm.start) if after else None)
+            whole = _value_as(q, m, strings) if anchor == "contains" else None
+            if whole is not None:  # 'have "USA" as their nationality': the whole value of that field
+                negated = any(w in NEGATIONS for w in q.raw[max(0, at - 2):at])
+                filters.append(Filter(whole.field, "$ne" if negated else "$eq", m.group("s"), at))
+                used.add(whole.start)
+                consumed.update(range(at, whole.start))
+                continue
             if mention is None:
                 continue
             pieces = [m.group("s")]
@@ -694,6 +701,20 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
             used.add(mention.start)
             consumed.update(range(at, max(end, q.word_at(m.end()))))
     return filters
+
+
+# 'as their', 'as one of its', 'as a': what follows a quoted literal names the field it is the value of
+VALUE_AS = re.compile(r"\s+as\s+(?:(?:one\s+of\s+)?(?:their|its|his|her|the)\s+|an?\s+)?(?=\w)", re.IGNORECASE)
+
+
+def _value_as(q: Question, m: re.Match, strings: list[Mention]) -> Mention | None:
+    """The string field a quoted literal is said to be the value of, named right after it
+    ('have "USA" as their nationality'), or None ('as part of their name' is a piece of text)."""
+    said = VALUE_AS.match(q.text, m.end())
+    if said is None or not q.text[m.end() - 1:m.end()] in "\"'”’":
+        return None
+    k = q.word_at(said.end())
+    return next((mm for mm in strings if mm.start == k), None)
 
 
 # a second quoted piece joined by 'or' to a text pattern's

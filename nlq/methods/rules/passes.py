@@ -581,8 +581,38 @@ def read_entity_presence(s: State) -> None:
         words = [w for w in array.words if w not in STOPWORDS]
         said = q.stems[max(0, at - len(words) + 1):at + 1]
         if len(said) == len(words) and all(word_match(a, b) >= 0.85 for a, b in zip(said, words)):
-            ir.filters.append(Filter(array, "$gte", 1, at, size=True))
+            if _listed_after(q, at - len(words) + 1):
+                _show_elements(s, array, at)
+            else:
+                ir.filters.append(Filter(array, "$gte", 1, at, size=True))
             return
+
+
+# Words between a coordinator and the noun it adds ('and the orchestras', 'along with their players').
+_LISTED_DETERMINERS = frozenset({"the", "their", "its", "his", "her", "respective", "corresponding", "associated"})
+
+
+def _listed_after(q: Question, at: int) -> bool:
+    """The noun starting at word `at` is listed after what is shown ('the names of conductors
+    and the orchestras they conducted', 'clubs together with their players'): asked for, not a condition."""
+    j = at - 1
+    while j >= 0 and q.raw[j] in _LISTED_DETERMINERS:
+        j -= 1
+    return j >= 1 and (q.raw[j] == "and" or q.raw[j] == "with" and q.raw[j - 1] in ("along", "together"))
+
+
+def _show_elements(s: State, array: Field, at: int) -> None:
+    """An array entity listed among what is shown: its elements' name is shown (an
+    element field called a name or title, or named like the array) — or, with none,
+    the word is left unresolved rather than read as a mere condition."""
+    inside = [f for f in s.fields if f.kind == "scalar" and f.arrays and f.arrays[-1] == array.mql
+              and f.mql.count(".") == array.mql.count(".") + 1 and f.words]
+    label = next((f for f in inside if f.words[-1] in ("name", "title")), None) or next(
+        (f for f in inside if len(f.words) == 1 and array.words and word_match(f.words[0], array.words[-1]) >= 0.85), None)
+    if label is None:
+        s.unsure.add(at)
+    elif label not in s.ir.outputs:
+        s.ir.outputs.append(label)
 
 
 def counted_inside(ir: IR) -> None:
