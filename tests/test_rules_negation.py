@@ -130,6 +130,15 @@ def test_an_exclusion_reaches_a_literal_a_few_words_on(world):
     assert sorted(r["Company"] for r in rows) == ["HSBC", "Shell"], prediction["pipeline"]
 
 
+@pytest.mark.parametrize("question", ["List the companies whose headquarters are different from USA.",
+                                      "List the companies whose headquarters differs from USA.",
+                                      "Which companies' headquarters isn't USA?"])
+def test_a_contrast_or_a_copular_negation_denies_the_literal(world, question):
+    """'different from USA', 'differs from USA', "isn't USA": the literal is set aside (`$ne`)."""
+    prediction, rows = answer(world, "firms", question)
+    assert sorted(r["Company"] for r in rows) == ["HSBC", "Shell"], prediction["pipeline"]
+
+
 def test_a_negation_that_denies_a_literal_does_not_also_empty_an_array(world):
     """'students who do not live in HKG': the city is denied — the negation is read once,
     not also as the `Lives_in` array left empty."""

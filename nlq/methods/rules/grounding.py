@@ -201,9 +201,9 @@ def number_alternatives(q: Question, filters: list[Filter], consumed: set[int]) 
     return out
 
 
-# Phrases that set values aside ('leaving out those who said "none"').
+# Phrases that set values aside ('leaving out those who said "none"', 'an address different from X').
 EXCLUSION = re.compile(r"\b(?:leaving out|leave out|excluding|except(?: for)?|other than|apart from|not counting|"
-                       r"ignoring|besides)\b")
+                       r"ignoring|besides|(?:different|differs?|differing) from)\b")
 
 
 # Words that end the clause a negation governs ('not NYY and X': X is asserted).
