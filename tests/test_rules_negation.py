@@ -130,10 +130,12 @@ def test_an_exclusion_reaches_a_literal_a_few_words_on(world):
     assert sorted(r["Company"] for r in rows) == ["HSBC", "Shell"], prediction["pipeline"]
 
 
-@pytest.mark.parametrize("question", ["List the companies whose headquarters is different from USA.",
+@pytest.mark.parametrize("question", ["List the companies whose headquarters are different from USA.",
+                                      "List the companies whose headquarters differs from USA.",
+                                      "Which companies' headquarters isn't USA?",
                                       'Which companies have headquarters that differ from "USA"?'])
-def test_a_literal_something_differs_from_is_denied(world, question):
-    """'headquarters different from USA': the value is set aside, not asked for."""
+def test_a_contrast_or_a_copular_negation_denies_the_literal(world, question):
+    """'different from USA', 'differs from USA', "isn't USA": the literal is set aside (`$ne`)."""
     prediction, rows = answer(world, "firms", question)
     assert sorted(r["Company"] for r in rows) == ["HSBC", "Shell"], prediction["pipeline"]
 

@@ -41,7 +41,7 @@ from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_g
                                        plural_attribute, unrepresented, validate)
 from nlq.methods.rules.question import (Question, counts_entity, meaningful_mentions, mention_fields, name_span,
                                         names_quantity, order_words, quantity_noun, select_mentions, word_match)
-from nlq.methods.rules.schema import Grounding, identifier, prepare, split_name
+from nlq.methods.rules.schema import Grounding, identifier, prepare, repeats, split_name
 from nlq.methods.rules.vocabulary import (ADJECTIVE_ENDINGS, AGG_WORDS, ASC_WORDS, COUNT_PATTERNS,
                                           DESC_WORDS, DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS,
                                           IRREGULAR_PARTICIPLES, STATISTICS, STOPWORDS, SUPERLATIVES)
@@ -455,8 +455,10 @@ def read_outputs(s: State) -> None:
         if ir.distinct:
             if before:  # "different denominations and the number of schools": a count per value
                 ir.group_by, ir.outputs, ir.distinct = [f for f in ir.outputs if f.mql in before], [], False
-        elif ir.grain and "." not in ir.grain and not any(ir.grain in f.arrays for f in inside):
+        elif ir.grain and "." not in ir.grain and not any(ir.grain in f.arrays for f in inside) \
+                and not all(repeats(s.index, f) for f in ir.outputs):
             # "products and the number of complaints": one row per product, its array's size
+            # (values several documents share, "card types and the number of transactions", group)
             ir.sizes = [next(f for f in fields if f.mql == ir.grain)]
             ir.filters.append(Filter(ir.sizes[0], "$gt", 0, size=True))
             ir.count, ir.grain = False, None

@@ -244,3 +244,9 @@ def identifier(index: dict, collection: str, fields: list[Field]) -> Field | Non
     count = index.get("collections", {}).get(collection, {}).get("sampled", 0)
     ids = [f for f in top.values() if f.words[-1:] == ("id",) and f.present >= count]
     return min(ids, key=lambda f: (len(f.words), f.mql)) if ids else None
+
+
+def repeats(index: dict, f: Field) -> bool:
+    """Some stored value of the field is held by several documents (a category, not a label)."""
+    return any(m.get("path") == f.path and m.get("collection") == f.collection and m.get("frequency", 0) > 1
+               for matches in index.get("values", {}).values() for m in matches)
