@@ -17,8 +17,8 @@ from nlq.methods.rules.vocabulary import (AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, 
                                           IRREGULAR_PARTICIPLES, NEGATIONS, SYNONYMS)
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import lattice_to_mql, split_name
-from nlq.methods.rules.question import (Question, denied, is_quoted, is_year, maybe_number, quantity_noun, to_number,
-                                        word_match)
+from nlq.methods.rules.question import (QUANTITY_WORDS, Question, denied, is_quoted, is_year, maybe_number,
+                                        quantity_noun, to_number, word_match)
 
 
 def resolve_collection(q: Question, schema: dict[str, list[Field]], mentions: list[Mention],
@@ -371,7 +371,7 @@ PARTICIPLE_CLAUSE = frozenset({"that", "which", "who", "they", "he", "she", "it"
 
 
 # Words of a stored quantity's name that say it is a quantity, not what it counts.
-QUANTITY_NAME_WORDS = frozenset({"num", "no", "number", "count", "cnt", "nbr", "amount", "quantity", "total", "of"})
+QUANTITY_NAME_WORDS = QUANTITY_WORDS | {"amount", "quantity", "total", "of"}
 
 
 def _participle_after(q: Question, at: int) -> int | None:

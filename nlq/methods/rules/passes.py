@@ -39,8 +39,9 @@ from nlq.methods.rules.ordering import default_order, detect_limit, detect_order
 from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
                                        grain_of, intent_word, listed_with, names_array, plan_expansions, plan_unwinds,
                                        plural_attribute, unrepresented, validate)
-from nlq.methods.rules.question import (Question, counts_entity, meaningful_mentions, mention_fields, name_span,
-                                        names_quantity, order_words, quantity_noun, select_mentions, word_match)
+from nlq.methods.rules.question import (POSSESSIVES, Question, counts_entity, meaningful_mentions, mention_fields,
+                                        name_span, names_quantity, order_words, quantity_noun, select_mentions,
+                                        word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare, repeats, split_name
 from nlq.methods.rules.vocabulary import (ADJECTIVE_ENDINGS, AGG_WORDS, ASC_WORDS, COUNT_PATTERNS,
                                           DESC_WORDS, DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS,
@@ -409,7 +410,7 @@ def read_order(s: State) -> None:
 def read_outputs(s: State) -> None:
     """What the question names and nothing else uses; a bare entity; what a count is per."""
     q, ir, lower, mentions, fields = s.q, s.ir, s.lower, s.mentions, s.fields
-    read = {f.field.mql for f in ir.filters} | {k.mql for k, _ in ir.sort if isinstance(k, Field)}
+    read = conditioned(ir)
     named = [m for m in mentions if m.start not in s.used and not m.entity and m.field.mql not in read]
     if asks_all_fields(q, mentions, s.entities, named):
         grain = grain_of(mentions, fields, s.entities, q, name_span(q, s.collection, fields))
@@ -479,11 +480,16 @@ def read_outputs(s: State) -> None:
         ir.grain = count_grain(q, fields, s.collection, ir.group_by) or ir.grain
 
 
+def conditioned(ir: IR) -> set[str]:
+    """The paths the reading's conditions and order read."""
+    return {f.field.mql for f in ir.filters} | {k.mql for k, _ in ir.sort if isinstance(k, Field)}
+
+
 def shown_read(s: State) -> None:
     """A field a condition or an order reads, listed with the fields shown, is shown too
     ('the names and prices of products over $100': `listed_with`)."""
     ir = s.ir
-    read = {f.field.mql for f in ir.filters} | {k.mql for k, _ in ir.sort if isinstance(k, Field)}
+    read = conditioned(ir)
     shown = [m for m in s.mentions if m.start not in s.used and m.field in ir.outputs]
     candidates = [m for m in s.mentions if m.start in s.used and m.field.kind == "scalar" and m.field.mql in read
                   and m.field not in ir.outputs]
@@ -591,7 +597,7 @@ def read_entity_presence(s: State) -> None:
 
 
 # Words between a coordinator and the noun it adds ('and the orchestras', 'along with their players').
-_LISTED_DETERMINERS = frozenset({"the", "their", "its", "his", "her", "respective", "corresponding", "associated"})
+_LISTED_DETERMINERS = POSSESSIVES | {"the", "respective", "corresponding", "associated"}
 
 
 def _listed_after(q: Question, at: int) -> bool:

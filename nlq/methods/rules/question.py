@@ -521,7 +521,7 @@ def _span_match(words: list[str], start: int, fwords: tuple[str, ...]):
                 i += 1
                 total += 1
                 continue
-            if fw[:1] == w[:1] and _abbreviates(fw, words, i):  # (cheap test first)
+            if fw[:1] == w[:1] and _abbreviates(fw, words, i):  # (cheap test first: hot loop)
                 matched += 1.0
                 i += 2
                 total += 1
