@@ -37,6 +37,9 @@ Examples:
               help="Answer even when the reading leaves out words that state a constraint (a value, a "
                    "comparison, other data named); they are printed on stderr. Without it such a question "
                    "gets no answer (exit 1, the `abstained` failure lists the words).")
+@click.option("--no-probe", is_flag=True,
+              help="Do not ask the database for the question's literals the grounding index does not hold "
+                   "(it reads a sample of each collection; by default a read-only, bounded $match finds them).")
 @click.option("--explain", is_flag=True,
               help="Show the witnesses, the card lines used, the pipeline (mongosh), the confidence and the "
                    "timings before the rows.")
@@ -49,7 +52,7 @@ Examples:
 @question_limit
 @model_options(several=True)
 def cli(data, uri, timeout, max_rows, question, db, method, use_repair, also, min_confidence, max_steps,
-        allow_unresolved, explain, as_json, memory_path, confirm, max_question_chars, model_options):
+        allow_unresolved, no_probe, explain, as_json, memory_path, confirm, max_question_chars, model_options):
     """Answer QUESTION on a database: print the result rows as JSONL.
 
     Builds the grounding index of --db (cached for --data folders, keyed by a
@@ -96,7 +99,8 @@ def cli(data, uri, timeout, max_rows, question, db, method, use_repair, also, mi
                          cache=not model_options["no_cache"], timeout=timeout, max_rows=max_rows, model=model,
                          options={"min_confidence": min_confidence, "max_steps": max_steps, "memory": memory},
                          warn=warn, max_question_chars=max_question_chars, also=also,
-                         allow_unresolved=allow_unresolved, more_models=more_models)
+                         allow_unresolved=allow_unresolved, more_models=more_models,
+                         probe_values=not no_probe)
         if as_json:
             io.write_records([record])
         elif explain:

@@ -37,7 +37,7 @@ from typing import Callable
 
 import orjson
 
-from nlq import __version__, card, execute, generate, io, witness
+from nlq import __version__, card, execute, generate, io, probe, witness
 from nlq import repair as repair_stage
 from nlq import index as grounding
 from nlq import text as text_module
@@ -107,7 +107,7 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
         timeout: float = 20.0, max_rows: int = 100_000, options: dict | None = None, model=None,
         warn: Callable[[str], None] | None = None,
         max_question_chars: int = witness.DEFAULT_MAX_QUESTION_CHARS, also: tuple = (),
-        allow_unresolved: bool = False, more_models: tuple = ()) -> dict:
+        allow_unresolved: bool = False, more_models: tuple = (), probe_values: bool = True) -> dict:
     """The answer record of one question on `db` (see the module docstring).
 
     A question longer than `max_question_chars` is a typed `input_too_large` failure.
@@ -124,6 +124,12 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
     typed `abstained` failure, stage `ask`, with those words; the pipeline is kept, not
     run) unless `allow_unresolved`, when it runs and the words are reported through `warn`.
 
+    With `probe_values`, the question's literals the grounding index does not hold (it reads a
+    sample of each collection) are asked of the database, read-only (`nlq.probe`); what is found
+    joins the witnesses (`explain.probed`), and with a method that calls no model, the values
+    its reading left out are asked too and the question is read again. A prediction resting on
+    a probed value is named through `warn` and its confidence kept below the threshold.
+
     A question that gets no pipeline keeps its typed `failure` (stage `witness` or
     `generate`); a pipeline that fails to run gets `execution.error` and the same
     object as `failure` (stage `exec`). BackendError (the database cannot be read)
@@ -138,13 +144,33 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
 
     index, how = grounding_index(backend, db, cache=cache, warn=warn)
     t = lap("index", started)
-    indexes = {db: index}
-    record, = witness.run([{"db": db, "question": question}], indexes, max_question_chars=max_question_chars)
+    record, = witness.run([{"db": db, "question": question}], {db: index}, max_question_chars=max_question_chars)
+    probed: list[dict] = []
+    if probe_values and not io.has_failure(record):  # literals the sample missed, asked of the database
+        found = probe.probe(backend, index, probe.literals(question, record.get("witnesses") or ()))
+        if found:
+            index = probe.augmented(index, found)
+            probed = _probed(found)
+            record, = witness.run([{"db": db, "question": question}], {db: index},
+                                  max_question_chars=max_question_chars)
     t = lap("witness", t)
+    indexes = {db: index}
     context = generate.Context(indexes, backend=backend, model=model,
                                **{"timeout": timeout, "max_rows": max_rows, **(options or {})})
     witnessed = record
     record, = generate.run([witnessed], method, context, max_question_chars=max_question_chars)
+    left = _left_out_words(record.get("prediction") or {})
+    if probe_values and model is None and left:  # words a reading left out: asked of the database too
+        found = probe.probe(backend, index, probe.literals("", (), left))
+        if found:
+            index = probe.augmented(index, found)
+            probed += _probed(found)
+            indexes = {db: index}
+            context = generate.Context(indexes, backend=backend, model=model,
+                                       **{"timeout": timeout, "max_rows": max_rows, **(options or {})})
+            witnessed, = witness.run([{"db": db, "question": question}], indexes,
+                                     max_question_chars=max_question_chars)
+            record, = generate.run([witnessed], method, context, max_question_chars=max_question_chars)
     others = []
     for name in also:
         other, = generate.run([witnessed], name, context, max_question_chars=max_question_chars)
@@ -159,6 +185,7 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
             other, = generate.run([witnessed], method, own, max_question_chars=max_question_chars)
             others.append(tag_system(other, client))
     t = lap("generate", t)
+    record = _probed_reading(record, probed, warn)
     generated = record.get("prediction") or {}
     if others:  # several systems: their predictions are candidates, selection chooses (who agreed is shown)
         record = {**record, "candidates": [o["prediction"] for o in others if o.get("prediction")]}
@@ -173,7 +200,7 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
                                    options=repair_stage.Options(timeout=timeout, max_rows=max_rows))
         t = lap("repair", t)
     record["execution"] = {"rows_count": None, "ms": None, "error": None, "rows": None}
-    explain = {"index": how, "card_lines": [], "mongosh": None, "timings": timings}
+    explain = {"index": how, "card_lines": [], "mongosh": None, "timings": timings, "probed": probed}
     prediction = record.get("prediction")
     if prediction and not io.has_failure(record):
         left_out = unresolved_of(prediction, generated if model is None else {})
@@ -225,6 +252,42 @@ def remember(record: dict, memory) -> int:
     if added.get("failure"):
         raise NlqError(f"the answer cannot be remembered: {added['failure']['message']}")
     return added["memory"]["added"]
+
+
+def _probed_reading(record: dict, probed: list[dict], warn) -> dict:
+    """A prediction that rests on a value found only by probing: its confidence is kept below the
+    recommended threshold (`probe.MAX_CONFIDENCE`: the sample missed the value, so it is rare,
+    and a rare value that spells the literal may mean something else, a city named California
+    for the state) and `warn` names the value and where it was found."""
+    prediction = record.get("prediction")
+    if not probed or not prediction:
+        return record
+    text = io.dumps(prediction.get("pipeline") or []).decode()
+    used = [m for m in probed if io.dumps(m["stored"]).decode() in text]
+    if not used:
+        return record
+    if warn is not None:
+        warn("; ".join(f"{io.dumps(m['stored']).decode()} is not in the index's sample: found in the database as "
+                       f"{m['collection']}.{m['path']} ({m['frequency']} document{'s' * (m['frequency'] != 1)})"
+                       for m in used))
+    confidence = prediction.get("confidence")
+    if isinstance(confidence, (int, float)) and confidence > probe.MAX_CONFIDENCE:
+        prediction = {**prediction, "confidence": probe.MAX_CONFIDENCE, "probed": True}
+    return {**record, "prediction": prediction}
+
+
+def _left_out_words(prediction: dict) -> list[str]:
+    """The words a reading left out that may be stored values: those it reports as values, then
+    the words it placed nowhere (rules' `ir.unresolved`, 'minneapolis' written in lower case)."""
+    stated = [u["word"] for u in prediction.get("unresolved") or () if u.get("kind") == "value"]
+    unplaced = (prediction.get("ir") or {}).get("unresolved") or ()
+    return list(dict.fromkeys([*stated, *(w for w in unplaced if isinstance(w, str))]))
+
+
+def _probed(found: dict[str, list[dict]]) -> list[dict]:
+    """What `explain.probed` shows of the probed matches: {term, collection, path, stored, frequency}."""
+    return [{"term": key, **{k: m[k] for k in ("collection", "path", "stored", "frequency")}}
+            for key, matches in found.items() for m in matches]
 
 
 def unresolved_of(prediction: dict, generated: dict) -> list[dict]:
@@ -318,7 +381,8 @@ def _matches(matches: list[dict]) -> str:
     for m in matches[:SHOWN_MATCHES]:
         what = "year of" if m.get("part") == "year" else f"{m['kind']} of"
         stored = "" if m.get("part") == "year" else " " + io.dumps(m["stored"]).decode()
-        shown.append(f"{what} {m['collection']}.{m['path']}{stored} ({m['frequency']}x)")
+        found = ", found in the database" if m.get("probed") else ""
+        shown.append(f"{what} {m['collection']}.{m['path']}{stored} ({m['frequency']}x{found})")
     more = len(matches) - SHOWN_MATCHES
     return "; ".join(shown) + (f"; +{more} more" if more > 0 else "")
 

@@ -143,7 +143,7 @@ def test_json_is_the_full_record(runner, cache):
     assert record["db"] == "clinic" and record["question"] == PENICILLIN
     assert record["witnesses"] and record["prediction"]["method"] == "rules"
     assert record["execution"]["rows_count"] == len(record["execution"]["rows"]) == 1
-    assert set(record["explain"]) == {"index", "card_lines", "mongosh", "timings"}
+    assert set(record["explain"]) == {"index", "card_lines", "mongosh", "timings", "probed"}
     assert set(record["explain"]["timings"]) == {"index", "witness", "generate", "load", "exec", "total"}
 
 

@@ -185,14 +185,21 @@ def test_the_kinds_of_words_left_out(question, kinds):
 
 @pytest.mark.shared
 def test_real_sample_data_questions_with_an_unknown_constraint_abstain(atlas, tmp_path, monkeypatch):
-    """MongoDB's public sample data (mongoexport files): state names where the data stores codes."""
+    """MongoDB's public sample data (mongoexport files): state names where the data stores codes.
+    'California' is also the name of one theater's city, which only a probe of the database finds:
+    that reading is answered, never confidently, and never as the unfiltered total."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     backend = EmbeddedBackend(atlas)
     for question in ("How many theaters are in California?", "Count the theaters located in Minnesota.",
                      "How many theaters are there in Texas?"):
         record = ask.run(question, backend, "sample_mflix")
-        assert record["failure"]["type"] == "abstained", (question, record["prediction"]["pipeline"])
-        assert record["prediction"]["confidence"] < THRESHOLD
+        assert record["prediction"]["confidence"] < THRESHOLD, question
+        if record.get("failure"):
+            assert record["failure"]["type"] == "abstained", (question, record["prediction"]["pipeline"])
+        else:
+            assert record["explain"]["probed"] and record["execution"]["rows"] != [{"count": 1564}], question
+        unprobed = ask.run(question, backend, "sample_mflix", probe_values=False)
+        assert unprobed["failure"]["type"] == "abstained", (question, unprobed["prediction"]["pipeline"])
 
 
 def test_an_order_direction_nothing_sorts_by_is_left_out():
