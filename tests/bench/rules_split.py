@@ -45,7 +45,8 @@ def run(split: str, phrasings: set[int] | None = None, dbs: set[str] | None = No
     if against:  # score only what changed: an unchanged prediction keeps the earlier run's scores
         kept = [p for p in predicted if _same(p, against.get(p["id"]))]
         predicted = [p for p in predicted if not _same(p, against.get(p["id"]))]
-        rows = [{**against[p["id"]], "confidence": (p.get("prediction") or {}).get("confidence")} for p in kept]
+        rows = [{**against[p["id"]], "confidence": (p.get("prediction") or {}).get("confidence"),
+                 "unresolved": [u["kind"] for u in (p.get("prediction") or {}).get("unresolved") or ()]} for p in kept]
     else:
         rows = []
     for record, strict in zip(score.run(predicted, backend), score.run(predicted, backend, beta=0)):
@@ -54,7 +55,8 @@ def run(split: str, phrasings: set[int] | None = None, dbs: set[str] | None = No
                      "exc": record["score"]["exc"], "exc0": strict["score"]["exc"], "question": record["question"],
                      "outcome": record["score"].get("outcome"),
                      "gold_rows": record["score"].get("gold_rows"), "pred_rows": record["score"].get("pred_rows"), "collection": prediction.get("collection"),
-                     "pipeline": prediction.get("pipeline"), "confidence": prediction.get("confidence")})
+                     "pipeline": prediction.get("pipeline"), "confidence": prediction.get("confidence"),
+                     "unresolved": [u["kind"] for u in prediction.get("unresolved") or ()]})
     return rows
 
 
