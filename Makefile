@@ -52,7 +52,7 @@ select-fit: $(STAMP)
 	@mkdir -p out/selection
 	test -f $(SELECT_CACHE) || nice $(BIN)/python -m tests.bench.select_fit cache --data $(SELECT_DATA) \
 	  --index $(SELECT_INDEX) $(SELECT_RUNS) -o $(SELECT_CACHE)
-	nice $(BIN)/python -m tests.bench.select_fit fit $(SELECT_CACHE) --no-alternatives -o nlq/selection.json
+	nice $(BIN)/python -m tests.bench.select_fit fit $(SELECT_CACHE) --no-alternatives --single rules -o nlq/selection.json
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/generate.py

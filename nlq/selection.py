@@ -332,6 +332,15 @@ class Selector:
     by_answered: dict = field(default_factory=dict)
     meta: dict = field(default_factory=dict)
     choice: dict | None = None   # the choice model's weights (a conditional logit); None: `weights`
+    single: "Selector | None" = None  # the model of records one system answered with several candidates
+
+    def for_evidence(self, evidence: list[Evidence]) -> "Selector":
+        """The model that judges `evidence`: :attr:`single` when one system answered with several
+        candidates (its alternatives: one method's own readings, whose agreement and confidences
+        mean other things than several systems' do), else this one."""
+        if self.single is not None and len({e.system for e in evidence if e.system}) == 1 and len(evidence) > 1:
+            return self.single
+        return self
 
     def choice_of(self, name: str) -> float:
         """A feature's weight in choosing among one record's groups."""
@@ -357,13 +366,15 @@ class Selector:
                    default_reliability=float(doc["default_reliability"]),
                    calibration=tuple(doc.get("calibration") or (1.0, 0.0)), meta=dict(doc.get("meta") or {}),
                    by_answered={str(k): tuple(v) for k, v in (doc.get("by_answered") or {}).items()},
-                   choice=dict(doc["choice"]) if isinstance(doc.get("choice"), dict) else None)
+                   choice=dict(doc["choice"]) if isinstance(doc.get("choice"), dict) else None,
+                   single=cls.from_json(doc["single"]) if isinstance(doc.get("single"), dict) else None)
 
     def to_json(self) -> dict:
         return {"weights": dict(self.weights), "bias": self.bias, "reliability": dict(self.reliability),
                 "default_reliability": self.default_reliability, "calibration": list(self.calibration),
                 "by_answered": {k: list(v) for k, v in self.by_answered.items()},
-                "meta": dict(self.meta), **({"choice": dict(self.choice)} if self.choice is not None else {})}
+                "meta": dict(self.meta), **({"choice": dict(self.choice)} if self.choice is not None else {}),
+                **({"single": self.single.to_json()} if self.single is not None else {})}
 
     def scaling(self, evidence: list[Evidence]) -> tuple:
         """The Platt scaling for a record answered by this many systems."""
@@ -383,6 +394,8 @@ class Selector:
     def probability(self, question: str, evidence: list[Evidence], cluster: int) -> float:
         """The calibrated probability that the result group `cluster` is right (0 when it is no
         executed group)."""
+        if self.for_evidence(evidence) is not self:
+            return self.for_evidence(evidence).probability(question, evidence, cluster)
         vector = features(question, evidence, self.system_reliability).get(cluster)
         if vector is None:
             return 0.0
@@ -393,6 +406,8 @@ class Selector:
         """The result group most likely right, with its calibrated confidence; where the choice
         model ties, the probability model decides, then more systems, then the group whose first
         candidate comes first."""
+        if self.for_evidence(evidence) is not self:
+            return self.for_evidence(evidence).choose(question, evidence)
         vectors = features(question, evidence, self.system_reliability)
         if not vectors:
             return Choice(None, 0.0)

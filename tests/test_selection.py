@@ -248,3 +248,22 @@ def test_the_fitted_directions_hold():
     model = Selector.load()
     for name, sign in SIGNS.items():
         assert model.weights[name] * sign >= 0 and model.choice_of(name) * sign >= 0, name
+
+
+def test_one_systems_alternatives_are_judged_by_the_one_system_model():
+    """`rules --candidates`: one system's own readings get the model fitted on such records
+    (`Selector.single`); several systems, or one candidate, the main model."""
+    main = Selector.load()
+    doc = main.to_json()
+    doc.pop("single", None)
+    # a one-system model that only trusts the confidence a reading carries
+    single = {**doc, "weights": {f: 0.0 for f in FEATURES} | {"confidence_in": 1.0}, "bias": 0.0, "choice": None,
+              "by_answered": {}, "calibration": [1.0, 0.0]}
+    model = Selector.from_json({**doc, "single": single})
+    assert Selector.from_json(model.to_json()).single is not None  # it survives the model file
+    alternatives = [ev("rules", 0, 0, confidence=0.2), ev("rules", 1, 1, confidence=0.9)]
+    assert model.for_evidence(alternatives) is model.single
+    assert model.choose("How many labs?", alternatives).cluster == 1
+    assert model.probability("How many labs?", alternatives, 1) == pytest.approx(0.9)  # sigmoid(logit 0.9)
+    several = [ev("rules", 0, 0, confidence=0.2), ev("kimi", 1, 1)]
+    assert model.for_evidence(several) is model and model.for_evidence([ev("rules", 0, 0)]) is model

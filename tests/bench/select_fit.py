@@ -1,7 +1,7 @@
 """Fit the selection model (nlq/selection.json) and measure it out of database: `make select-fit`.
 
     python -m tests.bench.select_fit cache --data DIR --index INDEX RUN.jsonl [RUN.jsonl ...] -o EVIDENCE
-    python -m tests.bench.select_fit fit EVIDENCE [-o nlq/selection.json] [--without METHOD ...]
+    python -m tests.bench.select_fit fit EVIDENCE [-o nlq/selection.json] [--without METHOD ...] [--single METHOD]
 
 `cache` executes every candidate of every record once (each run's `prediction`,
 and the `candidates` a run carries, e.g. rules --candidates), exactly as `nlq
@@ -18,7 +18,9 @@ scaling fitted by an inner 5-fold cross-validation grouped by database): EXC of 
 the plain vote, of the oracle and of selection, per database wins and
 losses against the plain vote, the ECE of the confidence, and precision and
 coverage at confidence thresholds. `--without METHOD` drops a system (the
-same records, its candidates left out). The model written is fitted on all
+same records, its candidates left out). `--single METHOD` also fits, measures
+and ships (`Selector.single`) the model of records that METHOD alone answered
+with its alternatives (`rules --candidates`). The model written is fitted on all
 records. Deterministic.
 """
 
@@ -418,6 +420,9 @@ def main(argv=None) -> None:
     f.add_argument("--no-confidences", action="store_true", help="ablation: ignore calibrated confidences")
     f.add_argument("--full-set-only", action="store_true",
                    help="fit on the full set of systems only (not on every subset of them)")
+    f.add_argument("--single", metavar="SYSTEM",
+                   help="also fit the model of records SYSTEM alone answered with its alternatives (its "
+                        "`candidates`), measure it and ship it inside the written model")
     f.add_argument("--test-without", action="append", default=[],
                    help="also measure the model fitted with every system on records without this one")
     args = parser.parse_args(argv)
@@ -439,8 +444,19 @@ def main(argv=None) -> None:
         prepare_groups(tested)
         report(f"fitted with every system, measured without {', '.join(args.test_without)}",
                evaluate(tested, trained))
+    single = None
+    if args.single:  # one system's own alternatives: a model of their own
+        alone = load(args.evidence, tuple(set(systems_of(records)) - {args.single}), True, not args.no_confidences)
+        prepare_groups(alone)
+        if not args.no_eval:
+            report(f"one system ({args.single}) with its alternatives", evaluate(alone, alone))
+        single = fit_selector(alone) if args.output else None
+        if single is not None:
+            single.meta = {"fitted_on": f"{len(alone)} records of {len({r['db'] for r in alone})} databases, "
+                                        f"the prediction and alternatives of {args.single}", "systems": [args.single]}
     if args.output:
         selector = fit_selector(trained)
+        selector.single = single
         selector.meta = {"fitted_on": f"{len(records)} records of {len({r['db'] for r in records})} databases, "
                                       f"each with every non-empty subset of the systems" if trained is not records
                                       else f"{len(records)} records of {len({r['db'] for r in records})} databases",
