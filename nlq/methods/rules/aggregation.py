@@ -100,6 +100,10 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
         if target is not None and phrase is not None:
             used.add(target.start)  # (the identifier names the elements counted: it is not shown)
             target = None
+        measure = element_measure(q, counted, phrase[0], fields) if phrase is not None and not counting else None
+        if measure is not None:
+            # 'the average fee', `csu_fees` holding a `CampusFee`: a number of each element, not the array's size
+            target, phrase = Mention(measure, counted, phrase[1], 1.0), None
         skipped = phrase[2] if phrase is not None else -1
         array, array_end = phrase[:2] if phrase is not None else (None, counted + 1)
         if op in ("$avg", "$sum") and array is not None:
@@ -185,6 +189,22 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
         ir.sort = [(ir.aggregates[0][1], rank_aggregate)]
 
 
+def element_measure(q: Question, at: int, array: Field, fields: list[Field]) -> Field | None:
+    """The stored number of each element a statistic word names by its array's name ('the
+    average fee', each of `csu_fees` holding a `CampusFee`; 'the average rating', each `Rating`
+    holding its `stars`): of the elements' numbers (no identifier, no year), the one whose name
+    shares the most of the words said from `at` on ('booking counts': `booked_count`, not
+    `booked_amount`), else the only one. None when the elements hold no such number, or several
+    the words do not tell apart: the array's size is meant ('the average readership')."""
+    numbers = [f for f in fields if f.kind == "scalar" and f.arrays[-1:] == (array.mql,) and f.numeric
+               and "id" not in f.words and not f.years]
+    said = [s for s in q.stems[at:at + 3] if s not in STOPWORDS]
+    shared = {f.mql: sum(any(word_match(s, w) >= 0.85 for s in said) for w in f.words) for f in numbers}
+    best = max(shared.values(), default=0)
+    named = [f for f in numbers if shared[f.mql] == best]
+    return named[0] if len(named) == 1 else None
+
+
 # Superlatives that count ('the most players', 'the fewest members'), not measure ('the highest').
 COUNTING = frozenset({"most", "least", "fewest"})
 
@@ -249,15 +269,16 @@ def _single(array: Field | None, at: int) -> tuple[Field, int] | None:
     return (array, at + 1) if array is not None else None
 
 
-def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[int],
-                           used: set[int], counted: set[int] | None = None) -> list[tuple[str, Field]]:
+def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[int], used: set[int],
+                           counted: set[int] | None = None, fields: list[Field] = ()) -> list[tuple[str, Field]]:
     """'the maximum, minimum and average capacity', 'total and minimum
     enrollment': statistic words joined by 'and' or commas share the field named
     right after them (none of them ranks documents). The field is numeric, or any
     ordered value when every word is an extreme ('the maximum and minimum share',
     stored as text). A count phrase in the run or right after it ('the minimum and
     maximum number of bathrooms', 'the maximum and total number of followers') names
-    the field's quantity: its first word goes to `counted` (it counts nothing)."""
+    the field's quantity: its first word goes to `counted` (it counts nothing). With no such
+    field, the run may name an array whose elements hold the number (`element_measure`)."""
     found = []
     i = 0
     while i < len(q.raw):
@@ -267,6 +288,8 @@ def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[i
                        and (m.field.numeric or m.field.kind == "scalar" and set(ops) <= {"$max", "$min"}
                             and m.share == 1.0 and "id" not in m.field.words)),
                       None) if end > i and not _read_elsewhere(q, i, end, consumed) else None
+        if target is None and end > i and not _read_elsewhere(q, i, end, consumed):
+            target = _measure_of_elements(q, end + 1, fields)  # 'the max, min and average booking counts'
         if target is None:
             i = max(i + 1, end)
             continue
@@ -280,6 +303,14 @@ def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[i
             counted.update(c for c in range(i, target.start) if q.raw[c] in COUNT_HEADS)
         i = end + 1
     return found
+
+
+def _measure_of_elements(q: Question, at: int, fields: list[Field]) -> Mention | None:
+    """The element number (`element_measure`) of the array named at `at` (past 'the')."""
+    at += q.raw[at:at + 1] == ["the"]
+    array = array_named(q, at, list(fields), top_level=False)
+    measure = element_measure(q, at, array, fields) if array is not None else None
+    return Mention(measure, at, at + 1, 1.0) if measure is not None else None
 
 
 def _read_elsewhere(q: Question, i: int, end: int, consumed: set[int]) -> bool:

@@ -367,7 +367,7 @@ def read_aggregates(s: State) -> None:
     """'average price', 'total and minimum enrollment'; superlatives sort; 'top 5 X by'; 'by X' groups."""
     q, ir = s.q, s.ir
     read = len(s.counted)
-    ir.aggregates += coordinated_aggregates(q, s.mentions, s.consumed, s.used, s.counted)
+    ir.aggregates += coordinated_aggregates(q, s.mentions, s.consumed, s.used, s.counted, s.fields)
     if len(s.counted) > read and ir.count and not ir.having and not s.common and not count_phrases(s):
         ir.count = ir.count_asked = False  # 'the minimum and maximum number of bathrooms' measures, counts nothing
     detect_aggregates(q, ir, s.mentions, s.fields, s.entities, s.consumed, s.used, s.common,
