@@ -31,3 +31,16 @@ def test_a_category_shown_beside_a_statistic_groups_it(world):
 def test_the_domain_named_after_all_does_not_group(world):
     prediction, rows = rules_answer(world, "towns", "What is the maximum enrollment across all schools?")
     assert [list(r.values()) for r in rows] == [[900]], prediction["pipeline"]
+
+
+KINDS = [{"kind_id": 1, "kind_description": "Retail",
+          "Sales": [{"sale_id": 1, "amount": 5}, {"sale_id": 2, "amount": 9}]},
+         {"kind_id": 2, "kind_description": "Online", "Sales": [{"sale_id": 3, "amount": 7}]}]
+
+
+def test_each_document_named_by_the_collections_full_name(world, tmp_path):
+    """'for each store kind' in `Store_Kinds`: the name's other words before its last one still
+    name each document, so the statistic of its elements is computed per document."""
+    kinds = rules_world(tmp_path, {"stores": {"Store_Kinds": KINDS}})
+    prediction, rows = rules_answer(kinds, "stores", "Show the maximum sale amount for each store kind.")
+    assert sorted(r["max_Sales_amount"] for r in rows) == [7, 9], prediction["pipeline"]

@@ -59,12 +59,20 @@ def per_document(q: Question, lower: str, collection: str) -> bool:
     """'of each film', 'for every school', "each film's title and its maximum price", 'the
     titles of the films and the highest price for each': a grouping phrase names the
     collection's own documents, or ends the question (each of the things just named)."""
-    head = split_name(collection)[-1:]
     for m in list(GROUP_PATTERNS.finditer(lower)) + list(re.finditer(r"\b(?:each|every)\s+", lower)):
-        at = q.word_at(m.end())
-        if at < len(q.stems) and any(word_match(q.stems[at], w) >= 0.85 for w in head):
+        if names_collection(q, q.word_at(m.end()), collection):
             return True
     return bool(re.search(r"\b(?:for|of) (?:each|every)(?: one)?\s*[?.!]?\s*$", lower))
+
+
+def names_collection(q: Question, at: int, collection: str) -> bool:
+    """The words from `at` name the collection's documents: its name's last word, perhaps after
+    its other words ('each transaction type' for `Ref_Transaction_Types`)."""
+    name = split_name(collection)
+    while at < len(q.stems) and any(word_match(q.stems[at], w) >= 0.85 for w in name[:-1]) \
+            and not word_match(q.stems[at], name[-1]) >= 0.85:
+        at += 1
+    return at < len(q.stems) and bool(name) and word_match(q.stems[at], name[-1]) >= 0.85
 
 
 # Words that name a statistic only of the numeric field right after them ('the overall capacity',
