@@ -62,3 +62,22 @@ def test_several_statistics_share_the_elements_number(world):
     """'the maximum, minimum and average fee': one run of statistics, each of `CampusFee`."""
     prediction, rows = rules_answer(world, "fees", "What are the maximum, minimum and average fee of the campuses?")
     assert len(rows) == 1 and sorted(rows[0].values()) == [100, 300, 600], prediction["pipeline"]
+
+
+GUESTS = [{"guest_id": 1, "guest_name": "Al", "stay": [{"Num_of_Nights": 2}, {"Num_of_Nights": 4}]},
+          {"guest_id": 2, "guest_name": "Bea", "stay": [{"Num_of_Nights": 6}]}]
+
+
+@pytest.fixture(scope="module")
+def inn(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("inn"), {"inn": {"guest": GUESTS}})
+
+
+@pytest.mark.parametrize("question, value", [
+    ("How many nights were, on average, booked during a stay?", 4),
+    ("How many nights, in total, were booked?", 12),
+])
+def test_a_closing_statistic_measures_the_quantity_how_many_asks(inn, question, value):
+    """'how many nights ..., on average': the stored quantity's statistic, no count beside it."""
+    prediction, rows = rules_answer(inn, "inn", question)
+    assert only_value(rows) == value, prediction["pipeline"]

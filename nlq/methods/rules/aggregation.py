@@ -157,7 +157,10 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             # came first, the statistic closes the clause
             before = [mm for mm in mentions if mm.end <= i and mm.field.numeric and mm.start not in used
                       and mm.field.words[-1:] != ("id",) and mm.start not in consumed]
-            target = before[-1] if before else None
+            target = before[-1] if before else _summed_count(q, ir, mentions, i)
+            if target is not None and q.raw[target.start - 2:target.start] == ["how", "many"] \
+                    and not _other_counts(q, target.start - 2):
+                ir.count = ir.count_asked = False  # 'how many faculty, in total': the quantity's total
         back = _measured_before(q, i, mentions, used) if target is None and op in ("$max", "$min") else None
         if back is not None and not ir.group_by:
             # 'the product priced the highest', 'the employees paid the least': the measure came first
@@ -211,6 +214,23 @@ def element_measure(q: Question, at: int, array: Field, fields: list[Field]) -> 
     best = max(shared.values(), default=0)
     named = [f for f in numbers if shared[f.mql] == best]
     return named[0] if len(named) == 1 else None
+
+
+def _summed_count(q: Question, ir: IR, mentions: list[Mention], i: int) -> Mention | None:
+    """'how many tickets were, on average, bought': the stored quantity 'how many' summed
+    (`count_quantities`), which the statistic closing the clause measures instead."""
+    for m in mentions:
+        if m.end <= i and q.raw[m.start - 2:m.start] == ["how", "many"] and ("$sum", m.field) in ir.aggregates:
+            ir.aggregates.remove(("$sum", m.field))
+            return m
+    return None
+
+
+def _other_counts(q: Question, at: int) -> bool:
+    """A count phrase other than the one at word `at` that counts: not a statistic's quantity
+    ('the largest number of tickets')."""
+    starts = [q.word_at(c.start()) for c in COUNT_PATTERNS.finditer(q.text.lower())]
+    return any(k != at and not (k and (q.raw[k - 1] in AGG_WORDS or q.raw[k - 1] in STATISTICS)) for k in starts)
 
 
 # Superlatives that count ('the most players', 'the fewest members'), not measure ('the highest').
