@@ -81,3 +81,15 @@ def test_a_closing_statistic_measures_the_quantity_how_many_asks(inn, question, 
     """'how many nights ..., on average': the stored quantity's statistic, no count beside it."""
     prediction, rows = rules_answer(inn, "inn", question)
     assert only_value(rows) == value, prediction["pipeline"]
+
+
+TOWNS = [{"Town": "Ayr", "awards": [{"Year": 2001, "Awards": 3}, {"Year": 2002, "Awards": 5}]},
+         {"Town": "Bute", "awards": [{"Year": 2001, "Awards": 4}]}]
+
+
+def test_how_many_sums_the_tally_its_array_stores(tmp_path):
+    """'how many awards', each element of `awards` holding its `Awards`: the elements are tallies,
+    so the answer sums them rather than counting the elements."""
+    world = rules_world(tmp_path, {"prizes": {"towns": TOWNS}})
+    prediction, rows = rules_answer(world, "prizes", "How many awards were given in 2001?")
+    assert only_value(rows) == 7, prediction["pipeline"]

@@ -516,9 +516,12 @@ def _measured_by_statistics(q: Question, mentions: list[Mention]) -> set[int]:
     return out
 
 
-def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set[int], used: set[int]) -> None:
+def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set[int], used: set[int],
+                     fields: list[Field] = ()) -> None:
     """'how many goals did X score', 'how many pages were printed': the counted noun is
-    a numeric field (a quantity each document stores), so the answer is its sum."""
+    a numeric field (a quantity each document stores), so the answer is its sum; so is the
+    number its array's elements store under the array's own name ('how many degrees', each of
+    `degrees` holding its `Degrees`: `tallied`)."""
     counts = list(re.finditer(r"\bhow many\b", q.text.lower()))
     summed = 0
     for c in counts:
@@ -529,13 +532,25 @@ def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set
                                           and not DISTINCT_WORDS & set(q.raw[at:head]))
                   and m.share == 1.0 and m.field.measurable
                   and m.start not in entities and "id" not in m.field.words), None)
-        if m is not None:
-            if ("$sum", m.field) not in ir.aggregates:
-                ir.aggregates.append(("$sum", m.field))
-            used.add(m.start)
+        tally = tallied(q, at, fields) if m is None else None
+        if m is not None or tally is not None:
+            f = m.field if m is not None else tally
+            if ("$sum", f) not in ir.aggregates:
+                ir.aggregates.append(("$sum", f))
+            used.update([m.start] if m is not None else [])
             summed += 1
     if summed and summed == len(counts) and not COUNT_PATTERNS.search(re.sub(r"\bhow many\b", "", q.text.lower())):
         ir.count = False
+
+
+def tallied(q: Question, at: int, fields: list[Field]) -> Field | None:
+    """The number each element of the array named at `at` stores under the array's own name
+    (`degrees[].Degrees`, `faculty[].Faculty`): the elements are tallies, what they count is it."""
+    array = array_named(q, at, list(fields), top_level=False)
+    if array is None:
+        return None
+    return next((f for f in fields if f.kind == "scalar" and f.numeric and f.arrays[-1:] == (array.mql,)
+                 and f.words == array.words), None)
 
 
 def averaged_count(q: Question, count: re.Match, mentions: list[Mention], fields: list[Field]) -> bool:

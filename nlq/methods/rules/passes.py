@@ -207,7 +207,7 @@ def read_counts(s: State) -> None:
     ir.count_asked = len(counts) > len(ranking)
     ir.count = bool(ir.having or counts)
     if ir.count:
-        count_quantities(q, ir, mentions, s.entities, s.used)
+        count_quantities(q, ir, mentions, s.entities, s.used, s.fields)
         count_per_value(s.lower, ir)
 
 
