@@ -93,3 +93,12 @@ def test_how_many_sums_the_tally_its_array_stores(tmp_path):
     world = rules_world(tmp_path, {"prizes": {"towns": TOWNS}})
     prediction, rows = rules_answer(world, "prizes", "How many awards were given in 2001?")
     assert only_value(rows) == 7, prediction["pipeline"]
+
+
+def test_the_most_tallies_sum_them_per_value(tmp_path):
+    """'in which year were the most awards given': the tallies summed per year, not the elements
+    counted (2001 has two elements holding 7, 2002 one holding 5 — and 2003 one holding 9)."""
+    towns = TOWNS + [{"Town": "Cork", "awards": [{"Year": 2003, "Awards": 9}]}]
+    world = rules_world(tmp_path, {"prizes": {"towns": towns}})
+    prediction, rows = rules_answer(world, "prizes", "In which year were the most awards given?")
+    assert [r["Year"] for r in rows] == [2003], prediction["pipeline"]

@@ -139,8 +139,13 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             # 'which genre has the most books': the value of a field shared by the most documents
             ir.group_by.append(key.field)
             used.add(key.start)
-            ir.count = True
-            ir.sort = ir.sort or [("count", -1 if op == "$max" else 1)]
+            tally = tally_of(array, fields) if array is not None else None
+            if tally is not None:  # 'the year the most degrees were awarded': the tallies summed per value
+                ir.aggregates.append(("$sum", tally))
+                ir.sort = ir.sort or [(tally, -1 if op == "$max" else 1)]
+            else:
+                ir.count = True
+                ir.sort = ir.sort or [("count", -1 if op == "$max" else 1)]
             ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1  # 'the three regions with the most'
             continue
         if op in ("$max", "$min") and array is not None:
@@ -547,8 +552,11 @@ def tallied(q: Question, at: int, fields: list[Field]) -> Field | None:
     """The number each element of the array named at `at` stores under the array's own name
     (`degrees[].Degrees`, `faculty[].Faculty`): the elements are tallies, what they count is it."""
     array = array_named(q, at, list(fields), top_level=False)
-    if array is None:
-        return None
+    return tally_of(array, fields) if array is not None else None
+
+
+def tally_of(array: Field, fields: list[Field]) -> Field | None:
+    """The number the array's elements store under the array's own name, if any."""
     return next((f for f in fields if f.kind == "scalar" and f.numeric and f.arrays[-1:] == (array.mql,)
                  and f.words == array.words), None)
 
