@@ -59,12 +59,20 @@ def per_document(q: Question, lower: str, collection: str) -> bool:
     """'of each film', 'for every school', "each film's title and its maximum price", 'the
     titles of the films and the highest price for each': a grouping phrase names the
     collection's own documents, or ends the question (each of the things just named)."""
-    head = split_name(collection)[-1:]
     for m in list(GROUP_PATTERNS.finditer(lower)) + list(re.finditer(r"\b(?:each|every)\s+", lower)):
-        at = q.word_at(m.end())
-        if at < len(q.stems) and any(word_match(q.stems[at], w) >= 0.85 for w in head):
+        if names_collection(q, q.word_at(m.end()), collection):
             return True
     return bool(re.search(r"\b(?:for|of) (?:each|every)(?: one)?\s*[?.!]?\s*$", lower))
+
+
+def names_collection(q: Question, at: int, collection: str) -> bool:
+    """The words from `at` name the collection's documents: its name's last word, perhaps after
+    its other words ('each transaction type' for `Ref_Transaction_Types`)."""
+    name = split_name(collection)
+    while at < len(q.stems) and any(word_match(q.stems[at], w) >= 0.85 for w in name[:-1]) \
+            and not word_match(q.stems[at], name[-1]) >= 0.85:
+        at += 1
+    return at < len(q.stems) and bool(name) and word_match(q.stems[at], name[-1]) >= 0.85
 
 
 # Words that name a statistic only of the numeric field right after them ('the overall capacity',
@@ -100,6 +108,10 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
         if target is not None and phrase is not None:
             used.add(target.start)  # (the identifier names the elements counted: it is not shown)
             target = None
+        measure = element_measure(q, counted, phrase[0], fields) if phrase is not None and not counting else None
+        if measure is not None:
+            # 'the average fee', `csu_fees` holding a `CampusFee`: a number of each element, not the array's size
+            target, phrase = Mention(measure, counted, phrase[1], 1.0), None
         skipped = phrase[2] if phrase is not None else -1
         array, array_end = phrase[:2] if phrase is not None else (None, counted + 1)
         if op in ("$avg", "$sum") and array is not None:
@@ -127,8 +139,13 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             # 'which genre has the most books': the value of a field shared by the most documents
             ir.group_by.append(key.field)
             used.add(key.start)
-            ir.count = True
-            ir.sort = ir.sort or [("count", -1 if op == "$max" else 1)]
+            tally = tally_of(array, fields) if array is not None else None
+            if tally is not None:  # 'the year the most degrees were awarded': the tallies summed per value
+                ir.aggregates.append(("$sum", tally))
+                ir.sort = ir.sort or [(tally, -1 if op == "$max" else 1)]
+            else:
+                ir.count = True
+                ir.sort = ir.sort or [("count", -1 if op == "$max" else 1)]
             ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1  # 'the three regions with the most'
             continue
         if op in ("$max", "$min") and array is not None:
@@ -145,7 +162,10 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             # came first, the statistic closes the clause
             before = [mm for mm in mentions if mm.end <= i and mm.field.numeric and mm.start not in used
                       and mm.field.words[-1:] != ("id",) and mm.start not in consumed]
-            target = before[-1] if before else None
+            target = before[-1] if before else _summed_count(q, ir, mentions, i)
+            if target is not None and q.raw[target.start - 2:target.start] == ["how", "many"] \
+                    and not _other_counts(q, target.start - 2):
+                ir.count = ir.count_asked = False  # 'how many faculty, in total': the quantity's total
         back = _measured_before(q, i, mentions, used) if target is None and op in ("$max", "$min") else None
         if back is not None and not ir.group_by:
             # 'the product priced the highest', 'the employees paid the least': the measure came first
@@ -183,6 +203,39 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
 
     if rank_aggregate and ir.aggregates and not ir.sort:
         ir.sort = [(ir.aggregates[0][1], rank_aggregate)]
+
+
+def element_measure(q: Question, at: int, array: Field, fields: list[Field]) -> Field | None:
+    """The stored number of each element a statistic word names by its array's name ('the
+    average fee', each of `csu_fees` holding a `CampusFee`; 'the average rating', each `Rating`
+    holding its `stars`): of the elements' numbers (no identifier, no year), the one whose name
+    shares the most of the words said from `at` on ('booking counts': `booked_count`, not
+    `booked_amount`), else the only one. None when the elements hold no such number, or several
+    the words do not tell apart: the array's size is meant ('the average readership')."""
+    numbers = [f for f in fields if f.kind == "scalar" and f.arrays[-1:] == (array.mql,) and f.numeric
+               and "id" not in f.words and not f.years]
+    said = [s for s in q.stems[at:at + 3] if s not in STOPWORDS]
+    shared = {f.mql: sum(any(word_match(s, w) >= 0.85 for s in said) for w in f.words) for f in numbers}
+    best = max(shared.values(), default=0)
+    named = [f for f in numbers if shared[f.mql] == best]
+    return named[0] if len(named) == 1 else None
+
+
+def _summed_count(q: Question, ir: IR, mentions: list[Mention], i: int) -> Mention | None:
+    """'how many tickets were, on average, bought': the stored quantity 'how many' summed
+    (`count_quantities`), which the statistic closing the clause measures instead."""
+    for m in mentions:
+        if m.end <= i and q.raw[m.start - 2:m.start] == ["how", "many"] and ("$sum", m.field) in ir.aggregates:
+            ir.aggregates.remove(("$sum", m.field))
+            return m
+    return None
+
+
+def _other_counts(q: Question, at: int) -> bool:
+    """A count phrase other than the one at word `at` that counts: not a statistic's quantity
+    ('the largest number of tickets')."""
+    starts = [q.word_at(c.start()) for c in COUNT_PATTERNS.finditer(q.text.lower())]
+    return any(k != at and not (k and (q.raw[k - 1] in AGG_WORDS or q.raw[k - 1] in STATISTICS)) for k in starts)
 
 
 # Superlatives that count ('the most players', 'the fewest members'), not measure ('the highest').
@@ -249,15 +302,16 @@ def _single(array: Field | None, at: int) -> tuple[Field, int] | None:
     return (array, at + 1) if array is not None else None
 
 
-def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[int],
-                           used: set[int], counted: set[int] | None = None) -> list[tuple[str, Field]]:
+def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[int], used: set[int],
+                           counted: set[int] | None = None, fields: list[Field] = ()) -> list[tuple[str, Field]]:
     """'the maximum, minimum and average capacity', 'total and minimum
     enrollment': statistic words joined by 'and' or commas share the field named
     right after them (none of them ranks documents). The field is numeric, or any
     ordered value when every word is an extreme ('the maximum and minimum share',
     stored as text). A count phrase in the run or right after it ('the minimum and
     maximum number of bathrooms', 'the maximum and total number of followers') names
-    the field's quantity: its first word goes to `counted` (it counts nothing)."""
+    the field's quantity: its first word goes to `counted` (it counts nothing). With no such
+    field, the run may name an array whose elements hold the number (`element_measure`)."""
     found = []
     i = 0
     while i < len(q.raw):
@@ -267,6 +321,8 @@ def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[i
                        and (m.field.numeric or m.field.kind == "scalar" and set(ops) <= {"$max", "$min"}
                             and m.share == 1.0 and "id" not in m.field.words)),
                       None) if end > i and not _read_elsewhere(q, i, end, consumed) else None
+        if target is None and end > i and not _read_elsewhere(q, i, end, consumed):
+            target = _measure_of_elements(q, end + 1, fields)  # 'the max, min and average booking counts'
         if target is None:
             i = max(i + 1, end)
             continue
@@ -280,6 +336,14 @@ def coordinated_aggregates(q: Question, mentions: list[Mention], consumed: set[i
             counted.update(c for c in range(i, target.start) if q.raw[c] in COUNT_HEADS)
         i = end + 1
     return found
+
+
+def _measure_of_elements(q: Question, at: int, fields: list[Field]) -> Mention | None:
+    """The element number (`element_measure`) of the array named at `at` (past 'the')."""
+    at += q.raw[at:at + 1] == ["the"]
+    array = array_named(q, at, list(fields), top_level=False)
+    measure = element_measure(q, at, array, fields) if array is not None else None
+    return Mention(measure, at, at + 1, 1.0) if measure is not None else None
 
 
 def _read_elsewhere(q: Question, i: int, end: int, consumed: set[int]) -> bool:
@@ -457,9 +521,12 @@ def _measured_by_statistics(q: Question, mentions: list[Mention]) -> set[int]:
     return out
 
 
-def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set[int], used: set[int]) -> None:
+def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set[int], used: set[int],
+                     fields: list[Field] = ()) -> None:
     """'how many goals did X score', 'how many pages were printed': the counted noun is
-    a numeric field (a quantity each document stores), so the answer is its sum."""
+    a numeric field (a quantity each document stores), so the answer is its sum; so is the
+    number its array's elements store under the array's own name ('how many degrees', each of
+    `degrees` holding its `Degrees`: `tallied`)."""
     counts = list(re.finditer(r"\bhow many\b", q.text.lower()))
     summed = 0
     for c in counts:
@@ -470,13 +537,28 @@ def count_quantities(q: Question, ir: IR, mentions: list[Mention], entities: set
                                           and not DISTINCT_WORDS & set(q.raw[at:head]))
                   and m.share == 1.0 and m.field.measurable
                   and m.start not in entities and "id" not in m.field.words), None)
-        if m is not None:
-            if ("$sum", m.field) not in ir.aggregates:
-                ir.aggregates.append(("$sum", m.field))
-            used.add(m.start)
+        tally = tallied(q, at, fields) if m is None else None
+        if m is not None or tally is not None:
+            f = m.field if m is not None else tally
+            if ("$sum", f) not in ir.aggregates:
+                ir.aggregates.append(("$sum", f))
+            used.update([m.start] if m is not None else [])
             summed += 1
     if summed and summed == len(counts) and not COUNT_PATTERNS.search(re.sub(r"\bhow many\b", "", q.text.lower())):
         ir.count = False
+
+
+def tallied(q: Question, at: int, fields: list[Field]) -> Field | None:
+    """The number each element of the array named at `at` stores under the array's own name
+    (`degrees[].Degrees`, `faculty[].Faculty`): the elements are tallies, what they count is it."""
+    array = array_named(q, at, list(fields), top_level=False)
+    return tally_of(array, fields) if array is not None else None
+
+
+def tally_of(array: Field, fields: list[Field]) -> Field | None:
+    """The number the array's elements store under the array's own name, if any."""
+    return next((f for f in fields if f.kind == "scalar" and f.numeric and f.arrays[-1:] == (array.mql,)
+                 and f.words == array.words), None)
 
 
 def averaged_count(q: Question, count: re.Match, mentions: list[Mention], fields: list[Field]) -> bool:

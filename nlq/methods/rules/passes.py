@@ -207,7 +207,7 @@ def read_counts(s: State) -> None:
     ir.count_asked = len(counts) > len(ranking)
     ir.count = bool(ir.having or counts)
     if ir.count:
-        count_quantities(q, ir, mentions, s.entities, s.used)
+        count_quantities(q, ir, mentions, s.entities, s.used, s.fields)
         count_per_value(s.lower, ir)
 
 
@@ -367,7 +367,7 @@ def read_aggregates(s: State) -> None:
     """'average price', 'total and minimum enrollment'; superlatives sort; 'top 5 X by'; 'by X' groups."""
     q, ir = s.q, s.ir
     read = len(s.counted)
-    ir.aggregates += coordinated_aggregates(q, s.mentions, s.consumed, s.used, s.counted)
+    ir.aggregates += coordinated_aggregates(q, s.mentions, s.consumed, s.used, s.counted, s.fields)
     if len(s.counted) > read and ir.count and not ir.having and not s.common and not count_phrases(s):
         ir.count = ir.count_asked = False  # 'the minimum and maximum number of bathrooms' measures, counts nothing
     detect_aggregates(q, ir, s.mentions, s.fields, s.entities, s.consumed, s.used, s.common,
@@ -525,6 +525,21 @@ def counted_quantities(s: State) -> set[int]:
     return found
 
 
+def shown_per_group(s: State) -> list[Field]:
+    """The values shown beside a statistic that it is computed per ('the average points of
+    players based on their positions'): categories several documents share (or, for a statistic of
+    each document's elements, the document's own attribute: 'the movie titles with the highest
+    average rating'), not numbers, the documents' own name or the domain ('across all schools',
+    'for every company')."""
+    q, head = s.q, split_name(s.collection)[-1:]
+    inside = all(f is not None and f.arrays for _, f in s.ir.aggregates)  # each document's elements measured
+    named = {m.field.mql for m in s.mentions if not set(range(m.start, m.end)) & s.entities
+             and "all" not in q.raw[max(0, m.start - 2):m.start]}
+    return [f for f in s.ir.outputs if f.kind == "scalar" and not f.measurable and f.mql in named
+            and (repeats(s.index, f) or inside and not f.arrays)
+            and not any(word_match(w, h) >= 0.85 for w in f.words for h in head)]
+
+
 def read_per_group(s: State) -> None:
     """What aggregates are computed per, HAVING on aggregates, the top document
     per group, and the default order when none is asked."""
@@ -538,6 +553,11 @@ def read_per_group(s: State) -> None:
                 and per_document(q, s.lower, s.collection):
             # 'the average age of guides for each peak': a statistic of each document's elements
             ir.group_by = own_label(s.index, s.collection, s.fields)
+        if not ir.group_by:
+            # 'the average points of players based on their positions': a value shown beside a
+            # statistic, which one row over every document cannot show, is what it is computed per
+            ir.group_by = shown_per_group(s)
+            ir.outputs = [f for f in ir.outputs if f not in ir.group_by]
     if ir.group_by and ir.aggregates:
         ir.conditions = aggregate_conditions(q, ir, s.mentions)
     if ir.group_by and not (ir.aggregates or ir.count) and ir.limit == 1 and len(ir.sort) == 1 \
