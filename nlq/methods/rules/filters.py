@@ -198,6 +198,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
     numeric = [m for m in mentions if m.field.numeric or m.field.years]
     filters = []
     taken = set(consumed)  # phrases an earlier stage read (a HAVING count)
+    bounded: set[tuple[int, str]] = set()  # (mention, direction) of the bounds read so far
     for at, op, value, char_end in comparison_phrases(q):
         if at in taken:
             continue
@@ -238,7 +239,10 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             percent = re.match(r"\s*(?:%|percent\b|per cent\b)", q.text[char_end:]) is not None or bool(
                 {"percentage", "percent", "proportion"} & set(q.raw[max(0, at - 2):at]))
             # (a field of years written as text compares with a year only: 'over 100 registered memberships')
-            comparable = [m for m in numeric if m.field.numeric or is_year(str(value))]
+            # (a field one bound already holds takes no second bound the same way: 'a base price exceeding
+            # 160 and more than 2 guests' leaves the 2 to another field, or unread)
+            comparable = [m for m in numeric if (m.field.numeric or is_year(str(value)))
+                          and (m.start, DIRECTION[op]) not in bounded]
             mention, target = _comparison_field(q, at, value, comparable, fields, percent)
             if mention is not None:  # the fields named between it and the comparator qualify it
                 used.update(m.start for m in numeric if mention.end <= m.start and m.end <= at)
@@ -260,11 +264,16 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             continue
         if mention is not None:
             used.add(mention.start)
+            bounded.add((mention.start, DIRECTION[op]))
         filters.append(Filter(target, op, stored_number(target, value), at))
         consumed.update(range(at, after))
     # (a size's lower bound said once: 'between one and three notes' already holds some)
     return [f for k, f in enumerate(filters) if not (f.size and any(
         g.size and g.field is f.field and g.op == f.op and g.value == f.value for g in filters[:k]))]
+
+
+# The way a comparison bounds its field: from below, from above, or to one value.
+DIRECTION = {"$gt": "up", "$gte": "up", "$lt": "down", "$lte": "down", "$eq": "eq"}
 
 
 # Units after a number, and the measures they are of (a field named by one of them).
@@ -302,6 +311,8 @@ def comparison_phrases(q: Question) -> list[tuple[int, str, object, int]]:
                 found.append((at, op, to_number(m.group("n")), m.end()))
     for m in OR_BOUND.finditer(lower):
         op = "$gte" if m.group(2) in OR_MORE else "$lte"
+        # ('from 2001 or earlier': the number's own 'or earlier' says the bound, not the 'from' before it)
+        found = [f for f in found if not (f[0] < q.word_at(m.start()) and f[3] == m.start("n") + len(m.group("n")))]
         found.append((q.word_at(m.start()), op, to_number(m.group("n")), m.end()))
     return sorted(found, key=lambda x: x[0])
 

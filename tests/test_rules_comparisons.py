@@ -1,0 +1,35 @@
+"""`rules` reads each comparison of a question with its own bound: a field bounded once takes no
+second bound the same way ('a price over 160 and more than 2 guests'), and a number's own
+'or earlier' says the bound ('from 2001 or earlier')."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import rules_answer, rules_world
+
+ROOMS = [{"room": "Ash", "nightly_price": 150, "beds": 4}, {"room": "Birch", "nightly_price": 175, "beds": 2},
+         {"room": "Cedar", "nightly_price": 250, "beds": 3}, {"room": "Dune", "nightly_price": 100, "beds": 1}]
+BUDGETS = [{"office": "North", "year": 1999, "spent": 10}, {"office": "South", "year": 2001, "spent": 20},
+           {"office": "East", "year": 2003, "spent": 30}, {"office": "West", "year": 2005, "spent": 40}]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("cmp"), {"inn": {"room": ROOMS}, "money": {"budget": BUDGETS}})
+
+
+def test_a_second_bound_the_same_way_is_not_read_on_the_same_field(world):
+    prediction, rows = rules_answer(world, "inn", "Which rooms have a nightly price exceeding 160 and sleep more than "
+                                                  "2 travellers?")
+    assert 2 not in [f.get("nightly_price", {}).get("$gt") for f in _matches(prediction)], prediction["pipeline"]
+    assert "2" in [u["word"] for u in prediction["unresolved"]]  # not silently dropped
+
+
+def test_or_earlier_after_from_is_an_upper_bound(world):
+    _, rows = rules_answer(world, "money", "How many budget entries from 2001 or earlier are there?")
+    assert rows == [{"count": 2}]
+
+
+def _matches(prediction: dict) -> list[dict]:
+    return [stage["$match"] for stage in prediction["pipeline"] if "$match" in stage]
