@@ -26,6 +26,11 @@ def test_a_second_bound_the_same_way_is_not_read_on_the_same_field(world):
     assert "2" in [u["word"] for u in prediction["unresolved"]]  # not silently dropped
 
 
+def test_two_bounds_on_one_field_make_a_range(world):
+    _, rows = rules_answer(world, "inn", "Which rooms have a nightly price above 120 and below 200?")
+    assert sorted(r["room"] for r in rows) == ["Ash", "Birch"]
+
+
 def test_or_earlier_after_from_is_an_upper_bound(world):
     _, rows = rules_answer(world, "money", "How many budget entries from 2001 or earlier are there?")
     assert rows == [{"count": 2}]
