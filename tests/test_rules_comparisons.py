@@ -38,3 +38,28 @@ def test_or_earlier_after_from_is_an_upper_bound(world):
 
 def _matches(prediction: dict) -> list[dict]:
     return [stage["$match"] for stage in prediction["pipeline"] if "$match" in stage]
+
+
+SCHOOLS = [{"school": "Oak", "founded": 1958, "grants": [{"year": 1999, "count": 5}, {"year": 2001, "count": 7}],
+            "fund": [{"amount": 5000}]},
+           {"school": "Elm", "founded": 2001, "grants": [{"year": 2001, "count": 3}, {"year": 2004, "count": 9}],
+            "fund": [{"amount": 100}]},
+           {"school": "Fir", "founded": 1990, "grants": [{"year": 1958, "count": 4}], "fund": [{"amount": 9000}]}]
+SHEETS = [{"unit": "A", "budget": [{"year": 2000, "budgeted": 4000}, {"year": 2002, "budgeted": 5000}],
+           "endowment": [{"amount": 100}]},
+          {"unit": "B", "budget": [{"year": 1999, "budgeted": 1000}], "endowment": [{"amount": 9000}]}]
+
+
+@pytest.fixture(scope="module")
+def schools(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("grants"), {"edu": {"school": SCHOOLS}, "fin": {"sheet": SHEETS}})
+
+
+def test_a_year_compares_the_elements_the_question_names(schools):
+    prediction, rows = rules_answer(schools, "edu", "How many grants were given between 1998 and 2002?")
+    assert rows == [{"count": 3}], prediction["pipeline"]
+
+
+def test_of_two_fields_named_together_the_named_entity_s_is_compared(schools):
+    prediction, rows = rules_answer(schools, "fin", "How many budget entries have a budgeted amount greater than 3000?")
+    assert rows == [{"count": 2}], prediction["pipeline"]

@@ -11,7 +11,8 @@ from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denial_of, is_year, maybe_number, plain_word, to_number, word_match
 from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_named, array_of_subject, array_phrase, measure_field,
-                                         number_fits, object_named, stored_number, year_field)
+                                         in_named_array, number_fits, object_named, stored_number,
+                                         year_field)
 
 
 def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int],
@@ -412,6 +413,9 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     before = sorted((m for m in numeric if m.end <= at and at - m.end <= (1 if "id" in m.field.words else 6)),
                     key=lambda m: -m.end)
     after = sorted((m for m in numeric if m.start > at and m.start - at <= 4), key=lambda m: m.start)
+    if len(before) > 1 and before[1].end == before[0].start and in_named_array(q, before[1].field, fields) \
+            and not in_named_array(q, before[0].field, fields):
+        before[:2] = before[1::-1]  # 'budget entries ... a budgeted amount over 3000': the budget's, not an endowment's
     own = measure_field(fields, OWN_MEASURES[word]) if word in OWN_MEASURES and not before else None
     if own is not None:  # 'drivers older than 40 years': an age, and 'years' (its mention used up) the unit
         return (after[0] if after else None), own

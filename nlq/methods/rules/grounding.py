@@ -246,9 +246,12 @@ def witnessed_values(q: Question, witnesses: list[dict], collection: str, fields
     return out
 
 
-def witnessed_years(witnesses: list[dict], collection: str, fields: list[Field]) -> dict[str, Field]:
+def witnessed_years(witnesses: list[dict], collection: str, fields: list[Field],
+                    q: Question | None = None) -> dict[str, Field]:
     """Year literals and the field of this collection storing them: an exact
-    numeric value ('edition 1990') before the year of a date."""
+    numeric value ('edition 1990') before the year of a date; among several, one in
+    an array whose elements the question names ('degrees granted between 1998 and
+    2002': the year of each degree, not the document's own), else the least nested."""
     by_path = {f.path: f for f in fields}
     years = {}
     for w in witnesses:
@@ -260,8 +263,21 @@ def witnessed_years(witnesses: list[dict], collection: str, fields: list[Field])
                  and match.get("path") in by_path and (by_path[match["path"]].numeric or by_path[match["path"]].years
                                                       or match.get("part") == "year")]
         if found:
-            years[term] = min(found, key=lambda c: (c[0], len(c[1].arrays), c[1].mql))[1]
+            years[term] = min(found, key=lambda c: (c[0], not in_named_array(q, c[1], fields),
+                                                    len(c[1].arrays), c[1].mql))[1]
     return years
+
+
+def in_named_array(q: Question | None, f: Field, fields: list[Field]) -> bool:
+    """Field `f` lies in an array whose elements some word of the question names (not a word
+    naming the collection's own documents: 'branches' in `branch` beside its
+    `membership_register_branch`)."""
+    if q is None or not f.arrays:
+        return False
+    array = next((a for a in fields if a.mql == f.arrays[-1] and a.kind == "array" and a.words), None)
+    own = split_name(f.collection)[-1:]
+    return array is not None and any(names_elements(stem, array) and not (own and word_match(stem, own[0]) >= 0.85)
+                                     for stem in q.stems)
 
 
 def array_named(q: Question, at: int, fields: list[Field], top_level: bool = True) -> Field | None:
@@ -496,10 +512,13 @@ def measure_field(fields: list[Field], measure: str, numeric: bool = True) -> Fi
 def year_field(q: Question, at: int, fields: list[Field]) -> Field | None:
     """The field of calendar years a year compared at word `at` is one of: the one a word
     shortly before names ('members registered after 2015': `Register_Year`, beside the
-    branch's `Open_year`), else `measure_field`'s year."""
+    branch's `Open_year`), else one in an array whose elements the question names ('degrees
+    granted between 1998 and 2002': each degree's year, not the campus's), else
+    `measure_field`'s year."""
     near = range(max(0, at - 3), at)
     named = [f for f in fields if f.years and any(word_match(q.stems[i], w) >= 0.85 for i in near
                                                   for w in f.words if w != "year")]
+    named = named or [f for f in fields if f.years and in_named_array(q, f, fields)]
     return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else measure_field(fields, "year")
 
 
