@@ -63,3 +63,13 @@ def test_a_year_compares_the_elements_the_question_names(schools):
 def test_of_two_fields_named_together_the_named_entity_s_is_compared(schools):
     prediction, rows = rules_answer(schools, "fin", "How many budget entries have a budgeted amount greater than 3000?")
     assert rows == [{"count": 2}], prediction["pipeline"]
+
+
+CHAMPIONS = [{"name": "Rex", "days_held": "344"}, {"name": "Max", "days_held": "1"},
+             {"name": "Ace", "days_held": "15"}]
+
+
+def test_a_number_compared_with_digits_stored_as_text_is_written_as_they_are(tmp_path):
+    world = rules_world(tmp_path, {"ring": {"champion": CHAMPIONS}})
+    prediction, _ = rules_answer(world, "ring", "Which champions have days held under 100?")
+    assert {"days_held": {"$lt": "100"}} in _matches(prediction), prediction["pipeline"]

@@ -196,7 +196,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
     entity named right after the number, or, for a year, to where the witness
     found it stored (`years`: term -> field; a date field compares its year)."""
     lower = q.text.lower()
-    numeric = [m for m in mentions if m.field.numeric or m.field.years]
+    numeric = [m for m in mentions if m.field.measurable or m.field.years]
     filters = []
     taken = set(consumed)  # phrases an earlier stage read (a HAVING count)
     bounded: set[tuple[int, str]] = set()  # (mention, direction) of the bounds read so far
@@ -242,7 +242,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             # (a field of years written as text compares with a year only: 'over 100 registered memberships')
             # (a field one bound already holds takes no second bound the same way: 'a base price exceeding
             # 160 and more than 2 guests' leaves the 2 to another field, or unread)
-            comparable = [m for m in numeric if (m.field.numeric or is_year(str(value)))
+            comparable = [m for m in numeric if (m.field.measurable or is_year(str(value)))
                           and (m.start, DIRECTION[op]) not in bounded]
             mention, target = _comparison_field(q, at, value, comparable, fields, percent)
             if mention is not None:  # the fields named between it and the comparator qualify it

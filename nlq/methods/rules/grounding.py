@@ -541,8 +541,10 @@ def number_fits(f: Field, value, temporal: bool = False, percent: bool = False) 
 
 def stored_number(f: Field, value):
     """A compared number in the form the field stores it: a year of a field of years
-    written as text ("2010") is that text, which orders as the years do."""
-    return str(value) if f.years and f.type == "string" and is_year(str(value)) else value
+    written as text ("2010") is that text, which orders as the years do; so is a number
+    compared with a field of digits written as text ('days held under 100': "100")."""
+    spelled = f.years and is_year(str(value)) or f.numeric_text
+    return str(value) if spelled and f.type == "string" else value
 
 
 def object_named(q: Question, at: int, fields: list[Field]) -> Mention | None:
