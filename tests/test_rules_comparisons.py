@@ -73,3 +73,8 @@ def test_a_number_compared_with_digits_stored_as_text_is_written_as_they_are(tmp
     world = rules_world(tmp_path, {"ring": {"champion": CHAMPIONS}})
     prediction, _ = rules_answer(world, "ring", "Which champions have days held under 100?")
     assert {"days_held": {"$lt": "100"}} in _matches(prediction), prediction["pipeline"]
+
+
+def test_a_bound_said_with_a_longer_phrase_is_read_once(world):
+    prediction, rows = rules_answer(world, "inn", "Which rooms have a nightly price of no more than $150?")
+    assert sorted(r["room"] for r in rows) == ["Ash", "Dune"], prediction["pipeline"]

@@ -315,7 +315,9 @@ def comparison_phrases(q: Question) -> list[tuple[int, str, object, int]]:
         # ('from 2001 or earlier': the number's own 'or earlier' says the bound, not the 'from' before it)
         found = [f for f in found if not (f[0] < q.word_at(m.start()) and f[3] == m.start("n") + len(m.group("n")))]
         found.append((q.word_at(m.start()), op, to_number(m.group("n")), m.end()))
-    return sorted(found, key=lambda x: x[0])
+    # ('no more than 200' holds 'more than 200': the longest phrase ending on a number reads it)
+    first = {end: min(a for a, *_, e in found if e == end) for *_, end in found}
+    return sorted((f for f in found if f[0] == first[f[3]]), key=lambda x: x[0])
 
 
 AVERAGE_COMPARISON = re.compile(r"\b(?:(?P<gt>more|greater|higher|larger|bigger|longer|older|above|over)"
