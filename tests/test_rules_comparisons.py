@@ -78,3 +78,14 @@ def test_a_number_compared_with_digits_stored_as_text_is_written_as_they_are(tmp
 def test_a_bound_said_with_a_longer_phrase_is_read_once(world):
     prediction, rows = rules_answer(world, "inn", "Which rooms have a nightly price of no more than $150?")
     assert sorted(r["room"] for r in rows) == ["Ash", "Dune"], prediction["pipeline"]
+
+
+PRODUCTS = [{"code": "A", "price": 5000}, {"code": "A", "price": 1000}, {"code": "B", "price": 6000},
+            {"code": "C", "price": 500}]
+
+
+def test_two_bounds_no_value_meets_are_two_sides_of_a_group(tmp_path):
+    world = rules_world(tmp_path, {"shop": {"product": PRODUCTS}})
+    prediction, rows = rules_answer(world, "shop", "Which product codes have products priced over 4500 as well as "
+                                                   "products priced under 3000?")
+    assert rows == [{"code": "A"}], prediction["pipeline"]

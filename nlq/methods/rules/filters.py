@@ -595,10 +595,12 @@ def both_bounds(q: Question, filters: list[Filter]) -> bool:
     """'the types of ships that have both ships with tonnage larger than 6000 and ships with
     tonnage smaller than 4000': two bounds on one field that no value meets at once, after
     'both', are two sides each some member must meet — marked as the two branches of a
-    disjunction (the reading groups them, `IR.both`)."""
-    if "both" not in q.raw or any(f.branch for f in filters):
+    disjunction (the reading groups them, `IR.both`). Without 'both' too, when the two are
+    said apart ('products priced higher than 4500 as well as those priced lower than 3000'):
+    a conjunction no value could meet is not what was asked."""
+    if any(f.branch for f in filters):
         return False
-    at = q.raw.index("both")
+    at = q.raw.index("both") if "both" in q.raw else -1
     lows = [f for f in filters if f.op in ("$gt", "$gte") and not f.size and f.start > at]
     highs = [f for f in filters if f.op in ("$lt", "$lte") and not f.size and f.start > at]
     for low in lows:
