@@ -89,3 +89,14 @@ def test_two_bounds_no_value_meets_are_two_sides_of_a_group(tmp_path):
     prediction, rows = rules_answer(world, "shop", "Which product codes have products priced over 4500 as well as "
                                                    "products priced under 3000?")
     assert rows == [{"code": "A"}], prediction["pipeline"]
+
+
+CAMPUSES = [{"campus": "Oak", "year": 1958, "intake": [{"year": 1957, "size": 5}, {"year": 1958, "size": 6}]},
+            {"campus": "Elm", "year": 1960, "intake": [{"year": 1958, "size": 3}, {"year": 1959, "size": 4}]},
+            {"campus": "Fir", "year": 1961, "intake": [{"year": 1958, "size": 2}]}]
+
+
+def test_a_literal_binds_to_the_document_s_own_field_before_unnamed_elements(tmp_path):
+    world = rules_world(tmp_path, {"uni": {"campus": CAMPUSES}})
+    prediction, rows = rules_answer(world, "uni", "Which campuses opened in 1958?")
+    assert rows == [{"campus": "Oak"}], prediction["pipeline"]

@@ -131,10 +131,12 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
             partial = match.get("part") == "year"
             # 'orders in 1999' when orders are counted: the date of an order, not of the customer
             outside = grain is not None and grain not in f.arrays
-            candidates.append((near, outside, partial, -int(match.get("frequency", 0)), f.mql, f, match))
+            # 'campuses that opened in 1958': the campus's own year before one of elements never named
+            unnamed = bool(f.arrays) and not in_named_array(q, f, schema_fields)
+            candidates.append((near, outside, unnamed, partial, -int(match.get("frequency", 0)), f.mql, f, match))
         if not candidates:
             continue
-        candidates.sort(key=lambda c: c[:5])
+        candidates.sort(key=lambda c: c[:6])
         f, match = candidates[0][-2:]
         bare_number = match.get("kind") != "key" and match.get("part") != "year" and re.fullmatch(
             r"-?\d+(?:\.\d+)?", term)
