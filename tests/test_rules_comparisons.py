@@ -100,3 +100,22 @@ def test_a_literal_binds_to_the_document_s_own_field_before_unnamed_elements(tmp
     world = rules_world(tmp_path, {"uni": {"campus": CAMPUSES}})
     prediction, rows = rules_answer(world, "uni", "Which campuses opened in 1958?")
     assert rows == [{"campus": "Oak"}], prediction["pipeline"]
+
+
+PEOPLE = [{"name": "Ann", "height": 205, "weight": 80}, {"name": "Bob", "height": 195, "weight": 90},
+          {"name": "Cy", "height": 180, "weight": 70}]
+
+
+@pytest.fixture(scope="module")
+def people(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("people"), {"poll": {"person": PEOPLE}})
+
+
+def test_a_bound_naming_no_field_pairs_with_the_bound_before_it(people):
+    prediction, rows = rules_answer(people, "poll", "Who are the people taller than 200 or lower than 190?")
+    assert sorted(r["name"] for r in rows) == ["Ann", "Cy"], prediction["pipeline"]
+
+
+def test_a_unit_of_length_names_a_height(people):
+    prediction, rows = rules_answer(people, "poll", "Which people are more than 200 cm?")
+    assert [r["name"] for r in rows] == ["Ann"], prediction["pipeline"]

@@ -262,6 +262,8 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
                 consumed.update(range(at, after))
                 continue
         if target is None:
+            target = _other_bound_of(q, at, op, filters)
+        if target is None:
             continue
         if mention is not None:
             used.add(mention.start)
@@ -273,6 +275,17 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         g.size and g.field is f.field and g.op == f.op and g.value == f.value for g in filters[:k]))]
 
 
+def _other_bound_of(q: Question, at: int, op: str, filters: list[Filter]) -> Field | None:
+    """'taller than 200 or lower than 190': a comparison naming no field, said right after
+    a bound the other way ('or', 'and' between), bounds that bound's field too."""
+    last = next((f for f in reversed(filters) if not f.size and f.op in DIRECTION), None)
+    if last is None or DIRECTION[last.op] in (DIRECTION[op], "eq") or not 0 < at - last.start <= 4:
+        return None
+    between = q.raw[last.start + 1:at]
+    return last.field if between and between[-1] in ("or", "and", "but") and all(
+        maybe_number(w) is not None or w in ("or", "and", "but", "than", "either") for w in between) else None
+
+
 # The way a comparison bounds its field: from below, from above, or to one value.
 DIRECTION = {"$gt": "up", "$gte": "up", "$lt": "down", "$lte": "down", "$eq": "eq"}
 
@@ -281,6 +294,8 @@ DIRECTION = {"$gt": "up", "$gte": "up", "$lt": "down", "$lte": "down", "$eq": "e
 UNIT_MEASURES = {
     **dict.fromkeys(("meters", "metres", "meter", "metre", "feet", "foot", "ft", "m"),
                     ("height", "elevation", "altitude", "length", "distance")),
+    **dict.fromkeys(("centimeters", "centimetres", "cm", "millimeters", "millimetres", "mm", "inches", "in"),
+                    ("height", "length", "width")),
     **dict.fromkeys(("kilometers", "kilometres", "km", "miles", "mi"), ("distance", "length")),
     **dict.fromkeys(("dollars", "euros", "usd", "eur"), ("price", "cost", "salary", "amount")),
     **dict.fromkeys(("kilograms", "kg", "kilos", "tons", "tonnes", "pounds", "lbs"), ("weight", "tonnage")),
