@@ -119,3 +119,13 @@ def test_a_bound_naming_no_field_pairs_with_the_bound_before_it(people):
 def test_a_unit_of_length_names_a_height(people):
     prediction, rows = rules_answer(people, "poll", "Which people are more than 200 cm?")
     assert [r["name"] for r in rows] == ["Ann"], prediction["pipeline"]
+
+
+CLIENTS = [{"client": "Ann", "orders": [{"order_id": 1, "total": 50}, {"order_id": 2, "total": 500}]},
+           {"client": "Bob", "orders": [{"order_id": 3, "total": 20}]}, {"client": "Cy", "orders": []}]
+
+
+def test_a_comparison_after_an_array_noun_compares_its_only_measure(tmp_path):
+    world = rules_world(tmp_path, {"sales": {"client": CLIENTS}})
+    prediction, rows = rules_answer(world, "sales", "List the clients who have orders greater than 100.")
+    assert rows == [{"client": "Ann"}], prediction["pipeline"]

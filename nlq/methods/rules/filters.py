@@ -262,7 +262,7 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
                 consumed.update(range(at, after))
                 continue
         if target is None:
-            target = _other_bound_of(q, at, op, filters)
+            target = _other_bound_of(q, at, op, filters) or _sole_measure(q, at, fields)
         if target is None:
             continue
         if mention is not None:
@@ -273,6 +273,16 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
     # (a size's lower bound said once: 'between one and three notes' already holds some)
     return [f for k, f in enumerate(filters) if not (f.size and any(
         g.size and g.field is f.field and g.op == f.op and g.value == f.value for g in filters[:k]))]
+
+
+def _sole_measure(q: Question, at: int, fields: list[Field]) -> Field | None:
+    """'customers who have loans greater than 3000': a comparator right after a noun naming
+    an array's elements compares their only measure (a number that is no identifier nor year)."""
+    k = at - 1 - (at > 1 and q.raw[at - 1] in ("is", "are", "was", "were"))
+    array = array_named(q, k, fields, top_level=False) if k >= 0 else None
+    measures = [f for f in fields if array is not None and f.arrays[-1:] == (array.mql,) and f.numeric
+                and f.kind == "scalar" and "id" not in f.words and not f.years]
+    return measures[0] if len(measures) == 1 else None
 
 
 def _other_bound_of(q: Question, at: int, op: str, filters: list[Filter]) -> Field | None:
