@@ -129,3 +129,15 @@ def test_a_comparison_after_an_array_noun_compares_its_only_measure(tmp_path):
     world = rules_world(tmp_path, {"sales": {"client": CLIENTS}})
     prediction, rows = rules_answer(world, "sales", "List the clients who have orders greater than 100.")
     assert rows == [{"client": "Ann"}], prediction["pipeline"]
+
+
+def test_up_to_and_including_is_an_upper_bound(world):
+    prediction, rows = rules_answer(world, "money", "How many budget entries have a year up to and including 2001?")
+    assert rows == [{"count": 2}], prediction["pipeline"]
+
+
+def test_a_field_of_years_takes_no_number_that_is_not_a_year(world):
+    prediction, _ = rules_answer(world, "money", "How many budget entries with a year of 2001 or before are over 3000?")
+    assert all(3000 not in (f.get("year") or {}).values() for f in _matches(prediction)
+               if isinstance(f.get("year"), dict)), prediction["pipeline"]
+    assert "3000" in [u["word"] for u in prediction["unresolved"]]

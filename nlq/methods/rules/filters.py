@@ -454,8 +454,10 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
         year = year_field(q, at, fields)
         if year is not None and year.years:
             return None, year  # 'the prices of wines made before 2010': the year of the wine
-    if fitting is not None or before or after:
-        m = fitting or (before + after)[0]
+    # (a field of years takes no number that is not one: 'from 2001 or before that are over 3000')
+    loose = [m for m in before + after if not (m.field.years and not is_year(str(value)))]
+    if fitting is not None or loose:
+        m = fitting or loose[0]
         return m, m.field
     measure = {"older": "age", "younger": "age", "before": "year", "after": "year", "since": "year",
                "earlier": "year", "later": "year", "longer": "length", "shorter": "length",
