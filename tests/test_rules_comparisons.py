@@ -141,3 +141,12 @@ def test_a_field_of_years_takes_no_number_that_is_not_a_year(world):
     assert all(3000 not in (f.get("year") or {}).values() for f in _matches(prediction)
                if isinstance(f.get("year"), dict)), prediction["pipeline"]
     assert "3000" in [u["word"] for u in prediction["unresolved"]]
+
+
+PLANES = [{"plane": "P1", "velocity": 150}, {"plane": "P2", "velocity": 250}]
+
+
+def test_speed_names_a_velocity(tmp_path):
+    world = rules_world(tmp_path, {"air": {"plane": PLANES}})
+    prediction, rows = rules_answer(world, "air", "Which planes fly at a speed under 200?")
+    assert rows == [{"plane": "P1"}], prediction["pipeline"]

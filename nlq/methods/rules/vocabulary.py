@@ -169,6 +169,7 @@ SYNONYMS = {
     "information": ("detail", "info", "information"), "info": ("detail", "info", "information"),
     "movie": ("film", "movie"), "film": ("film", "movie"), "vessel": ("ship", "vessel"),
     "university": ("university", "school", "college"),
+    "speed": ("speed", "velocity"), "velocity": ("velocity", "speed"),
 }
 
 
