@@ -11,7 +11,8 @@ from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denial_of, is_year, maybe_number, plain_word, to_number, word_match
 from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_named, array_of_subject, array_phrase, measure_field,
-                                         number_fits, object_named, stored_number, year_field)
+                                         in_named_array, number_fits, object_named, stored_number,
+                                         year_field)
 
 
 def detect_anti_join(q: Question, index: dict, collection: str, consumed: set[int],
@@ -195,9 +196,10 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
     entity named right after the number, or, for a year, to where the witness
     found it stored (`years`: term -> field; a date field compares its year)."""
     lower = q.text.lower()
-    numeric = [m for m in mentions if m.field.numeric or m.field.years]
+    numeric = [m for m in mentions if m.field.measurable or m.field.years]
     filters = []
     taken = set(consumed)  # phrases an earlier stage read (a HAVING count)
+    bounded: set[tuple[int, str]] = set()  # (mention, direction) of the bounds read so far
     for at, op, value, char_end in comparison_phrases(q):
         if at in taken:
             continue
@@ -238,7 +240,10 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
             percent = re.match(r"\s*(?:%|percent\b|per cent\b)", q.text[char_end:]) is not None or bool(
                 {"percentage", "percent", "proportion"} & set(q.raw[max(0, at - 2):at]))
             # (a field of years written as text compares with a year only: 'over 100 registered memberships')
-            comparable = [m for m in numeric if m.field.numeric or is_year(str(value))]
+            # (a field one bound already holds takes no second bound the same way: 'a base price exceeding
+            # 160 and more than 2 guests' leaves the 2 to another field, or unread)
+            comparable = [m for m in numeric if (m.field.measurable or is_year(str(value)))
+                          and (m.start, DIRECTION[op]) not in bounded]
             mention, target = _comparison_field(q, at, value, comparable, fields, percent)
             if mention is not None:  # the fields named between it and the comparator qualify it
                 used.update(m.start for m in numeric if mention.end <= m.start and m.end <= at)
@@ -257,9 +262,12 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
                 consumed.update(range(at, after))
                 continue
         if target is None:
+            target = _other_bound_of(q, at, op, filters) or _sole_measure(q, at, fields)
+        if target is None:
             continue
         if mention is not None:
             used.add(mention.start)
+            bounded.add((mention.start, DIRECTION[op]))
         filters.append(Filter(target, op, stored_number(target, value), at))
         consumed.update(range(at, after))
     # (a size's lower bound said once: 'between one and three notes' already holds some)
@@ -267,10 +275,37 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         g.size and g.field is f.field and g.op == f.op and g.value == f.value for g in filters[:k]))]
 
 
+def _sole_measure(q: Question, at: int, fields: list[Field]) -> Field | None:
+    """'customers who have loans greater than 3000': a comparator right after a noun naming
+    an array's elements compares their only measure (a number that is no identifier nor year)."""
+    k = at - 1 - (at > 1 and q.raw[at - 1] in ("is", "are", "was", "were"))
+    array = array_named(q, k, fields, top_level=False) if k >= 0 else None
+    measures = [f for f in fields if array is not None and f.arrays[-1:] == (array.mql,) and f.numeric
+                and f.kind == "scalar" and "id" not in f.words and not f.years]
+    return measures[0] if len(measures) == 1 else None
+
+
+def _other_bound_of(q: Question, at: int, op: str, filters: list[Filter]) -> Field | None:
+    """'taller than 200 or lower than 190': a comparison naming no field, said right after
+    a bound the other way ('or', 'and' between), bounds that bound's field too."""
+    last = next((f for f in reversed(filters) if not f.size and f.op in DIRECTION), None)
+    if last is None or DIRECTION[last.op] in (DIRECTION[op], "eq") or not 0 < at - last.start <= 4:
+        return None
+    between = q.raw[last.start + 1:at]
+    return last.field if between and between[-1] in ("or", "and", "but") and all(
+        maybe_number(w) is not None or w in ("or", "and", "but", "than", "either") for w in between) else None
+
+
+# The way a comparison bounds its field: from below, from above, or to one value.
+DIRECTION = {"$gt": "up", "$gte": "up", "$lt": "down", "$lte": "down", "$eq": "eq"}
+
+
 # Units after a number, and the measures they are of (a field named by one of them).
 UNIT_MEASURES = {
     **dict.fromkeys(("meters", "metres", "meter", "metre", "feet", "foot", "ft", "m"),
                     ("height", "elevation", "altitude", "length", "distance")),
+    **dict.fromkeys(("centimeters", "centimetres", "cm", "millimeters", "millimetres", "mm", "inches", "in"),
+                    ("height", "length", "width")),
     **dict.fromkeys(("kilometers", "kilometres", "km", "miles", "mi"), ("distance", "length")),
     **dict.fromkeys(("dollars", "euros", "usd", "eur"), ("price", "cost", "salary", "amount")),
     **dict.fromkeys(("kilograms", "kg", "kilos", "tons", "tonnes", "pounds", "lbs"), ("weight", "tonnage")),
@@ -302,8 +337,12 @@ def comparison_phrases(q: Question) -> list[tuple[int, str, object, int]]:
                 found.append((at, op, to_number(m.group("n")), m.end()))
     for m in OR_BOUND.finditer(lower):
         op = "$gte" if m.group(2) in OR_MORE else "$lte"
+        # ('from 2001 or earlier': the number's own 'or earlier' says the bound, not the 'from' before it)
+        found = [f for f in found if not (f[0] < q.word_at(m.start()) and f[3] == m.start("n") + len(m.group("n")))]
         found.append((q.word_at(m.start()), op, to_number(m.group("n")), m.end()))
-    return sorted(found, key=lambda x: x[0])
+    # ('no more than 200' holds 'more than 200': the longest phrase ending on a number reads it)
+    first = {end: min(a for a, *_, e in found if e == end) for *_, end in found}
+    return sorted((f for f in found if f[0] == first[f[3]]), key=lambda x: x[0])
 
 
 AVERAGE_COMPARISON = re.compile(r"\b(?:(?P<gt>more|greater|higher|larger|bigger|longer|older|above|over)"
@@ -401,6 +440,9 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     before = sorted((m for m in numeric if m.end <= at and at - m.end <= (1 if "id" in m.field.words else 6)),
                     key=lambda m: -m.end)
     after = sorted((m for m in numeric if m.start > at and m.start - at <= 4), key=lambda m: m.start)
+    if len(before) > 1 and before[1].end == before[0].start and in_named_array(q, before[1].field, fields) \
+            and not in_named_array(q, before[0].field, fields):
+        before[:2] = before[1::-1]  # 'budget entries ... a budgeted amount over 3000': the budget's, not an endowment's
     own = measure_field(fields, OWN_MEASURES[word]) if word in OWN_MEASURES and not before else None
     if own is not None:  # 'drivers older than 40 years': an age, and 'years' (its mention used up) the unit
         return (after[0] if after else None), own
@@ -412,8 +454,10 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
         year = year_field(q, at, fields)
         if year is not None and year.years:
             return None, year  # 'the prices of wines made before 2010': the year of the wine
-    if fitting is not None or before or after:
-        m = fitting or (before + after)[0]
+    # (a field of years takes no number that is not one: 'from 2001 or before that are over 3000')
+    loose = [m for m in before + after if not (m.field.years and not is_year(str(value)))]
+    if fitting is not None or loose:
+        m = fitting or loose[0]
         return m, m.field
     measure = {"older": "age", "younger": "age", "before": "year", "after": "year", "since": "year",
                "earlier": "year", "later": "year", "longer": "length", "shorter": "length",
@@ -578,10 +622,12 @@ def both_bounds(q: Question, filters: list[Filter]) -> bool:
     """'the types of ships that have both ships with tonnage larger than 6000 and ships with
     tonnage smaller than 4000': two bounds on one field that no value meets at once, after
     'both', are two sides each some member must meet — marked as the two branches of a
-    disjunction (the reading groups them, `IR.both`)."""
-    if "both" not in q.raw or any(f.branch for f in filters):
+    disjunction (the reading groups them, `IR.both`). Without 'both' too, when the two are
+    said apart ('products priced higher than 4500 as well as those priced lower than 3000'):
+    a conjunction no value could meet is not what was asked."""
+    if any(f.branch for f in filters):
         return False
-    at = q.raw.index("both")
+    at = q.raw.index("both") if "both" in q.raw else -1
     lows = [f for f in filters if f.op in ("$gt", "$gte") and not f.size and f.start > at]
     highs = [f for f in filters if f.op in ("$lt", "$lte") and not f.size and f.start > at]
     for low in lows:

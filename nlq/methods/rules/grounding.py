@@ -131,10 +131,12 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
             partial = match.get("part") == "year"
             # 'orders in 1999' when orders are counted: the date of an order, not of the customer
             outside = grain is not None and grain not in f.arrays
-            candidates.append((near, outside, partial, -int(match.get("frequency", 0)), f.mql, f, match))
+            # 'campuses that opened in 1958': the campus's own year before one of elements never named
+            unnamed = bool(f.arrays) and not in_named_array(q, f, schema_fields)
+            candidates.append((near, outside, unnamed, partial, -int(match.get("frequency", 0)), f.mql, f, match))
         if not candidates:
             continue
-        candidates.sort(key=lambda c: c[:5])
+        candidates.sort(key=lambda c: c[:6])
         f, match = candidates[0][-2:]
         bare_number = match.get("kind") != "key" and match.get("part") != "year" and re.fullmatch(
             r"-?\d+(?:\.\d+)?", term)
@@ -246,9 +248,12 @@ def witnessed_values(q: Question, witnesses: list[dict], collection: str, fields
     return out
 
 
-def witnessed_years(witnesses: list[dict], collection: str, fields: list[Field]) -> dict[str, Field]:
+def witnessed_years(witnesses: list[dict], collection: str, fields: list[Field],
+                    q: Question | None = None) -> dict[str, Field]:
     """Year literals and the field of this collection storing them: an exact
-    numeric value ('edition 1990') before the year of a date."""
+    numeric value ('edition 1990') before the year of a date; among several, one in
+    an array whose elements the question names ('degrees granted between 1998 and
+    2002': the year of each degree, not the document's own), else the least nested."""
     by_path = {f.path: f for f in fields}
     years = {}
     for w in witnesses:
@@ -260,8 +265,21 @@ def witnessed_years(witnesses: list[dict], collection: str, fields: list[Field])
                  and match.get("path") in by_path and (by_path[match["path"]].numeric or by_path[match["path"]].years
                                                       or match.get("part") == "year")]
         if found:
-            years[term] = min(found, key=lambda c: (c[0], len(c[1].arrays), c[1].mql))[1]
+            years[term] = min(found, key=lambda c: (c[0], not in_named_array(q, c[1], fields),
+                                                    len(c[1].arrays), c[1].mql))[1]
     return years
+
+
+def in_named_array(q: Question | None, f: Field, fields: list[Field]) -> bool:
+    """Field `f` lies in an array whose elements some word of the question names (not a word
+    naming the collection's own documents: 'branches' in `branch` beside its
+    `membership_register_branch`)."""
+    if q is None or not f.arrays:
+        return False
+    array = next((a for a in fields if a.mql == f.arrays[-1] and a.kind == "array" and a.words), None)
+    own = split_name(f.collection)[-1:]
+    return array is not None and any(names_elements(stem, array) and not (own and word_match(stem, own[0]) >= 0.85)
+                                     for stem in q.stems)
 
 
 def array_named(q: Question, at: int, fields: list[Field], top_level: bool = True) -> Field | None:
@@ -496,10 +514,13 @@ def measure_field(fields: list[Field], measure: str, numeric: bool = True) -> Fi
 def year_field(q: Question, at: int, fields: list[Field]) -> Field | None:
     """The field of calendar years a year compared at word `at` is one of: the one a word
     shortly before names ('members registered after 2015': `Register_Year`, beside the
-    branch's `Open_year`), else `measure_field`'s year."""
+    branch's `Open_year`), else one in an array whose elements the question names ('degrees
+    granted between 1998 and 2002': each degree's year, not the campus's), else
+    `measure_field`'s year."""
     near = range(max(0, at - 3), at)
     named = [f for f in fields if f.years and any(word_match(q.stems[i], w) >= 0.85 for i in near
                                                   for w in f.words if w != "year")]
+    named = named or [f for f in fields if f.years and in_named_array(q, f, fields)]
     return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else measure_field(fields, "year")
 
 
@@ -522,8 +543,10 @@ def number_fits(f: Field, value, temporal: bool = False, percent: bool = False) 
 
 def stored_number(f: Field, value):
     """A compared number in the form the field stores it: a year of a field of years
-    written as text ("2010") is that text, which orders as the years do."""
-    return str(value) if f.years and f.type == "string" and is_year(str(value)) else value
+    written as text ("2010") is that text, which orders as the years do; so is a number
+    compared with a field of digits written as text ('days held under 100': "100")."""
+    spelled = f.years and is_year(str(value)) or f.numeric_text
+    return str(value) if spelled and f.type == "string" else value
 
 
 def object_named(q: Question, at: int, fields: list[Field]) -> Mention | None:

@@ -65,9 +65,9 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (rf"\b{_N}\s+{_YEARS_OLD}", r"age \1"),
     (rf"\baged\s+(?=either\b|{_N})", r"age "),
     # bounds: '100,000 and above', 'equal to or exceed 300', 'prior to 1850', 'exceed a height of 5000'
-    # (not 'more than 5600 and lower than 5200': a second bound, not 'or less')
-    (rf"\b{_N}\s+and\s+(?:above|over|up|more|higher|greater|beyond)\b(?!\s+than\b)", r"\1 or more"),
-    (rf"\b{_N}\s+and\s+(?:below|under|less|fewer|lower)\b(?!\s+than\b)", r"\1 or less"),
+    # (not 'more than 5600 and lower than 5200', 'above 120 and below 200': a second bound, not 'or less')
+    (rf"\b{_N}\s+and\s+(?:above|over|up|more|higher|greater|beyond)\b(?!\s+(?:than\b|the\b|\d))", r"\1 or more"),
+    (rf"\b{_N}\s+and\s+(?:below|under|less|fewer|lower)\b(?!\s+(?:than\b|the\b|\d))", r"\1 or less"),
     (r"\b(?:equal to or (?:more|greater|higher|larger) than|equal to or (?:exceed(?:s|ing)?|above)|"
      r"greater than or equal to|no (?:less|fewer) than|not (?:less|fewer) than|a minimum of|minimum of)(?=\s)",
      r"at least"),

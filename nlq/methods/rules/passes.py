@@ -138,7 +138,7 @@ def read_filters(s: State) -> None:
     ir.filters = detect_numbered(q, s.index, s.collection, s.fields, s.entities, s.plural, s.consumed)
     ir.filters += detect_dates(q, s.fields, s.mentions, s.witnesses, s.collection, s.consumed, s.used)
     ir.filters += detect_comparisons(q, s.fields, s.mentions, s.consumed, s.used,
-                                     witnessed_years(s.witnesses, s.collection, s.fields), s.counted)
+                                     witnessed_years(s.witnesses, s.collection, s.fields, q), s.counted)
     ir.filters += detect_dates(q, s.fields, s.mentions, s.witnesses, s.collection, s.consumed, s.used, years=True)
     ir.filters += detect_text_filters(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_average_comparisons(q, s.mentions, s.consumed, s.used)

@@ -69,7 +69,8 @@ COMPARATORS = [
     (r"(?:more|greater|higher|larger|bigger|older|longer|taller|heavier|later) than", "$gt"),
     (r"(?:less|fewer|lower|smaller|younger|shorter|lighter|earlier|cheaper) than", "$lt"),
     (r"at least|no less than|not less than|minimum of|(?:greater|more|higher) than or equal to", "$gte"),
-    (r"at most|no more than|not more than|maximum of|(?:less|fewer|lower) than or equal to", "$lte"),
+    (r"at most|no more than|not more than|maximum of|(?:less|fewer|lower) than or equal to|"
+     r"up to(?: and including)?", "$lte"),
     (r"exactly|precisely", "$eq"),  # 'exactly two guides'
     (r"since|from", "$gte"),  # 'since 1990' includes 1990
     (r"over|above|exceeding|exceeds|after", "$gt"),
@@ -168,6 +169,7 @@ SYNONYMS = {
     "information": ("detail", "info", "information"), "info": ("detail", "info", "information"),
     "movie": ("film", "movie"), "film": ("film", "movie"), "vessel": ("ship", "vessel"),
     "university": ("university", "school", "college"),
+    "speed": ("speed", "velocity"), "velocity": ("velocity", "speed"),
 }
 
 
