@@ -48,11 +48,13 @@ SELECT_DATA  ?= ../shared/tend-v1/mongodb_data
 SELECT_RUNS  ?= out/selection/kimi.jsonl out/selection/kimi-sql-pivot.jsonl out/selection/rules.jsonl  # as bench_selection builds them
 SELECT_INDEX ?= out/selection/index.jsonl
 SELECT_CACHE ?= out/selection/evidence.jsonl
+SELECT_SINGLE ?= out/selection/train-a/evidence.jsonl  # rules --candidates on train-a (python -m tests.bench selection)
 select-fit: $(STAMP)
 	@mkdir -p out/selection
 	test -f $(SELECT_CACHE) || nice $(BIN)/python -m tests.bench.select_fit cache --data $(SELECT_DATA) \
 	  --index $(SELECT_INDEX) $(SELECT_RUNS) -o $(SELECT_CACHE)
-	nice $(BIN)/python -m tests.bench.select_fit fit $(SELECT_CACHE) --no-alternatives --single rules -o nlq/selection.json
+	nice $(BIN)/python -m tests.bench.select_fit fit $(SELECT_CACHE) --no-alternatives --single rules \
+	  $(if $(wildcard $(SELECT_SINGLE)),--single-also $(SELECT_SINGLE)) -o nlq/selection.json
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/generate.py

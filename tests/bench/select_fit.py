@@ -1,7 +1,7 @@
 """Fit the selection model (nlq/selection.json) and measure it out of database: `make select-fit`.
 
     python -m tests.bench.select_fit cache --data DIR --index INDEX RUN.jsonl [RUN.jsonl ...] -o EVIDENCE
-    python -m tests.bench.select_fit fit EVIDENCE [-o nlq/selection.json] [--without METHOD ...] [--single METHOD]
+    python -m tests.bench.select_fit fit EVIDENCE [-o nlq/selection.json] [--without METHOD ...] [--single METHOD [--single-also EVIDENCE ...]]
 
 `cache` executes every candidate of every record once (each run's `prediction`,
 and the `candidates` a run carries, e.g. rules --candidates), exactly as `nlq
@@ -423,6 +423,9 @@ def main(argv=None) -> None:
     f.add_argument("--single", metavar="SYSTEM",
                    help="also fit the model of records SYSTEM alone answered with its alternatives (its "
                         "`candidates`), measure it and ship it inside the written model")
+    f.add_argument("--single-also", action="append", default=[], metavar="EVIDENCE",
+                   help="further caches of --single's system alone (other databases) the one-system model "
+                        "is also fitted and measured on")
     f.add_argument("--test-without", action="append", default=[],
                    help="also measure the model fitted with every system on records without this one")
     args = parser.parse_args(argv)
@@ -447,6 +450,9 @@ def main(argv=None) -> None:
     single = None
     if args.single:  # one system's own alternatives: a model of their own
         alone = load(args.evidence, tuple(set(systems_of(records)) - {args.single}), True, not args.no_confidences)
+        for path in args.single_also:
+            alone += [r for r in load(path, (), True, not args.no_confidences)
+                      if {e.system for e in r["evidence"]} <= {args.single}]
         prepare_groups(alone)
         if not args.no_eval:
             report(f"one system ({args.single}) with its alternatives", evaluate(alone, alone))
