@@ -8,8 +8,8 @@ from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.methods.rules.vocabulary import ALL_FIELDS_PATTERNS, COUNT_PATTERNS, DETAILS_PATTERNS
 from nlq.methods.rules.ir import AMBIGUOUS, Field, IR, Mention
 from nlq.methods.rules.schema import identifier, split_name
-from nlq.methods.rules.question import (LIST_MARKERS, Question, entity_name, list_words, listed_run, maybe_number,
-                                        word_match)
+from nlq.methods.rules.question import (LIST_LINKS, LIST_MARKERS, POSSESSIVES, Question, entity_name, list_words,
+                                        listed_run, maybe_number, word_match)
 from nlq.methods.rules.grounding import array_named, names_elements
 
 
@@ -160,6 +160,39 @@ def _coordinated(q: Question, first: Mention, second: Mention) -> bool:
         return False
     between = q.text[q.spans[first.end - 1][1]:q.spans[second.start][0]]
     return "," in between or bool(LIST_MARKERS & set(gap))
+
+
+# Words that end a listed noun phrase: the preposition of what it belongs to, a relative word, a list word.
+_PHRASE_ENDS = frozenset({"of", "for", "in", "from", "at", "on", "by", "who", "that", "which", "where", "whose",
+                          "with", "and", "or", "sorted", "ordered", "arranged", "listed"})
+
+
+def unlisted_outputs(q: Question, shown: list[Mention], placed) -> list[int]:
+    """'the names and outcomes of battles', no field named by 'outcomes': the positions of the
+    words of a noun phrase listed with a shown field that no pass placed (`placed(i)`), so that
+    the reading says it left a listed output out rather than silently dropping it."""
+    out: list[int] = []
+    for m in shown:
+        at = m.end
+        while at < len(q.raw) and q.raw[at] in LIST_LINKS and q.raw[at] not in ("with", "as"):
+            at += 1
+        end = at
+        while end < len(q.raw) and end < at + 3 and not placed(end) and q.raw[end].isalpha() \
+                and q.raw[end] not in _PHRASE_ENDS and not q.raw[end].endswith("ed"):
+            end += 1
+        if end > at and (end == len(q.raw) or q.raw[end] in _PHRASE_ENDS) and _list_gap(q, m.end, at, end):
+            out += [i for i in range(at, end) if i not in out]
+    return sorted(out)
+
+
+def _list_gap(q: Question, start: int, at: int, end: int) -> bool:
+    """The words `start:at` join two items of a list: a list marker ('and', 'along with their'),
+    or a comma when another item follows the phrase `at:end` ('the dates, places, and names')."""
+    if (LIST_MARKERS - POSSESSIVES) & set(q.raw[start:at]):  # ('begin their career': no list)
+        return True
+    between = q.text[q.spans[start - 1][1]:q.spans[at][0]]
+    after = q.text[q.spans[end - 1][1]:q.spans[end][0]] if end < len(q.raw) else ""
+    return "," in between and ("," in after or q.raw[end:end + 1] == ["and"])
 
 
 def _first_entity_array(q: Question, fields: list[Field], entities: set[int], collection: str) -> str | None:

@@ -1,0 +1,48 @@
+"""`rules` shows every noun phrase a question lists as an output, or says which it left out:
+a listed phrase no field is named by ('the names and outcomes of battles' with no field for
+'outcomes') is an unresolved `output`, never silently dropped."""
+
+from __future__ import annotations
+
+from nlq.methods import rules
+from nlq.methods.rules.confidence import UNRESOLVED_CAP, confidence
+
+
+def entry(collection, path, types=None):
+    return {"collection": collection, "path": path, "kind": "scalar", "types": types or {"string": 4},
+            "present": 4, "null": 0, "missing": 0, "empty": 0, "array_len": None}
+
+
+INDEX = {
+    "db": "wars",
+    "collections": {"battle": {"count": 4, "sampled": 4}},
+    "lattice": [entry("battle", "id", {"int": 4}), entry("battle", "name"), entry("battle", "result"),
+                entry("battle", "date")],
+    "values": {},
+}
+
+
+def left_out(question):
+    ir = rules.build_ir(question, [], INDEX)
+    return ir, [c["word"] for c in ir.constraints if c["kind"] == "output"]
+
+
+def test_a_listed_phrase_naming_no_field_is_an_unresolved_output():
+    ir, words = left_out("List the names and outcomes of battles.")
+    assert [f.mql for f in ir.outputs] == ["name"] and words == ["outcomes"]
+    assert confidence(ir) <= UNRESOLVED_CAP
+
+
+def test_a_phrase_listed_after_a_comma_before_the_last_item_is_an_output():
+    assert left_out("Show the names, outcomes and dates of battles.")[1] == ["outcomes"]
+
+
+def test_listed_fields_that_are_found_leave_nothing_out():
+    ir, words = left_out("List the names and dates of battles.")
+    assert [f.mql for f in ir.outputs] == ["name", "date"] and words == []
+
+
+def test_a_clause_after_a_comma_or_a_possessive_is_no_listed_output():
+    # 'organized by', 'their career': no second item of a list
+    assert left_out("Show the names of battles, organized by date.")[1] == []
+    assert left_out("What date did the battle named Boril begin their campaign?")[1] == []
