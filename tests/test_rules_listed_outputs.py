@@ -46,3 +46,20 @@ def test_a_clause_after_a_comma_or_a_possessive_is_no_listed_output():
     # 'organized by', 'their career': no second item of a list
     assert left_out("Show the names of battles, organized by date.")[1] == []
     assert left_out("What date did the battle named Boril begin their campaign?")[1] == []
+
+
+# -- an entity with no name field ---------------------------------------------------------------------------------
+
+CLIENTS = {
+    "db": "shop",
+    "collections": {"Clients": {"count": 4, "sampled": 4}},
+    "lattice": [entry("Clients", "Client_ID", {"int": 4}), entry("Clients", "Client_Details"),
+                entry("Clients", "Address_Details")],
+    "values": {},
+}
+
+
+def test_an_entity_with_no_name_is_shown_by_its_own_details():
+    # no name, title or field named like the entity: its own free-text details stand for it
+    for question in ("What are the names of clients?", "List all clients."):
+        assert [f.mql for f in rules.build_ir(question, [], CLIENTS).outputs] == ["Client_Details"]

@@ -42,11 +42,24 @@ def entity_outputs(index: dict, collection: str, fields: list[Field], q: Questio
     top = [f for f in fields if f.kind == "scalar" and not f.arrays and not f.maps]
     # its name, else its title (a paper, a film, a book), else the field named like the entity
     name = [f for f in top if "name" in f.words][:1] or [f for f in top if "title" in f.words][:1] or [
-        f for f in (entity_name(collection, fields),) if f is not None]
+        f for f in (entity_name(collection, fields),) if f is not None] or _described(collection, top)
     key = identifier(index, collection, fields)
     if identified:
         return ([key] if key is not None and key not in name else []) + name
     return name or ([key] if key is not None else [])
+
+
+# The last words of a free-text field that stands for a document when it has no name ('customer_details').
+DESCRIPTIONS = frozenset({"details", "detail", "description", "descriptions"})
+
+
+def _described(collection: str, top: list[Field]) -> list[Field]:
+    """The entity's own free-text description, when it has no name: a string field called its
+    details or description, one naming the entity first (`customer_details` in Customers)."""
+    head = split_name(collection)[-1:]
+    found = [f for f in top if f.type == "string" and f.words[-1:] and f.words[-1] in DESCRIPTIONS]
+    own = [f for f in found if head and any(word_match(head[0], w) >= 0.85 for w in f.words[:-1])]
+    return (own or found)[:1]
 
 
 FULL_NAME = re.compile(r"\b(?:full|complete|whole|entire) names?\b")
