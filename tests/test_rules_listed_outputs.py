@@ -63,3 +63,24 @@ def test_an_entity_with_no_name_is_shown_by_its_own_details():
     # no name, title or field named like the entity: its own free-text details stand for it
     for question in ("What are the names of clients?", "List all clients."):
         assert [f.mql for f in rules.build_ir(question, [], CLIENTS).outputs] == ["Client_Details"]
+
+
+# -- 'what <entities> ...' asks for the entities ------------------------------------------------------------------
+
+SITES = {
+    "db": "schools",
+    "collections": {"Campuses": {"count": 4, "sampled": 4}},
+    "lattice": [entry("Campuses", "Id", {"int": 4}), entry("Campuses", "Campus"), entry("Campuses", "Location"),
+                entry("Campuses", "County"), entry("Campuses", "Campus_Type")],
+    "values": {},
+}
+
+
+def test_what_and_the_entity_word_asks_for_the_entities():
+    ir = rules.build_ir("What campuses are located in the county of Orange?", [], SITES)
+    assert [f.mql for f in ir.outputs][:1] == ["Campus"]
+
+
+def test_what_and_an_entity_word_modifying_a_field_asks_for_the_field():
+    ir = rules.build_ir("What campus types are there?", [], SITES)
+    assert "Campus" not in [f.mql for f in ir.outputs]

@@ -220,11 +220,17 @@ def _first_entity_array(q: Question, fields: list[Field], entities: set[int], co
 
 
 def asks_for_entity(q: Question, collection: str) -> bool:
-    """'Which 5 drivers ...', 'who ...': the question asks for the collection's documents."""
+    """'Which 5 drivers ...', 'who ...', 'what campuses are located ...': the question asks for
+    the collection's documents ('what' only when the entity word is no modifier: 'what ship types')."""
     head = split_name(collection)[-1:]
-    words = [w for w in q.stems[:3] if maybe_number(w) is None]
-    return bool(words) and (words[0] == "who" or words[0] == "which" and len(words) > 1 and bool(head)
-                            and word_match(words[1], head[0]) >= 0.85)
+    at = [i for i, w in enumerate(q.stems[:3]) if maybe_number(w) is None]
+    if not at or q.stems[at[0]] == "who":
+        return bool(at)
+    if len(at) < 2 or not head or word_match(q.stems[at[1]], head[0]) < 0.85:
+        return False
+    after = q.raw[at[1] + 1:at[1] + 2]
+    return q.stems[at[0]] == "which" or q.stems[at[0]] == "what" and (
+        not after or after[0] in TEXT_STOPWORDS or after[0].endswith("ed"))
 
 
 def plural_attribute(q: Question, mentions: list[Mention], f: Field, plural: set[int]) -> bool:
