@@ -84,3 +84,25 @@ def test_what_and_the_entity_word_asks_for_the_entities():
 def test_what_and_an_entity_word_modifying_a_field_asks_for_the_field():
     ir = rules.build_ir("What campus types are there?", [], SITES)
     assert "Campus" not in [f.mql for f in ir.outputs]
+
+
+# -- the field a question opens with, narrowed by a condition on it -----------------------------------------------
+
+NATIONS = {
+    "db": "nations",
+    "collections": {"country": {"count": 4, "sampled": 4}},
+    "lattice": [entry("country", "Country_id", {"int": 4}), entry("country", "Country_name"),
+                entry("country", "Official_native_language")],
+    "values": {},
+}
+
+
+def test_the_field_asked_for_is_shown_when_its_own_condition_narrows_it():
+    ir = rules.build_ir('Show all official native languages that contain the word "Irish".', [], NATIONS)
+    assert [f.mql for f in ir.outputs] == ["Official_native_language"]
+    assert [f.field.mql for f in ir.filters] == ["Official_native_language"]
+
+
+def test_a_condition_on_the_entity_still_shows_the_entity():
+    ir = rules.build_ir('Show the countries whose official native language contains "Irish".', [], NATIONS)
+    assert [f.mql for f in ir.outputs] == ["Country_name"]

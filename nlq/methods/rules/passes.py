@@ -34,7 +34,7 @@ from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
-from nlq.methods.rules.joins import asked_collection, reach
+from nlq.methods.rules.joins import ASKING, asked_collection, reach
 from nlq.methods.rules.ordering import default_order, detect_limit, detect_order, entity_limit, superlative_limit
 from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
                                        grain_of, intent_word, listed_with, names_array, plan_expansions, plan_unwinds,
@@ -421,6 +421,7 @@ def read_outputs(s: State) -> None:
                 ir.outputs.append(m.field)
         if not (ir.count or ir.aggregates or ir.group_by):
             shown_read(s)
+            ir.outputs = ir.outputs or asked_condition(s)
         unnamed = not any({"id", "name", "title"} & set(f.words) for f in ir.outputs)
         if not (ir.count or ir.aggregates or ir.group_by) and (
                 not ir.outputs or unnamed and asks_for_entity(q, s.collection)):
@@ -478,6 +479,23 @@ def read_outputs(s: State) -> None:
     if ir.count and ir.grain and ir.group_by and not s.grain:
         # (the keys now known: of several arrays the count's noun names, the one inside their elements)
         ir.grain = count_grain(q, fields, s.collection, ir.group_by) or ir.grain
+
+
+# Words that open a question before what it asks for ('show all', 'what are the distinct').
+OPENING = ASKING | {"all", "distinct", "different", "unique", "can", "you", "please", "me", "us", "are", "is"}
+
+
+def asked_condition(s: State) -> list[Field]:
+    """'Show all official native languages that contain "English"', 'what cities are in Ohio':
+    the field the question opens with is what it asks for, the condition after it on that
+    same field only narrowing its values (else nothing: the entity is shown)."""
+    first = min(s.mentions, key=lambda m: m.start, default=None)
+    if first is None or first.field.kind != "scalar" or any(i < first.start for i in s.entities) \
+            or not all(w in OPENING or w in STOPWORDS for w in s.q.raw[:first.start]) \
+            or s.q.raw[first.end:first.end + 1] in (["of"], ["for"]):
+        return []
+    narrowed = [f for f in s.ir.filters if f.field is first.field and f.start >= first.end]
+    return [first.field] if narrowed else []
 
 
 def conditioned(ir: IR) -> set[str]:
