@@ -106,3 +106,13 @@ def test_the_field_asked_for_is_shown_when_its_own_condition_narrows_it():
 def test_a_condition_on_the_entity_still_shows_the_entity():
     ir = rules.build_ir('Show the countries whose official native language contains "Irish".', [], NATIONS)
     assert [f.mql for f in ir.outputs] == ["Country_name"]
+
+
+def test_an_entity_word_qualifying_a_listed_phrase_leaves_its_noun_out():
+    world = {"db": "bank", "collections": {"accounts": {"count": 4, "sampled": 4}},
+             "lattice": [entry("accounts", "custid", {"int": 4}), entry("accounts", "name"),
+                         {**entry("accounts", "savings", {"array": 4}), "kind": "array"},
+                         entry("accounts", "savings[].balance", {"double": 4})],
+             "values": {}}
+    ir = rules.build_ir("Show the names and savings amounts of accounts.", [], world)
+    assert [c["word"] for c in ir.constraints if c["kind"] == "output"] == ["amounts"]

@@ -180,21 +180,23 @@ _PHRASE_ENDS = frozenset({"of", "for", "in", "from", "at", "on", "by", "who", "t
                           "with", "and", "or", "sorted", "ordered", "arranged", "listed"})
 
 
-def unlisted_outputs(q: Question, shown: list[Mention], placed) -> list[int]:
+def unlisted_outputs(q: Question, shown: list[Mention], placed, entities: set[int] = frozenset()) -> list[int]:
     """'the names and outcomes of battles', no field named by 'outcomes': the positions of the
     words of a noun phrase listed with a shown field that no pass placed (`placed(i)`), so that
-    the reading says it left a listed output out rather than silently dropping it."""
+    the reading says it left a listed output out rather than silently dropping it; an entity
+    word in the phrase (`entities`: 'the names and savings amounts') only qualifies the word left out."""
     out: list[int] = []
     for m in shown:
         at = m.end
         while at < len(q.raw) and q.raw[at] in LIST_LINKS and q.raw[at] not in ("with", "as"):
             at += 1
         end = at
-        while end < len(q.raw) and end < at + 3 and not placed(end) and q.raw[end].isalpha() \
+        while end < len(q.raw) and end < at + 3 and (not placed(end) or end in entities) and q.raw[end].isalpha() \
                 and q.raw[end] not in _PHRASE_ENDS and not q.raw[end].endswith("ed"):
             end += 1
-        if end > at and (end == len(q.raw) or q.raw[end] in _PHRASE_ENDS) and _list_gap(q, m.end, at, end):
-            out += [i for i in range(at, end) if i not in out]
+        left = [i for i in range(at, end) if not placed(i) and i not in out]
+        if left and (end == len(q.raw) or q.raw[end] in _PHRASE_ENDS) and _list_gap(q, m.end, at, end):
+            out += left
     return sorted(out)
 
 

@@ -721,7 +721,7 @@ def read_coverage(s: State) -> None:
     said = {c["at"] for c in ir.constraints}
     shown = [m for m in s.mentions if m.field in ir.outputs]
     ir.constraints += [{"word": q.raw[i], "kind": "output", "at": i}
-                       for i in unlisted_outputs(q, shown, lambda i: i not in uncovered) if i not in said]
+                       for i in unlisted_outputs(q, shown, lambda i: i not in uncovered, s.entities) if i not in said]
     ir.constraints.sort(key=lambda c: c["at"])
     ir.words, ir.content = len(q.raw), sum(w not in STOPWORDS for w in q.raw)
     ir.offered, ir.witnessed = len(s.fields), len(s.witnesses)
