@@ -116,3 +116,20 @@ def test_an_entity_word_qualifying_a_listed_phrase_leaves_its_noun_out():
              "values": {}}
     ir = rules.build_ir("Show the names and savings amounts of accounts.", [], world)
     assert [c["word"] for c in ir.constraints if c["kind"] == "output"] == ["amounts"]
+
+
+# -- 'for each <the collection's own name>' groups its documents by their label -----------------------------------
+
+MAKERS = {
+    "db": "factory",
+    "collections": {"Makers": {"count": 4, "sampled": 4}},
+    "lattice": [entry("Makers", "Code", {"int": 4}), entry("Makers", "Name"), entry("Makers", "Revenue", {"double": 4}),
+                {**entry("Makers", "Products", {"array": 4}), "kind": "array"},
+                entry("Makers", "Products[].Price", {"double": 4}), entry("Makers", "Products[].Maker", {"int": 4})],
+    "values": {},
+}
+
+
+def test_each_document_is_grouped_by_its_label_not_its_elements_coded_reference():
+    for question in ("How many products are there for each maker?", "Find the total revenue for each maker."):
+        assert [f.mql for f in rules.build_ir(question, [], MAKERS).group_by] == ["Name"]

@@ -258,6 +258,13 @@ def read_grouping(s: State) -> None:
             if elements is not None and at not in s.consumed and elements not in ir.group_by:
                 group_by_elements(s, elements)
         named = target and set(range(target.start, target.end)) & s.entities
+        if named and target.field.arrays and target.field.type != "string" and target.start not in used \
+                and names_own(q, target, s.collection):
+            # 'the number of products for each manufacturer' in Manufacturers: each document, by its own
+            # label, not its elements' coded reference back to it (`Products.Manufacturer`, a number)
+            ir.group_by += [f for f in own_label(s.index, s.collection, s.fields) if f not in ir.group_by]
+            used.add(target.start)
+            continue
         if named and not ir.count and not STATISTICS & set(q.raw):
             if target.field.arrays:
                 used.add(target.start)  # 'the team of each player': each element, named, not shown
@@ -666,6 +673,12 @@ def sizes_counted(ir: IR) -> None:
         return
     ir.sort = [("count", d) if isinstance(k, tuple) else (k, d) for k, d in ir.sort]
     ir.grain = sized.mql
+
+
+def names_own(q: Question, m: Mention, collection: str) -> bool:
+    """The mention is the collection's own name ('manufacturer' in Manufacturers), one word."""
+    head = split_name(collection)[-1:]
+    return m.end - m.start == 1 and bool(head) and word_match(q.stems[m.start], head[0]) >= 0.85
 
 
 def own_label(index: dict, collection: str, fields: list[Field]) -> list[Field]:
