@@ -133,3 +133,22 @@ MAKERS = {
 def test_each_document_is_grouped_by_its_label_not_its_elements_coded_reference():
     for question in ("How many products are there for each maker?", "Find the total revenue for each maker."):
         assert [f.mql for f in rules.build_ir(question, [], MAKERS).group_by] == ["Name"]
+
+
+# -- an entity listed before 'and the', 'along with the' is shown by its name ----------------------------------------
+
+DELEGATES = {
+    "db": "votes",
+    "collections": {"delegate": {"count": 4, "sampled": 4}},
+    "lattice": [entry("delegate", "Delegate_ID", {"int": 4}), entry("delegate", "Name"),
+                {**entry("delegate", "ballot", {"array": 4}), "kind": "array"},
+                entry("delegate", "ballot[].Date"), entry("delegate", "ballot[].Votes", {"int": 4})],
+    "values": {},
+}
+
+
+def test_an_entity_listed_before_and_the_is_shown_by_its_name():
+    for question in ("List the delegates and the dates of their ballots.",
+                     "Show the delegates along with the dates of their ballots."):
+        shown = [f.mql for f in rules.build_ir(question, [], DELEGATES).outputs]
+        assert shown == ["Name", "ballot.Date"], question
