@@ -152,3 +152,24 @@ def test_an_entity_listed_before_and_the_is_shown_by_its_name():
                      "Show the delegates along with the dates of their ballots."):
         shown = [f.mql for f in rules.build_ir(question, [], DELEGATES).outputs]
         assert shown == ["Name", "ballot.Date"], question
+
+
+# -- 'who are the <field>' asks for the field's values -------------------------------------------------------------
+
+FILMS = {
+    "db": "films",
+    "collections": {"film": {"count": 4, "sampled": 4}},
+    "lattice": [entry("film", "Film_ID", {"int": 4}), entry("film", "Title"), entry("film", "Directed_by")],
+    "values": {},
+}
+
+
+def test_who_are_the_field_shows_the_field_alone():
+    assert [f.mql for f in rules.build_ir("Who are all the directors?", [], FILMS).outputs] == ["Directed_by"]
+
+
+def test_who_and_a_condition_still_asks_for_the_documents():
+    people = {"db": "people", "collections": {"people": {"count": 4, "sampled": 4}},
+              "lattice": [entry("people", "People_ID", {"int": 4}), entry("people", "Name"),
+                          entry("people", "Age", {"int": 4})], "values": {}}
+    assert [f.mql for f in rules.build_ir("Who is older than 30?", [], people).outputs] == ["Name"]

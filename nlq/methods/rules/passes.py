@@ -16,6 +16,7 @@ and not spread over a function body.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -431,7 +432,7 @@ def read_outputs(s: State) -> None:
             ir.outputs = ir.outputs or asked_condition(s)
         unnamed = not any({"id", "name", "title"} & set(f.words) for f in ir.outputs)
         if not (ir.count or ir.aggregates or ir.group_by) and (
-                not ir.outputs or unnamed and asks_for_entity(q, s.collection)):
+                not ir.outputs or unnamed and asks_for_entity(q, s.collection) and not who_are(s)):
             # a bare entity; 'which 5 drivers log the most hours': the entities, beside what ranks them
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities,
                                         "identified" in s.variant) + ir.outputs
@@ -503,6 +504,16 @@ def asked_condition(s: State) -> list[Field]:
         return []
     narrowed = [f for f in s.ir.filters if f.field is first.field and f.start >= first.end]
     return [first.field] if narrowed else []
+
+
+def who_are(s: State) -> bool:
+    """'Who are all the directors?': the question asks who the values of a shown field are (the
+    field named right after 'who' and a copula), not for the documents holding them."""
+    words = s.q.raw
+    if words[:1] != ["who"] or words[1:2] not in (["is"], ["are"], ["was"], ["were"]):
+        return False
+    at = 2 + sum(1 for _ in itertools.takewhile(lambda w: w in ("all", "the", "each", "every"), words[2:]))
+    return any(m.start == at and m.field in s.ir.outputs for m in s.mentions)
 
 
 def conditioned(ir: IR) -> set[str]:
