@@ -173,3 +173,11 @@ def test_who_and_a_condition_still_asks_for_the_documents():
               "lattice": [entry("people", "People_ID", {"int": 4}), entry("people", "Name"),
                           entry("people", "Age", {"int": 4})], "values": {}}
     assert [f.mql for f in rules.build_ir("Who is older than 30?", [], people).outputs] == ["Name"]
+
+
+def test_name_opening_a_question_is_a_verb_not_the_name_field():
+    shows = {"db": "shows", "collections": {"musical": {"count": 4, "sampled": 4}},
+             "lattice": [entry("musical", "Musical_ID", {"int": 4}), entry("musical", "Name"),
+                         entry("musical", "Nominee")], "values": {}}
+    assert [f.mql for f in rules.build_ir("Name the nominees of all musicals.", [], shows).outputs] == ["Nominee"]
+    assert "Name" in [f.mql for f in rules.build_ir("What is the name of each musical?", [], shows).outputs]

@@ -104,7 +104,7 @@ class State:
         meaningful = [m for m in meaningful_mentions(q, all_mentions) if m.field.mql not in avoid]
         mentions = select_mentions(meaningful, collection, entities, plural,
                                    name_span(q, collection, fields) | order_words(q), q.stems, fields)
-        mentions = [m for m in mentions if not counts_entity(q, m, entities)]
+        mentions = [m for m in mentions if not counts_entity(q, m, entities) and not imperative(q, m)]
         # what only another collection explains, reached through a join edge (joins.py)
         ir.joins, fields, mentions, witnesses, named = reach(q, index, grounding, collection, fields, mentions,
                                                              meaningful, entities, witnesses)
@@ -118,6 +118,15 @@ class State:
         ir.alternative = bool(avoid or variant or collection != ranked[0][0])
         return cls(q, witnesses, index, grounding, ir, fields, entities, plural, mentions, counted=counted,
                    ranked=ranked, variant=variant, unsure=unsure)
+
+
+# Words after which a question's first word is a verb telling what to do ('Name the city ...').
+_DETERMINERS = frozenset({"the", "all", "a", "an", "each", "every", "any", "those", "these"})
+
+
+def imperative(q: Question, m: Mention) -> bool:
+    """'Name the nominee ...': the question's first word, a verb before a determiner, names no field."""
+    return m.start == 0 and m.end == 1 and q.raw[0] == "name" and len(q.raw) > 1 and q.raw[1] in _DETERMINERS
 
 
 def read_limits(s: State) -> None:
