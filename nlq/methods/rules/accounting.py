@@ -28,7 +28,10 @@ every sale. A word states a constraint when it is, and no pass used it:
   summarizes all the documents as one ('how many reviews does each director
   have' counted over every review);
 - `qualifier`: a word no pass placed standing before a word naming the data
-  ('premium customers') or after a copula ending the clause ('that are open').
+  ('premium customers') or after a copula ending the clause ('that are open');
+- `output`: a noun phrase listed with a shown field that names no field
+  ('the names and outcomes of battles' with no field for 'outcomes':
+  `outputs.unlisted_outputs`, added by `passes.read_coverage`).
 
 A word is used when some pass put its position in `State.consumed` or it
 lies in a mention or an entity span (`passes.read_coverage`): a pass that
@@ -47,7 +50,7 @@ from nlq.methods.rules.ir import IR
 from nlq.methods.rules.question import Question
 from nlq.methods.rules.vocabulary import AGG_WORDS, NEGATIONS, STOPWORDS, SUPERLATIVES, WORD_NUMBERS
 
-KINDS = ("value", "comparison", "reference", "negation", "operation", "qualifier")
+KINDS = ("value", "comparison", "reference", "negation", "operation", "qualifier", "output")
 
 # Comparatives and bounds: with 'than', a number or a value after them they state a comparison.
 COMPARATIVES = frozenset(
@@ -231,5 +234,6 @@ def _quoted_positions(q: Question) -> set[int]:
 def describe(unresolved: list[dict]) -> str:
     """`'9' (a value), 'over' (a comparison)`: the words a reading left out, for a message."""
     names = {"value": "a value", "comparison": "a comparison", "reference": "names other data",
-             "negation": "a negation", "operation": "an operation", "qualifier": "a qualifier"}
+             "negation": "a negation", "operation": "an operation", "qualifier": "a qualifier",
+             "output": "an output"}
     return ", ".join(f"'{u['word']}' ({names.get(u['kind'], u['kind'])})" for u in unresolved)

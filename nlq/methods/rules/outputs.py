@@ -8,8 +8,8 @@ from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.methods.rules.vocabulary import ALL_FIELDS_PATTERNS, COUNT_PATTERNS, DETAILS_PATTERNS
 from nlq.methods.rules.ir import AMBIGUOUS, Field, IR, Mention
 from nlq.methods.rules.schema import identifier, split_name
-from nlq.methods.rules.question import (LIST_MARKERS, Question, entity_name, list_words, listed_run, maybe_number,
-                                        word_match)
+from nlq.methods.rules.question import (LIST_LINKS, LIST_MARKERS, POSSESSIVES, Question, entity_name, list_words,
+                                        listed_run, maybe_number, word_match)
 from nlq.methods.rules.grounding import array_named, names_elements
 
 
@@ -42,11 +42,24 @@ def entity_outputs(index: dict, collection: str, fields: list[Field], q: Questio
     top = [f for f in fields if f.kind == "scalar" and not f.arrays and not f.maps]
     # its name, else its title (a paper, a film, a book), else the field named like the entity
     name = [f for f in top if "name" in f.words][:1] or [f for f in top if "title" in f.words][:1] or [
-        f for f in (entity_name(collection, fields),) if f is not None]
+        f for f in (entity_name(collection, fields),) if f is not None] or _described(collection, top)
     key = identifier(index, collection, fields)
     if identified:
         return ([key] if key is not None and key not in name else []) + name
     return name or ([key] if key is not None else [])
+
+
+# The last words of a free-text field that stands for a document when it has no name ('customer_details').
+DESCRIPTIONS = frozenset({"details", "detail", "description", "descriptions"})
+
+
+def _described(collection: str, top: list[Field]) -> list[Field]:
+    """The entity's own free-text description, when it has no name: a string field called its
+    details or description, one naming the entity first (`customer_details` in Customers)."""
+    head = split_name(collection)[-1:]
+    found = [f for f in top if f.type == "string" and f.words[-1:] and f.words[-1] in DESCRIPTIONS]
+    own = [f for f in found if head and any(word_match(head[0], w) >= 0.85 for w in f.words[:-1])]
+    return (own or found)[:1]
 
 
 FULL_NAME = re.compile(r"\b(?:full|complete|whole|entire) names?\b")
@@ -162,6 +175,41 @@ def _coordinated(q: Question, first: Mention, second: Mention) -> bool:
     return "," in between or bool(LIST_MARKERS & set(gap))
 
 
+# Words that end a listed noun phrase: the preposition of what it belongs to, a relative word, a list word.
+_PHRASE_ENDS = frozenset({"of", "for", "in", "from", "at", "on", "by", "who", "that", "which", "where", "whose",
+                          "with", "and", "or", "sorted", "ordered", "arranged", "listed"})
+
+
+def unlisted_outputs(q: Question, shown: list[Mention], placed, entities: set[int] = frozenset()) -> list[int]:
+    """'the names and outcomes of battles', no field named by 'outcomes': the positions of the
+    words of a noun phrase listed with a shown field that no pass placed (`placed(i)`), so that
+    the reading says it left a listed output out rather than silently dropping it; an entity
+    word in the phrase (`entities`: 'the names and savings amounts') only qualifies the word left out."""
+    out: list[int] = []
+    for m in shown:
+        at = m.end
+        while at < len(q.raw) and q.raw[at] in LIST_LINKS and q.raw[at] not in ("with", "as"):
+            at += 1
+        end = at
+        while end < len(q.raw) and end < at + 3 and (not placed(end) or end in entities) and q.raw[end].isalpha() \
+                and q.raw[end] not in _PHRASE_ENDS and not q.raw[end].endswith("ed"):
+            end += 1
+        left = [i for i in range(at, end) if not placed(i) and i not in out]
+        if left and (end == len(q.raw) or q.raw[end] in _PHRASE_ENDS) and _list_gap(q, m.end, at, end):
+            out += left
+    return sorted(out)
+
+
+def _list_gap(q: Question, start: int, at: int, end: int) -> bool:
+    """The words `start:at` join two items of a list: a list marker ('and', 'along with their'),
+    or a comma when another item follows the phrase `at:end` ('the dates, places, and names')."""
+    if (LIST_MARKERS - POSSESSIVES) & set(q.raw[start:at]):  # ('begin their career': no list)
+        return True
+    between = q.text[q.spans[start - 1][1]:q.spans[at][0]]
+    after = q.text[q.spans[end - 1][1]:q.spans[end][0]] if end < len(q.raw) else ""
+    return "," in between and ("," in after or q.raw[end:end + 1] == ["and"])
+
+
 def _first_entity_array(q: Question, fields: list[Field], entities: set[int], collection: str) -> str | None:
     """The array named by the first entity word, if that word names an array
     and not the collection itself."""
@@ -174,11 +222,17 @@ def _first_entity_array(q: Question, fields: list[Field], entities: set[int], co
 
 
 def asks_for_entity(q: Question, collection: str) -> bool:
-    """'Which 5 drivers ...', 'who ...': the question asks for the collection's documents."""
+    """'Which 5 drivers ...', 'who ...', 'what campuses are located ...': the question asks for
+    the collection's documents ('what' only when the entity word is no modifier: 'what ship types')."""
     head = split_name(collection)[-1:]
-    words = [w for w in q.stems[:3] if maybe_number(w) is None]
-    return bool(words) and (words[0] == "who" or words[0] == "which" and len(words) > 1 and bool(head)
-                            and word_match(words[1], head[0]) >= 0.85)
+    at = [i for i, w in enumerate(q.stems[:3]) if maybe_number(w) is None]
+    if not at or q.stems[at[0]] == "who":
+        return bool(at)
+    if len(at) < 2 or not head or word_match(q.stems[at[1]], head[0]) < 0.85:
+        return False
+    after = q.raw[at[1] + 1:at[1] + 2]
+    return q.stems[at[0]] == "which" or q.stems[at[0]] == "what" and (
+        not after or after[0] in TEXT_STOPWORDS or after[0].endswith("ed"))
 
 
 def plural_attribute(q: Question, mentions: list[Mention], f: Field, plural: set[int]) -> bool:

@@ -16,6 +16,7 @@ and not spread over a function body.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -34,11 +35,11 @@ from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
-from nlq.methods.rules.joins import asked_collection, reach
+from nlq.methods.rules.joins import ASKING, asked_collection, reach
 from nlq.methods.rules.ordering import default_order, detect_limit, detect_order, entity_limit, superlative_limit
 from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
                                        grain_of, intent_word, listed_with, names_array, plan_expansions, plan_unwinds,
-                                       plural_attribute, unrepresented, validate)
+                                       plural_attribute, unlisted_outputs, unrepresented, validate)
 from nlq.methods.rules.question import (POSSESSIVES, Question, counts_entity, meaningful_mentions, mention_fields,
                                         name_span, names_quantity, order_words, quantity_noun, select_mentions,
                                         word_match)
@@ -103,7 +104,7 @@ class State:
         meaningful = [m for m in meaningful_mentions(q, all_mentions) if m.field.mql not in avoid]
         mentions = select_mentions(meaningful, collection, entities, plural,
                                    name_span(q, collection, fields) | order_words(q), q.stems, fields)
-        mentions = [m for m in mentions if not counts_entity(q, m, entities)]
+        mentions = [m for m in mentions if not counts_entity(q, m, entities) and not imperative(q, m)]
         # what only another collection explains, reached through a join edge (joins.py)
         ir.joins, fields, mentions, witnesses, named = reach(q, index, grounding, collection, fields, mentions,
                                                              meaningful, entities, witnesses)
@@ -117,6 +118,15 @@ class State:
         ir.alternative = bool(avoid or variant or collection != ranked[0][0])
         return cls(q, witnesses, index, grounding, ir, fields, entities, plural, mentions, counted=counted,
                    ranked=ranked, variant=variant, unsure=unsure)
+
+
+# Words after which a question's first word is a verb telling what to do ('Name the city ...').
+_DETERMINERS = frozenset({"the", "all", "a", "an", "each", "every", "any", "those", "these"})
+
+
+def imperative(q: Question, m: Mention) -> bool:
+    """'Name the nominee ...': the question's first word, a verb before a determiner, names no field."""
+    return m.start == 0 and m.end == 1 and q.raw[0] == "name" and len(q.raw) > 1 and q.raw[1] in _DETERMINERS
 
 
 def read_limits(s: State) -> None:
@@ -258,6 +268,13 @@ def read_grouping(s: State) -> None:
             if elements is not None and at not in s.consumed and elements not in ir.group_by:
                 group_by_elements(s, elements)
         named = target and set(range(target.start, target.end)) & s.entities
+        if named and target.field.arrays and target.field.type != "string" and target.start not in used \
+                and names_own(q, target, s.collection):
+            # 'the number of products for each manufacturer' in Manufacturers: each document, by its own
+            # label, not its elements' coded reference back to it (`Products.Manufacturer`, a number)
+            ir.group_by += [f for f in own_label(s.index, s.collection, s.fields) if f not in ir.group_by]
+            used.add(target.start)
+            continue
         if named and not ir.count and not STATISTICS & set(q.raw):
             if target.field.arrays:
                 used.add(target.start)  # 'the team of each player': each element, named, not shown
@@ -421,9 +438,10 @@ def read_outputs(s: State) -> None:
                 ir.outputs.append(m.field)
         if not (ir.count or ir.aggregates or ir.group_by):
             shown_read(s)
+            ir.outputs = ir.outputs or asked_condition(s)
         unnamed = not any({"id", "name", "title"} & set(f.words) for f in ir.outputs)
         if not (ir.count or ir.aggregates or ir.group_by) and (
-                not ir.outputs or unnamed and asks_for_entity(q, s.collection)):
+                not ir.outputs or unnamed and asks_for_entity(q, s.collection) and not who_are(s)):
             # a bare entity; 'which 5 drivers log the most hours': the entities, beside what ranks them
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities,
                                         "identified" in s.variant) + ir.outputs
@@ -478,6 +496,33 @@ def read_outputs(s: State) -> None:
     if ir.count and ir.grain and ir.group_by and not s.grain:
         # (the keys now known: of several arrays the count's noun names, the one inside their elements)
         ir.grain = count_grain(q, fields, s.collection, ir.group_by) or ir.grain
+
+
+# Words that open a question before what it asks for ('show all', 'what are the distinct').
+OPENING = ASKING | {"all", "distinct", "different", "unique", "can", "you", "please", "me", "us", "are", "is"}
+
+
+def asked_condition(s: State) -> list[Field]:
+    """'Show all official native languages that contain "English"', 'what cities are in Ohio':
+    the field the question opens with is what it asks for, the condition after it on that
+    same field only narrowing its values (else nothing: the entity is shown)."""
+    first = min(s.mentions, key=lambda m: m.start, default=None)
+    if first is None or first.field.kind != "scalar" or any(i < first.start for i in s.entities) \
+            or not all(w in OPENING or w in STOPWORDS for w in s.q.raw[:first.start]) \
+            or s.q.raw[first.end:first.end + 1] in (["of"], ["for"]):
+        return []
+    narrowed = [f for f in s.ir.filters if f.field is first.field and f.start >= first.end]
+    return [first.field] if narrowed else []
+
+
+def who_are(s: State) -> bool:
+    """'Who are all the directors?': the question asks who the values of a shown field are (the
+    field named right after 'who' and a copula), not for the documents holding them."""
+    words = s.q.raw
+    if words[:1] != ["who"] or words[1:2] not in (["is"], ["are"], ["was"], ["were"]):
+        return False
+    at = 2 + sum(1 for _ in itertools.takewhile(lambda w: w in ("all", "the", "each", "every"), words[2:]))
+    return any(m.start == at and m.field in s.ir.outputs for m in s.mentions)
 
 
 def conditioned(ir: IR) -> set[str]:
@@ -670,6 +715,12 @@ def sizes_counted(ir: IR) -> None:
     ir.grain = sized.mql
 
 
+def names_own(q: Question, m: Mention, collection: str) -> bool:
+    """The mention is the collection's own name ('manufacturer' in Manufacturers), one word."""
+    head = split_name(collection)[-1:]
+    return m.end - m.start == 1 and bool(head) and word_match(q.stems[m.start], head[0]) >= 0.85
+
+
 def own_label(index: dict, collection: str, fields: list[Field]) -> list[Field]:
     """The collection's own documents' name (top level), else their identifier."""
     name = [f for f in fields if f.kind == "scalar" and not f.arrays and "name" in f.words][:1]
@@ -718,6 +769,13 @@ def read_coverage(s: State) -> None:
     asked = {q.word_at(m.end()) - 1: "group" for m in GROUP_PATTERNS.finditer(s.lower)}
     asked.update({q.word_at(c.end()) - 1: "count" for c in count_phrases(s)})
     ir.constraints = constraints(q, grounded, missed - here, ir, heads, loose, asked)
+    # 'the names and outcomes of battles' with no field for 'outcomes': a listed output left out
+    uncovered = set(content) - set(covered)
+    said = {c["at"] for c in ir.constraints}
+    shown = [m for m in s.mentions if m.field in ir.outputs]
+    ir.constraints += [{"word": q.raw[i], "kind": "output", "at": i}
+                       for i in unlisted_outputs(q, shown, lambda i: i not in uncovered, s.entities) if i not in said]
+    ir.constraints.sort(key=lambda c: c["at"])
     ir.words, ir.content = len(q.raw), sum(w not in STOPWORDS for w in q.raw)
     ir.offered, ir.witnessed = len(s.fields), len(s.witnesses)
 

@@ -328,7 +328,8 @@ def _said_nearby(fwords: tuple[str, ...], words: list[str], start: int, end: int
 
 # 'the shops along with their locations': what joins an entity to its attributes
 ATTRIBUTE_LINKS = (("and", "their"), ("and", "its"), ("with", "their"), ("with", "its"), ("along", "with", "their"),
-                   ("along", "with", "its"), ("together", "with", "their"), ("as", "well", "as", "their"))
+                   ("along", "with", "its"), ("together", "with", "their"), ("as", "well", "as", "their"),
+                   ("and", "the"), ("along", "with", "the"), ("together", "with", "the"))
 
 
 def _listed_with_attributes(words: list[str], collection: str) -> list[int]:
