@@ -37,6 +37,7 @@ from typing import Iterable
 from nlq.errors import NlqError
 from nlq.index import mql_path
 from nlq.text import STOPWORDS, normalize
+from nlq.witness import CODE, QUOTED, TITLE
 
 MAX_TERMS = 6          # literals probed per question
 MAX_PATHS = 24         # string paths probed per collection (the most present first)
@@ -48,9 +49,6 @@ PROBE_TIMEOUT = 5.0    # seconds per probe query
 # resting on one is reported as confident.
 MAX_CONFIDENCE = 0.7
 
-_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<!\w)'([^']+)'(?!\w)")
-_TITLE = re.compile(r"[A-Z][\w'’&.-]*(?:\s+(?:(?:of|de|la|del|the|and|da|do|van|von|y)\s+)?[A-Z][\w'’&.-]*)*")
-_CODE = re.compile(r"(?<![\w.])(?=[A-Z0-9.+/-]*[A-Z])[A-Z0-9][A-Z0-9.+/-]*[A-Z0-9](?![\w])")
 
 
 def literals(question: str, witnesses: Iterable[dict] = (), left_out: Iterable[str] = ()) -> list[str]:
@@ -59,10 +57,10 @@ def literals(question: str, witnesses: Iterable[dict] = (), left_out: Iterable[s
     reading left out as values (`left_out`); those a witness already matched are dropped."""
     matched = {normalize(w["term"]) for w in witnesses if w.get("matches")}
     found: list[str] = []
-    for m in _QUOTED.finditer(question):
+    for m in QUOTED.finditer(question):
         found.append(next(g for g in m.groups() if g is not None))
     opening = re.match(r"\W*(\w+)", question)
-    for rx in (_TITLE, _CODE):
+    for rx in (TITLE, CODE):
         for m in rx.finditer(question):
             words = m.group(0).rstrip(".").split()
             if opening and m.start() == opening.start(1):

@@ -55,14 +55,14 @@ MONTHS.update({m[:3]: i for m, i in list(MONTHS.items())})
 MONTHS["sept"] = 9
 
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
-_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<!\w)'([^']+)'(?!\w)")
+QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<!\w)'([^']+)'(?!\w)")
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _MDY = re.compile(r"\b" + _MONTH + r"\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<year>\d{4})\b", re.I)
 _DMY = re.compile(r"\b(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+" + _MONTH + r",?\s+(?P<year>\d{4})\b", re.I)
-_CODE = re.compile(r"(?<![\w.])(?=[A-Z0-9.+/-]*[A-Z])[A-Z0-9][A-Z0-9.+/-]*[A-Z0-9](?![\w])")
+CODE = re.compile(r"(?<![\w.])(?=[A-Z0-9.+/-]*[A-Z])[A-Z0-9][A-Z0-9.+/-]*[A-Z0-9](?![\w])")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])[-+]?\d+(?:\.\d+)?(?![\w])")
 _TITLE_WORD = r"[A-Z][\w'’&.-]*"
-_TITLE = re.compile(_TITLE_WORD + r"(?:\s+(?:(?:of|de|la|del|the|and|da|do|van|von|y)\s+)?" + _TITLE_WORD + r")*")
+TITLE = re.compile(_TITLE_WORD + r"(?:\s+(?:(?:of|de|la|del|the|and|da|do|van|von|y)\s+)?" + _TITLE_WORD + r")*")
 
 
 LITERALS = ("nlq", "paper")
@@ -94,7 +94,7 @@ def find(question: str, index: dict, *, hard_max: int = DEFAULT_HARD_MAX, litera
 
     # quoted strings and dates are consumed: no code, number, phrase or n-gram is taken inside them
     consumed = []
-    for m in _QUOTED.finditer(question):
+    for m in QUOTED.finditer(question):
         consumed.append(m.span())
         quoted = next(g for g in m.groups() if g is not None)
         add(quoted, "quoted", always=True)
@@ -111,13 +111,13 @@ def find(question: str, index: dict, *, hard_max: int = DEFAULT_HARD_MAX, litera
     def inside(m) -> bool:
         return any(a <= m.start() < b for a, b in consumed)
 
-    for m in _CODE.finditer(question):
+    for m in CODE.finditer(question):
         if not inside(m):
             add(m.group(0), "code")
     for m in _NUMBER.finditer(question):
         if not inside(m):
             add(m.group(0), "number")
-    for m in _TITLE.finditer(question):
+    for m in TITLE.finditer(question):
         if inside(m):
             continue
         words = m.group(0).rstrip(".").split()
