@@ -302,7 +302,8 @@ DIRECTION = {"$gt": "up", "$gte": "up", "$lt": "down", "$lte": "down", "$eq": "e
 
 # Units after a number, and the measures they are of (a field named by one of them).
 UNIT_MEASURES = {
-    **dict.fromkeys(("meters", "metres", "meter", "metre", "feet", "foot", "ft", "m"),
+    **dict.fromkeys(("meters", "metres", "meter", "metre", "feet", "foot", "ft", "m", "centimeters",
+                     "centimetres", "cm", "inches"),
                     ("height", "elevation", "altitude", "length", "distance")),
     **dict.fromkeys(("centimeters", "centimetres", "cm", "millimeters", "millimetres", "mm", "inches", "in"),
                     ("height", "length", "width")),
@@ -383,18 +384,21 @@ def detect_having(q: Question, mentions: list[Mention], fields: list[Field], ent
                 q.raw[after].endswith("ed") or q.raw[after] in KINDS or q.raw[after] in ("active", "current")):
             after += 1  # 'fewer than three enrolled students': a modifier before the counted entity
         count = counted_before(q, at)
+        unnamed = False
         if after in entities or after < len(q.raw) and q.raw[after] in DOCUMENT_WORDS:
             # ('parties with at least two records': the words for any collection's documents)
             start, end = at, after + 1
         elif count is not None and count[1] in entities:
             start, end, after = count[0], after, count[1]
+        elif _unnamed_count(q, after, value, mentions, fields):
+            start, end, unnamed = at, after + 1, True
         else:
             continue
         array = array_named(q, after, fields, top_level=False)
         if array is not None and not _own_documents(q, after, array):
             continue
         before = [m for m in mentions if m.end <= start and m.start not in used and m.field.kind != "array"
-                  and not m.field.arrays]
+                  and not m.field.arrays and not (unnamed and _holds_number(m.field, value))]
         if before:
             consumed.update(range(start, end))
             used.add(before[-1].start)
@@ -402,6 +406,37 @@ def detect_having(q: Question, mentions: list[Mention], fields: list[Field], ent
                 counted.add(start)
             return before[-1].field, op, value
     return None
+
+
+# Words after a number that measure rather than count ('older than 30 years', 'over 2 hours').
+MEASURE_NOUNS = frozenset({"year", "month", "week", "day", "hour", "minute", "second", "time", "percent",
+                           "degree", "point", "dollar", "euro", "unit", "star"})
+
+
+def _unnamed_count(q: Question, at: int, value, mentions: list[Mention], fields: list[Field]) -> bool:
+    """'birth places common to at least two individuals', 'grades with 4 or more students' in
+    `Highschooler`: a whole number before a plural noun (or 'one' before any noun) that names
+    no field, array, unit or measure of the data counts the documents themselves."""
+    documents = max((f.present for f in fields if not f.arrays), default=0)
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= documents:
+        return False  # (no group counts more documents than the collection holds)
+    if q.raw[at:at + 1] and q.raw[at] in KINDS and q.raw[at + 1:at + 2] == ["of"]:
+        at += 2  # 'three or fewer types of wines': the noun after
+    if at >= len(q.raw):
+        return False
+    word, stem = q.raw[at], q.stems[at]
+    if not word.isalpha() or word in STOPWORDS or word in UNIT_MEASURES or stem in MEASURE_NOUNS:
+        return False
+    if word == stem and value != 1 or word.endswith(("ing", "ed", "ly")):
+        return False
+    named = any(m.start <= at < m.end for m in mentions) or any(
+        f.words and word_match(stem, f.words[-1]) >= 0.85 for f in fields)
+    return not named and _array_phrase(q, at, fields)[0] is None
+
+
+def _holds_number(f: Field, value) -> bool:
+    """The field's own numbers reach the compared one: a comparison of the field, not a count."""
+    return f.measurable and (f.span is None or f.span[0] <= value <= f.span[1])
 
 
 def _own_documents(q: Question, at: int, array: Field) -> bool:
