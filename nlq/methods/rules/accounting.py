@@ -79,6 +79,9 @@ def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None
         if ir is not None and not carried_out((asked or {}).get(i), ir):
             found[i] = "operation"  # 'how many' that counts nothing, 'for each' over one total
             continue
+        if ir is not None and word in RANKING_WORDS and unordered_limit(ir) and q.raw[i - 1:i] != ["at"]:
+            found[i] = "operation"  # 'the three least populated' read as any three rows, in no order
+            continue
         if i in grounded:
             continue
         if i in quoted or _is_number(word) or _capitalized(q, i) and word not in STOPWORDS:
@@ -140,9 +143,15 @@ RANKING_WORDS = SUPERLATIVES | {"top"}
 
 def ranks(ir: IR) -> bool:
     """The reading ranks: it keeps the first rows of an order, sorts as the question asks (not
-    by the default order), takes a maximum or a minimum, or keeps each group's top document."""
-    return ir.limit is not None or bool(ir.presort) or bool(ir.sort) and not ir.default_sort or any(
-        op in ("$max", "$min") for op, _ in ir.aggregates)
+    by the default order), takes a maximum or a minimum, or keeps each group's top document
+    (a limit alone, over rows in no order, ranks nothing)."""
+    return sorts(ir) or any(op in ("$max", "$min") for op, _ in ir.aggregates)
+
+
+def unordered_limit(ir: IR) -> bool:
+    """The reading keeps the first rows of nothing: a limit over rows no key orders, where
+    no maximum or minimum is taken either ('the top 3' read as any three)."""
+    return ir.limit is not None and not ranks(ir)
 
 
 def carried_out(operation: str | None, ir: IR) -> bool:

@@ -173,3 +173,25 @@ def default_order(ir: IR, key: Field | None) -> list[tuple[object, int]]:
     if ir.count or ir.distinct or ir.aggregates:
         return []
     return [(key, 1)] if key in ir.outputs else []
+
+
+def sortable(ir: IR) -> list[tuple[object, int]]:
+    """The sort keys the reading's rows can be ordered by (the rest would be dropped when
+    rendered, leaving a superlative's limit over rows in no order): after grouping, a
+    group key, an aggregate's measure, or the groups' count — a field of the counted
+    elements ranks the groups by how many there are ('the city with the highest number of
+    hosted events'); documents, by any field or array size, never by a count."""
+    keys = ir.group_by  # (distinct values are listed after ranking their documents: `render._ranks_documents`)
+    grouped = bool(keys or ir.aggregates)
+    if ir.count and not ir.group_by:
+        return []  # one number: nothing to order
+    kept: list[tuple[object, int]] = []
+    for key, direction in ir.sort:
+        if grouped and isinstance(key, Field) and key not in keys \
+                and not any(f is key for _, f in ir.aggregates):
+            key = "count" if ir.count and key.arrays and not ir.aggregates else None
+        elif key == "count" and not (grouped and ir.count) or isinstance(key, tuple) and grouped:
+            key = None
+        if key is not None and all(k != key for k, _ in kept):
+            kept.append((key, direction))
+    return kept

@@ -35,7 +35,8 @@ from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, 
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
 from nlq.methods.rules.joins import asked_collection, reach
-from nlq.methods.rules.ordering import default_order, detect_limit, detect_order, entity_limit, superlative_limit
+from nlq.methods.rules.ordering import (default_order, detect_limit, detect_order, entity_limit, sortable,
+                                       superlative_limit)
 from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
                                        grain_of, intent_word, listed_with, names_array, plan_expansions, plan_unwinds,
                                        plural_attribute, unrepresented, validate)
@@ -565,6 +566,7 @@ def read_per_group(s: State) -> None:
         # 'the top 5 cities by number of theaters': groups ranked by what is counted or measured
         ir.sort = [("count", s.limit_direction)] if ir.count or ir.aggregates[0][1] is None \
             else [(ir.aggregates[0][1], s.limit_direction)]
+    ir.sort = sortable(ir)
     if not ir.sort:
         ir.sort = default_order(ir, identifier(s.index, s.collection, s.fields))
         ir.default_sort = bool(ir.sort)

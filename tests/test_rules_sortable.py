@@ -1,0 +1,41 @@
+"""`rules` keeps only sort keys its rows can be ordered by: a superlative's limit never
+falls silently on rows in no order (ordering.sortable, accounting.unordered_limit)."""
+
+from __future__ import annotations
+
+from nlq.methods.rules.accounting import constraints
+from nlq.methods.rules.ir import IR, Field
+from nlq.methods.rules.ordering import sortable
+from nlq.methods.rules.question import Question
+
+
+def field(path, arrays=(), type_="string"):
+    return Field("city", path, path, arrays, "scalar", type_, tuple(path.split(".")[-1].lower().split("_")), ())
+
+
+CITY, HOST, POP = field("City"), field("events.Host", ("events",)), field("Population", type_="int")
+
+
+def test_a_field_of_the_counted_elements_ranks_groups_by_their_count():
+    ir = IR("city", group_by=[CITY], count=True, sort=[(HOST, -1)], limit=1)
+    assert sortable(ir) == [("count", -1)]
+
+
+def test_a_key_no_group_carries_is_dropped_and_the_superlative_said():
+    ir = IR("city", group_by=[CITY], sort=[(POP, -1)], limit=1, aggregates=[("$sum", field("Area", type_="int"))])
+    assert sortable(ir) == []
+    ir.sort = []
+    q = Question.of("Which city has the largest population?")
+    assert [(c["word"], c["kind"]) for c in constraints(q, set(range(7)), set(), ir)] == [("largest", "operation")]
+
+
+def test_documents_keep_their_keys_and_no_count_orders_them():
+    assert sortable(IR("city", outputs=[CITY], sort=[(POP, 1)], limit=3)) == [(POP, 1)]
+    assert sortable(IR("city", outputs=[CITY], sort=[("count", 1)])) == []
+    assert sortable(IR("city", count=True, sort=[(POP, 1)], limit=1)) == []  # one number: no order
+
+
+def test_group_keys_and_measures_order_groups():
+    area = field("Area", type_="int")
+    ir = IR("city", group_by=[CITY], aggregates=[("$sum", area)], sort=[(area, -1), (CITY, 1)])
+    assert sortable(ir) == [(area, -1), (CITY, 1)]
