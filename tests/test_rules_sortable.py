@@ -3,10 +3,13 @@ falls silently on rows in no order (ordering.sortable, accounting.unordered_limi
 
 from __future__ import annotations
 
+import pytest
+
 from nlq.methods.rules.accounting import constraints
 from nlq.methods.rules.ir import IR, Field
 from nlq.methods.rules.ordering import sortable
-from nlq.methods.rules.question import Question
+from nlq.methods.rules.question import Question, word_match
+from tests.helpers import rules_answer, rules_world
 
 
 def field(path, arrays=(), type_="string"):
@@ -39,3 +42,18 @@ def test_group_keys_and_measures_order_groups():
     area = field("Area", type_="int")
     ir = IR("city", group_by=[CITY], aggregates=[("$sum", area)], sort=[(area, -1), (CITY, 1)])
     assert sortable(ir) == [(area, -1), (CITY, 1)]
+
+
+@pytest.mark.parametrize("word, name", [("populated", "population"), ("located", "location"),
+                                        ("operated", "operation"), ("graduating", "graduation")])
+def test_a_participle_in_ated_names_the_noun_in_ation(word, name):
+    assert word_match(word, name) == 0.85
+
+
+def test_the_least_populated_sorts_by_the_population(tmp_path):
+    world = rules_world(tmp_path, {"geo": {"county": [
+        {"County_Id": i, "County_name": n, "Population": p}
+        for i, (n, p) in enumerate([("Ash", 900), ("Elm", 100), ("Oak", 500), ("Fir", 300)])]}})
+    prediction, rows = rules_answer(world, "geo", "Which two counties are the least populated? Give their names.")
+    assert rows == [{"County_name": "Elm"}, {"County_name": "Fir"}]
+    assert prediction["unresolved"] == []

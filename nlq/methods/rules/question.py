@@ -148,8 +148,9 @@ def _consonant_tail(short: str, word: str) -> bool:
     return all(c in rest for c in tail)
 
 
-# Derivational endings a word and a field name may differ by ('founding' / 'founded', 'director' / 'directed').
-ENDINGS = ("ations", "ation", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ors", "or", "ions", "ion",
+# Derivational endings a word and a field name may differ by ('founding' / 'founded', 'director' / 'directed',
+# 'populated' / 'population').
+ENDINGS = ("ations", "ation", "ated", "ating", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ors", "or", "ions", "ion",
            "ous", "ed", "s")
 
 
