@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nlq.methods.rules.accounting import constraints
+from nlq.methods.rules.accounting import asks_order, constraints
 from nlq.methods.rules.ir import IR, Field
 from nlq.methods.rules.ordering import sortable
 from nlq.methods.rules.question import Question, word_match
@@ -57,3 +57,35 @@ def test_the_least_populated_sorts_by_the_population(tmp_path):
     prediction, rows = rules_answer(world, "geo", "Which two counties are the least populated? Give their names.")
     assert rows == [{"County_name": "Elm"}, {"County_name": "Fir"}]
     assert prediction["unresolved"] == []
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory):
+    customers = [{"customer_id": i, "customer_name": n, "date_became_customer": f"2000-0{i}-01",
+                  "Customer_Orders": [{"order_id": 10 * i + k, "order_date": f"201{i + k}-01-01"} for k in range(2)],
+                  "Customer_Channels": [{"channel_code": "Email", "active_from_date": f"199{9 - i}-05-01"}]}
+                 for i, n in enumerate(["Ann", "Bob", "Cid"], start=1)]
+    debates = [{"Debate_ID": i, "Venue": v, "Num_of_Audience": a}
+               for i, (v, a) in enumerate([("Hall", 300), ("Dome", 90), ("Park", 150)])]
+    return rules_world(tmp_path_factory.mktemp("shop"), {"shop": {"Customers": customers, "debate": debates}})
+
+
+def test_most_recently_ranks_by_the_date_the_words_around_it_name(shop):
+    _, rows = rules_answer(shop, "shop", "Find the name of the customer who made an order most recently.")
+    assert rows == [{"customer_name": "Cid"}]  # the order dates, not the date each became a customer
+    _, rows = rules_answer(shop, "shop", "Which customer has the earliest channel? Give the customer name.")
+    assert rows == [{"customer_name": "Cid"}]
+
+
+def test_the_number_of_a_stored_count_orders_by_it(shop):
+    prediction, rows = rules_answer(shop, "shop", "List the venues of debates in ascending order of the number of audience.")
+    assert [r["Venue"] for r in rows] == ["Dome", "Park", "Hall"]
+    assert prediction["unresolved"] == []
+
+
+@pytest.mark.parametrize("question, asks", [("Find the customer who made an order most recently.", False),
+                                            ("Show the names and order the results by age.", True),
+                                            ("List them in descending order of age.", True)])
+def test_order_the_noun_asks_no_order(question, asks):
+    q = Question.of(question)
+    assert any(asks_order(q, i) for i, w in enumerate(q.raw) if w == "order") == asks

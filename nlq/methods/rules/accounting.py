@@ -102,7 +102,7 @@ def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None
                 found[i] = "operation"
             elif q.raw[i + 1:i + 2] not in (["one"], ["a"], ["an"], ["1"]):
                 found[i] = "comparison"
-        elif ir is not None and _orders(q, i) and not sorts(ir):
+        elif ir is not None and asks_order(q, i) and not sorts(ir):
             found[i] = "operation"  # 'sorted by name' read, yet the rows come in no asked order
         elif i in loose and _qualifies(q, i, heads):
             found[i] = "qualifier"
@@ -180,11 +180,13 @@ ORDER_KINDS = frozenset({"in", "alphabetical", "ascending", "descending", "incre
                          "chronological", "numerical", "numeric"})
 
 
-def _orders(q: Question, i: int) -> bool:
+def asks_order(q: Question, i: int) -> bool:
+    """The word at `i` asks for an order ('sorted', 'in descending order', 'order the results by'),
+    not 'order' the noun ('made an order')."""
     word, before, after = q.raw[i], q.raw[i - 1:i], q.raw[i + 1:i + 2]
     if word in ORDER_WORDS:
         return True
-    return word == "order" and (bool(before) and before[0] in ORDER_KINDS or after == ["by"]
+    return word == "order" and (bool(before) and before[0] in ORDER_KINDS or "by" in q.raw[i + 1:i + 4]
                                 or q.raw[max(0, i - 2):i] == ["in", "the"] and after == ["of"])
 
 

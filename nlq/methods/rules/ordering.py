@@ -6,8 +6,10 @@ import re
 
 from nlq.methods.rules.vocabulary import (ASC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE,
                                           SUPERLATIVES, WORD_NUMBERS)
+from nlq.methods.rules.accounting import asks_order
 from nlq.methods.rules.ir import Field, IR, Mention
-from nlq.methods.rules.question import Question, maybe_number, names_quantity, to_number
+from nlq.methods.rules.schema import split_name
+from nlq.methods.rules.question import Question, maybe_number, names_quantity, to_number, word_match
 from nlq.methods.rules.grounding import measure_field
 
 
@@ -35,11 +37,15 @@ def detect_limit(q: Question, consumed: set[int]) -> tuple[int | None, int]:
 ORDER_BY_COUNT = re.compile(r"\w+\s+(?:of|by) (?:the |their |its )?(?:count\b|number of\b|number\b)")
 
 
+ORDER_PHRASE = re.compile(r"\b(order(?:ed)?|sort(?:ed)?|rank(?:ed)?|arrange(?:d)?|organi[sz]ed|alphabetic(?:al|ally)?)\b"
+                          r"(?:\s+\w+){0,6}")
+
+
 def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[Field],
                  used: set[int]) -> list[tuple[object, int]]:
     """Explicit ordering phrases and measure superlatives ('oldest')."""
-    m = re.search(r"\b(?:order(?:ed)?|sort(?:ed)?|rank(?:ed)?|arrange(?:d)?|organi[sz]ed|alphabetic(?:al|ally)?)\b"
-                  r"(?:\s+\w+){0,6}", lower)
+    m = next((m for m in ORDER_PHRASE.finditer(lower) if m.group(1) != "order" or asks_order(q, q.word_at(m.start()))),
+             None)  # ('the customer who made an order most recently': the noun orders nothing)
     if m:
         window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
         direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most|top)\b"
@@ -95,7 +101,8 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
             if adjacent is not None:
                 used.add(adjacent.start)
                 return [(adjacent.field, measure[1])]
-            f = measure_field(fields, measure[0], False)
+            f = (dated_near(q, i, fields) if measure[0] in ("date", "year") else None) \
+                or measure_field(fields, measure[0], False)
             if f is None and measure[0] == "length" and word == "shortest":
                 f = measure_field(fields, "height")  # 'the shortest peak', where no length is stored
             if f is not None:
@@ -105,6 +112,26 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                 if f is not None:
                     return [(f, -measure[1])]
     return []
+
+
+# Words every date or year field shares: they say nothing of which one.
+DATE_WORDS = frozenset({"date", "year", "time", "day", "id"})
+
+
+def dated_near(q: Question, i: int, fields: list[Field]) -> Field | None:
+    """The date a superlative of time at word `i` ranks by ('the latest contact channel',
+    'the customer who started a policy most recently', 'the earliest maintenance contract'):
+    of the fields of dates or years, the one whose own name or enclosing arrays' names
+    the most words around it say (the collection's name encloses them all; least nested
+    first); None when no word says any."""
+    near = {q.stems[j] for j in range(max(0, i - 4), min(len(q.raw), i + 5)) if j != i}
+
+    def said(f: Field) -> int:
+        names = set(f.words + f.context + tuple(split_name(f.collection)))
+        return sum(any(word_match(w, n) >= 0.85 for w in near) for n in names - DATE_WORDS)
+    dated = [(said(f), f) for f in fields if f.kind == "scalar" and (f.dated or f.years)]
+    best = max((n for n, _ in dated), default=0)
+    return min((f for n, f in dated if n == best), key=lambda f: (len(f.arrays), -f.present, f.mql)) if best else None
 
 
 # Words naming a date of birth ('DOB', 'Birth_Date', 'Born').
@@ -155,9 +182,9 @@ def superlative_limit(q: Question) -> int | None:
                                               "fewest", "maximum", "minimum", "best", "worst")
            for w in q.raw):
         # "most common first", "highest first", explicit orderings and "list every X" rank; they do not pick one
-        if not re.search(r"\border\b|\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
-                         r"|\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(?:first|last)\b",
-                         q.text.lower()):
+        if not any(w == "order" and asks_order(q, i) for i, w in enumerate(q.raw)) and not re.search(
+                r"\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
+                r"|\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(?:first|last)\b", q.text.lower()):
             return 1
     return None
 
