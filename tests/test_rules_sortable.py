@@ -89,3 +89,11 @@ def test_the_number_of_a_stored_count_orders_by_it(shop):
 def test_order_the_noun_asks_no_order(question, asks):
     q = Question.of(question)
     assert any(asks_order(q, i) for i, w in enumerate(q.raw) if w == "order") == asks
+
+
+def test_a_number_named_like_its_array_is_what_the_elements_count(tmp_path):
+    campuses = [{"Id": i, "Campus": c, "faculty": [{"Year": y, "Faculty": f + y % 7} for y in (2002, 2003)]}
+                for i, (c, f) in enumerate([("North", 40), ("South", 90), ("East", 60)], start=1)]
+    world = rules_world(tmp_path, {"uni": {"Campuses": campuses}})
+    _, rows = rules_answer(world, "uni", "Which campus has the most faculties in year 2003? Give the campus.")
+    assert [r["Campus"] for r in rows] == ["South"]  # the stored number per year, not how many entries
