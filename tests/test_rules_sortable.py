@@ -7,7 +7,7 @@ import pytest
 
 from nlq.methods.rules.accounting import asks_order, constraints
 from nlq.methods.rules.ir import IR, Field
-from nlq.methods.rules.ordering import sortable
+from nlq.methods.rules.ordering import aged_direction, sortable
 from nlq.methods.rules.question import Question, word_match
 from tests.helpers import rules_answer, rules_world
 
@@ -97,3 +97,13 @@ def test_a_number_named_like_its_array_is_what_the_elements_count(tmp_path):
     world = rules_world(tmp_path, {"uni": {"Campuses": campuses}})
     _, rows = rules_answer(world, "uni", "Which campus has the most faculties in year 2003? Give the campus.")
     assert [r["Campus"] for r in rows] == ["South"]  # the stored number per year, not how many entries
+
+
+@pytest.mark.parametrize("key, asked, expected", [
+    (field("Founded_year", type_="int"), "sorted by year, starting with the oldest", 1),
+    (field("Date_of_Birth"), "sorted by date of birth from the oldest to the youngest", 1),
+    (field("Date_of_Birth"), "sorted by date of birth from the youngest to the oldest", -1),
+    (field("Age", type_="int"), "sorted by age, starting with the oldest", -1)])
+def test_the_oldest_of_dates_is_the_earliest_of_ages_the_greatest(key, asked, expected):
+    window = Question.of(asked).text.lower()
+    assert aged_direction(window, key, -1 if "oldest first" in window else 1) == expected

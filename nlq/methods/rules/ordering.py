@@ -60,7 +60,7 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
             if target:
                 if len(mentions) > 1:
                     used.add(target.start)
-                return [(target.field, direction)]
+                return [(target.field, aged_direction(window, target.field, direction))]
         by_count = ORDER_BY_COUNT.match(lower, m.start())
         if by_count and not names_quantity(q, by_count, mentions):  # not 'order of number of officers'
             return [("count", direction)]
@@ -76,7 +76,7 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
         if target:
             if target.start > at and len(mentions) > 1:
                 used.add(target.start)  # "names in order of age": age orders, names are shown
-            return [(target.field, direction)]
+            return [(target.field, aged_direction(window, target.field, direction))]
         if "alphabetic" in lower and mentions:
             return [(mentions[0].field, 1)]
     price = PRICE_PHRASE.search(lower)
@@ -132,6 +132,16 @@ def dated_near(q: Question, i: int, fields: list[Field]) -> Field | None:
     dated = [(said(f), f) for f in fields if f.kind == "scalar" and (f.dated or f.years)]
     best = max((n for n, _ in dated), default=0)
     return min((f for n, f in dated if n == best), key=lambda f: (len(f.arrays), -f.present, f.mql)) if best else None
+
+
+def aged_direction(window: str, key: Field, direction: int) -> int:
+    """'sorted by date of birth, oldest first': the oldest of dates or years is the earliest
+    (ascending), where the oldest of ages is the greatest — the direction `direction` read.
+    A field named a date or a birth holds dates, whatever form they are written in."""
+    aged = re.search(r"\b(oldest|youngest) first\b", window)
+    if aged is None or not (key.dated or key.years or {"date", "year"} & set(key.words) or BIRTH_WORDS & set(key.words)):
+        return direction
+    return 1 if aged.group(1) == "oldest" else -1
 
 
 # Words naming a date of birth ('DOB', 'Birth_Date', 'Born').
