@@ -107,3 +107,19 @@ def test_a_number_named_like_its_array_is_what_the_elements_count(tmp_path):
 def test_the_oldest_of_dates_is_the_earliest_of_ages_the_greatest(key, asked, expected):
     window = Question.of(asked).text.lower()
     assert aged_direction(window, key, -1 if "oldest first" in window else 1) == expected
+
+
+def test_a_limit_over_groups_with_a_minimum_each_ranks_no_group():
+    q = Question.of("Which gender has the lowest rate?")
+    rate = field("Rate", type_="double")
+    per_group = IR("city", group_by=[CITY], aggregates=[("$min", rate)], limit=1)
+    assert [c["word"] for c in constraints(q, set(range(6)), set(), per_group)] == ["lowest"]
+    overall = IR("city", aggregates=[("$min", rate)], limit=1)
+    assert constraints(q, set(range(6)), set(), overall) == []
+
+
+def test_oldest_first_is_read_with_the_order(shop):
+    prediction, rows = rules_answer(shop, "shop", "List the customer names sorted by date became customer, "
+                                                  "starting with the oldest.")
+    assert [r["customer_name"] for r in rows] == ["Ann", "Bob", "Cid"]
+    assert prediction["unresolved"] == []

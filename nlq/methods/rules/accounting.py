@@ -149,9 +149,11 @@ def ranks(ir: IR) -> bool:
 
 
 def unordered_limit(ir: IR) -> bool:
-    """The reading keeps the first rows of nothing: a limit over rows no key orders, where
-    no maximum or minimum is taken either ('the top 3' read as any three)."""
-    return ir.limit is not None and not ranks(ir)
+    """The reading keeps the first rows of nothing: a limit over rows no key orders ('the top 3'
+    read as any three) — unless it is the one row of a maximum or minimum over all documents
+    (a maximum per group ranks no group; one row holds no top 3)."""
+    extreme = any(op in ("$max", "$min") for op, _ in ir.aggregates) and not ir.group_by and ir.limit == 1
+    return ir.limit is not None and not sorts(ir) and not extreme
 
 
 def carried_out(operation: str | None, ir: IR) -> bool:
