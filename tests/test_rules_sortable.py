@@ -123,3 +123,10 @@ def test_oldest_first_is_read_with_the_order(shop):
                                                   "starting with the oldest.")
     assert [r["customer_name"] for r in rows] == ["Ann", "Bob", "Cid"]
     assert prediction["unresolved"] == []
+
+
+def test_the_top_n_highest_values_of_a_measure_are_sorted_not_one_maximum(tmp_path):
+    polls = [{"Poll_ID": i, "Support_rate": r} for i, r in enumerate([0.2, 0.9, 0.5, 0.7, 0.1])]
+    world = rules_world(tmp_path, {"vote": {"poll": polls}})
+    _, rows = rules_answer(world, "vote", "What are the top 3 highest support rates?")
+    assert [r["Support_rate"] for r in rows] == [0.9, 0.7, 0.5]

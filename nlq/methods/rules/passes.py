@@ -397,6 +397,7 @@ def size_ranked(s: State) -> None:
 def read_order(s: State) -> None:
     """'in descending order of X', 'sorted by X', 'top 3 X', measure superlatives."""
     q, ir = s.q, s.ir
+    top_values(ir)
     if not ir.sort:
         ir.sort = detect_order(q, s.lower, s.mentions, s.fields, s.used)
     if not ir.sort and s.limit_direction:
@@ -409,6 +410,16 @@ def read_order(s: State) -> None:
     if ir.sort:  # 'oldest first', 'the highest ones first': the order's direction, read with it
         s.consumed.update(i for i, w in enumerate(q.raw) if w in ("first", "last")
                           and SUPERLATIVES & set(q.raw[max(0, i - 2):i]))
+
+
+def top_values(ir: IR) -> None:
+    """'the top 3 highest support rates': N values of a measure, not its one maximum — the
+    rows sorted by it, its values shown."""
+    if not ir.sort and ir.limit and ir.limit > 1 and not (ir.group_by or ir.count) and len(ir.aggregates) == 1 \
+            and ir.aggregates[0][0] in ("$max", "$min") and ir.aggregates[0][1] is not None:
+        op, measure = ir.aggregates[0]
+        ir.aggregates, ir.sort = [], [(measure, -1 if op == "$max" else 1)]
+        ir.outputs.append(measure)
 
 
 def read_outputs(s: State) -> None:
