@@ -7,7 +7,7 @@ import pytest
 
 from nlq.methods.rules.accounting import asks_order, constraints
 from nlq.methods.rules.ir import IR, Field
-from nlq.methods.rules.ordering import aged_direction, sortable
+from nlq.methods.rules.ordering import ORDER_PHRASE, aged_direction, orders_here, sortable
 from nlq.methods.rules.question import Question, word_match
 from tests.helpers import rules_answer, rules_world
 
@@ -130,3 +130,11 @@ def test_the_top_n_highest_values_of_a_measure_are_sorted_not_one_maximum(tmp_pa
     world = rules_world(tmp_path, {"vote": {"poll": polls}})
     _, rows = rules_answer(world, "vote", "What are the top 3 highest support rates?")
     assert [r["Support_rate"] for r in rows] == [0.9, 0.7, 0.5]
+
+
+@pytest.mark.parametrize("question, asks", [("Name the city that has organized the most events.", False),
+                                            ("List the names organized lexicographically by name.", True),
+                                            ("Show the teams and arrange them in alphabetical order.", True)])
+def test_arranged_or_organized_as_a_verb_asks_no_order(question, asks):
+    q = Question.of(question)
+    assert any(orders_here(q, m) for m in ORDER_PHRASE.finditer(q.text.lower())) == asks

@@ -41,11 +41,23 @@ ORDER_PHRASE = re.compile(r"\b(order(?:ed)?|sort(?:ed)?|rank(?:ed)?|arrange(?:d)
                           r"(?:\s+\w+){0,6}")
 
 
+def orders_here(q: Question, m: re.Match) -> bool:
+    """An order phrase of `ORDER_PHRASE` asks an order: not 'order' the noun ('the customer who
+    made an order most recently'), nor 'arranged'/'organized' as a verb whose object a superlative
+    ranks ('the city that organized the most events')."""
+    word, at = m.group(1), q.word_at(m.start())
+    if word == "order":
+        return asks_order(q, at)
+    if word.startswith(("organi", "arrange")):
+        return not (q.raw[at + 1:at + 2] in (["the"], ["a"]) and q.raw[at + 2:at + 3]
+                    and q.raw[at + 2] in SUPERLATIVES | {"greatest", "number"})
+    return True
+
+
 def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[Field],
                  used: set[int]) -> list[tuple[object, int]]:
     """Explicit ordering phrases and measure superlatives ('oldest')."""
-    m = next((m for m in ORDER_PHRASE.finditer(lower) if m.group(1) != "order" or asks_order(q, q.word_at(m.start()))),
-             None)  # ('the customer who made an order most recently': the noun orders nothing)
+    m = next((m for m in ORDER_PHRASE.finditer(lower) if orders_here(q, m)), None)
     if m:
         window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
         direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most|top)\b"
