@@ -138,3 +138,10 @@ def test_the_top_n_highest_values_of_a_measure_are_sorted_not_one_maximum(tmp_pa
 def test_arranged_or_organized_as_a_verb_asks_no_order(question, asks):
     q = Question.of(question)
     assert any(orders_here(q, m) for m in ORDER_PHRASE.finditer(q.text.lower())) == asks
+
+
+def test_an_order_naming_no_key_over_counts_per_group_orders_by_the_count(tmp_path):
+    stations = [{"Station_ID": i, "Location": loc} for i, loc in enumerate(["Ash", "Elm", "Elm", "Oak", "Elm", "Oak"])]
+    world = rules_world(tmp_path, {"gas": {"gas_station": stations}})
+    _, rows = rules_answer(world, "gas", "What is the count of gas stations at each location, organized in descending order?")
+    assert [(r["Location"], r["count"]) for r in rows] == [("Elm", 3), ("Oak", 2), ("Ash", 1)]

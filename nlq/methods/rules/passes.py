@@ -35,8 +35,8 @@ from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, 
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
 from nlq.methods.rules.joins import asked_collection, reach
-from nlq.methods.rules.ordering import (default_order, detect_limit, detect_order, entity_limit, sortable,
-                                       superlative_limit)
+from nlq.methods.rules.ordering import (ORDER_PHRASE, default_order, detect_limit, detect_order, entity_limit,
+                                       orders_here, sortable, superlative_limit)
 from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
                                        grain_of, intent_word, listed_with, names_array, plan_expansions, plan_unwinds,
                                        plural_attribute, unrepresented, validate)
@@ -399,7 +399,7 @@ def read_order(s: State) -> None:
     q, ir = s.q, s.ir
     top_values(ir)
     if not ir.sort:
-        ir.sort = detect_order(q, s.lower, s.mentions, s.fields, s.used)
+        ir.sort = counts_ordered(s, detect_order(q, s.lower, s.mentions, s.fields, s.used))
     if not ir.sort and s.limit_direction:
         target = next((m for m in s.mentions if m.field.measurable and m.start not in s.used), None)
         if target:
@@ -410,6 +410,20 @@ def read_order(s: State) -> None:
     if ir.sort:  # 'oldest first', 'the highest ones first': the order's direction, read with it
         s.consumed.update(i for i, w in enumerate(q.raw) if w in ("first", "last")
                           and SUPERLATIVES & set(q.raw[max(0, i - 2):i]))
+
+
+def counts_ordered(s: State, sort: list[tuple[object, int]]) -> list[tuple[object, int]]:
+    """'the count of gas stations at each location, organized in descending order': an order
+    phrase naming no key after it, over counts asked per group, orders by the count — not by
+    the group's value named before it."""
+    ir = s.ir
+    phrase = next((m for m in ORDER_PHRASE.finditer(s.lower) if orders_here(s.q, m)), None)
+    if phrase is None or len(sort) != 1 or not (ir.count_asked and ir.group_by) or sort[0][0] not in ir.group_by:
+        return sort
+    at = s.q.word_at(phrase.start())
+    if any(m.field == sort[0][0] and m.start > at for m in s.mentions):
+        return sort
+    return [("count", sort[0][1])]
 
 
 def top_values(ir: IR) -> None:
