@@ -86,8 +86,12 @@ def test_a_superlative_nothing_ranks_by_is_an_unresolved_operation():
     q = Question.of("Which wrestler has the fewest titles?")
     unranked = IR(collection="wrestler")
     assert [(c["word"], c["kind"]) for c in constraints(q, set(), set(), unranked)] == [("fewest", "operation")]
-    ranked = IR(collection="wrestler", limit=1)
+    ranked = IR(collection="wrestler", limit=1, sort=[("count", 1)])
     assert constraints(q, set(), set(), ranked) == []
+    # a limit over rows no key orders ranks nothing, even where a pass read the superlative
+    unordered = IR(collection="wrestler", limit=1)
+    assert [(c["word"], c["kind"]) for c in constraints(q, set(), set(), unordered)] == [("fewest", "operation")]
+    assert [c["word"] for c in constraints(q, {4}, set(), unordered)] == ["fewest"]
     default = IR(collection="wrestler", sort=[("Wrestler_ID", 1)], default_sort=True)
     assert [c["word"] for c in constraints(q, set(), set(), default)] == ["fewest"]
 

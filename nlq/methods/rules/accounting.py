@@ -82,6 +82,9 @@ def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None
         if ir is not None and not carried_out((asked or {}).get(i), ir):
             found[i] = "operation"  # 'how many' that counts nothing, 'for each' over one total
             continue
+        if ir is not None and word in RANKING_WORDS and unordered_limit(ir) and q.raw[i - 1:i] != ["at"]:
+            found[i] = "operation"  # 'the three least populated' read as any three rows, in no order
+            continue
         if i in grounded:
             continue
         if i in quoted or _is_number(word) or _capitalized(q, i) and word not in STOPWORDS:
@@ -102,7 +105,7 @@ def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None
                 found[i] = "operation"
             elif q.raw[i + 1:i + 2] not in (["one"], ["a"], ["an"], ["1"]):
                 found[i] = "comparison"
-        elif ir is not None and _orders(q, i) and not sorts(ir):
+        elif ir is not None and asks_order(q, i) and not sorts(ir):
             found[i] = "operation"  # 'sorted by name' read, yet the rows come in no asked order
         elif i in loose and _qualifies(q, i, heads):
             found[i] = "qualifier"
@@ -143,9 +146,17 @@ RANKING_WORDS = SUPERLATIVES | {"top"}
 
 def ranks(ir: IR) -> bool:
     """The reading ranks: it keeps the first rows of an order, sorts as the question asks (not
-    by the default order), takes a maximum or a minimum, or keeps each group's top document."""
-    return ir.limit is not None or bool(ir.presort) or bool(ir.sort) and not ir.default_sort or any(
-        op in ("$max", "$min") for op, _ in ir.aggregates)
+    by the default order), takes a maximum or a minimum, or keeps each group's top document
+    (a limit alone, over rows in no order, ranks nothing)."""
+    return sorts(ir) or any(op in ("$max", "$min") for op, _ in ir.aggregates)
+
+
+def unordered_limit(ir: IR) -> bool:
+    """The reading keeps the first rows of nothing: a limit over rows no key orders ('the top 3'
+    read as any three) — unless it is the one row of a maximum or minimum over all documents
+    (a maximum per group ranks no group; one row holds no top 3)."""
+    extreme = any(op in ("$max", "$min") for op, _ in ir.aggregates) and not ir.group_by and ir.limit == 1
+    return ir.limit is not None and not sorts(ir) and not extreme
 
 
 def carried_out(operation: str | None, ir: IR) -> bool:
@@ -174,11 +185,13 @@ ORDER_KINDS = frozenset({"in", "alphabetical", "ascending", "descending", "incre
                          "chronological", "numerical", "numeric"})
 
 
-def _orders(q: Question, i: int) -> bool:
+def asks_order(q: Question, i: int) -> bool:
+    """The word at `i` asks for an order ('sorted', 'in descending order', 'order the results by'),
+    not 'order' the noun ('made an order')."""
     word, before, after = q.raw[i], q.raw[i - 1:i], q.raw[i + 1:i + 2]
     if word in ORDER_WORDS:
         return True
-    return word == "order" and (bool(before) and before[0] in ORDER_KINDS or after == ["by"]
+    return word == "order" and (bool(before) and before[0] in ORDER_KINDS or "by" in q.raw[i + 1:i + 4]
                                 or q.raw[max(0, i - 2):i] == ["in", "the"] and after == ["of"])
 
 

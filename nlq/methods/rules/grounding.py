@@ -321,11 +321,12 @@ def quantity_mentions(q: Question, fields: list[Field], mentions: list[Mention],
     for start in starts:
         at = counted_noun(q, start)
         found = [f for f in fields if at is not None and _names_noun(q, at, quantity_noun(f))]
+        array = array_named(q, at, fields, top_level=False) if at is not None else None
+        found = found or own_quantity(array, fields)
         if len(found) != 1 or any(word_match(q.stems[at], w) >= 0.85 for w in own):
             continue
         f = found[0]
-        array = array_named(q, at, fields, top_level=False)
-        if array is not None and (array.mql in f.arrays or any(
+        if array is not None and f not in own_quantity(array, fields) and (array.mql in f.arrays or any(
                 array.mql in m.field.arrays and m.share >= 0.8 and m.field is not f for m in mentions)):
             continue  # (a quantity inside each element counts something of it: 'bookings', `booked_count`)
         covering = [m for m in out if m.start <= at < m.end]
@@ -335,6 +336,16 @@ def quantity_mentions(q: Question, fields: list[Field], mentions: list[Mention],
         out = [m for m in out if m not in covering] + [Mention(f, span[0], span[1], 1.0, 1.0)]
         named.add(at)
     return sorted(out, key=lambda m: m.start), entities - named
+
+
+def own_quantity(array: Field | None, fields: list[Field]) -> list[Field]:
+    """The number each element of an array holds under the array's own name (`degrees[].Degrees`,
+    `faculty[].Faculty`: how many degrees, faculty that element counts), when it is the one."""
+    if array is None:
+        return []
+    own = [f for f in fields if f.kind == "scalar" and f.measurable and f.arrays[-1:] == (array.mql,)
+           and f.words == array.words]
+    return own if len(own) == 1 else []
 
 
 def participle_quantities(q: Question, fields: list[Field], mentions: list[Mention], entities: set[int],

@@ -6,8 +6,10 @@ import re
 
 from nlq.methods.rules.vocabulary import (ASC_WORDS, LIMIT_PATTERNS, MEASURE_SUPERLATIVES, PRICE_PHRASE,
                                           SUPERLATIVES, WORD_NUMBERS)
+from nlq.methods.rules.accounting import asks_order
 from nlq.methods.rules.ir import Field, IR, Mention
-from nlq.methods.rules.question import Question, maybe_number, names_quantity, to_number
+from nlq.methods.rules.schema import split_name
+from nlq.methods.rules.question import Question, maybe_number, names_quantity, to_number, word_match
 from nlq.methods.rules.grounding import measure_field
 
 
@@ -35,11 +37,27 @@ def detect_limit(q: Question, consumed: set[int]) -> tuple[int | None, int]:
 ORDER_BY_COUNT = re.compile(r"\w+\s+(?:of|by) (?:the |their |its )?(?:count\b|number of\b|number\b)")
 
 
+ORDER_PHRASE = re.compile(r"\b(order(?:ed)?|sort(?:ed)?|rank(?:ed)?|arrange(?:d)?|organi[sz]ed|alphabetic(?:al|ally)?)\b"
+                          r"(?:\s+\w+){0,6}")
+
+
+def orders_here(q: Question, m: re.Match) -> bool:
+    """An order phrase of `ORDER_PHRASE` asks an order: not 'order' the noun ('the customer who
+    made an order most recently'), nor 'arranged'/'organized' as a verb whose object a superlative
+    ranks ('the city that organized the most events')."""
+    word, at = m.group(1), q.word_at(m.start())
+    if word == "order":
+        return asks_order(q, at)
+    if word.startswith(("organi", "arrange")):
+        return not (q.raw[at + 1:at + 2] in (["the"], ["a"]) and q.raw[at + 2:at + 3]
+                    and q.raw[at + 2] in SUPERLATIVES | {"greatest", "number"})
+    return True
+
+
 def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[Field],
                  used: set[int]) -> list[tuple[object, int]]:
     """Explicit ordering phrases and measure superlatives ('oldest')."""
-    m = re.search(r"\b(?:order(?:ed)?|sort(?:ed)?|rank(?:ed)?|arrange(?:d)?|organi[sz]ed|alphabetic(?:al|ally)?)\b"
-                  r"(?:\s+\w+){0,6}", lower)
+    m = next((m for m in ORDER_PHRASE.finditer(lower) if orders_here(q, m)), None)
     if m:
         window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
         direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most|top)\b"
@@ -54,7 +72,7 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
             if target:
                 if len(mentions) > 1:
                     used.add(target.start)
-                return [(target.field, direction)]
+                return [(target.field, aged_direction(window, target.field, direction))]
         by_count = ORDER_BY_COUNT.match(lower, m.start())
         if by_count and not names_quantity(q, by_count, mentions):  # not 'order of number of officers'
             return [("count", direction)]
@@ -70,7 +88,7 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
         if target:
             if target.start > at and len(mentions) > 1:
                 used.add(target.start)  # "names in order of age": age orders, names are shown
-            return [(target.field, direction)]
+            return [(target.field, aged_direction(window, target.field, direction))]
         if "alphabetic" in lower and mentions:
             return [(mentions[0].field, 1)]
     price = PRICE_PHRASE.search(lower)
@@ -95,7 +113,8 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
             if adjacent is not None:
                 used.add(adjacent.start)
                 return [(adjacent.field, measure[1])]
-            f = measure_field(fields, measure[0], False)
+            f = (dated_near(q, i, fields) if measure[0] in ("date", "year") else None) \
+                or measure_field(fields, measure[0], False)
             if f is None and measure[0] == "length" and word == "shortest":
                 f = measure_field(fields, "height")  # 'the shortest peak', where no length is stored
             if f is not None:
@@ -105,6 +124,36 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                 if f is not None:
                     return [(f, -measure[1])]
     return []
+
+
+# Words every date or year field shares: they say nothing of which one.
+DATE_WORDS = frozenset({"date", "year", "time", "day", "id"})
+
+
+def dated_near(q: Question, i: int, fields: list[Field]) -> Field | None:
+    """The date a superlative of time at word `i` ranks by ('the latest contact channel',
+    'the customer who started a policy most recently', 'the earliest maintenance contract'):
+    of the fields of dates or years, the one whose own name or enclosing arrays' names
+    the most words around it say (the collection's name encloses them all; least nested
+    first); None when no word says any."""
+    near = {q.stems[j] for j in range(max(0, i - 4), min(len(q.raw), i + 5)) if j != i}
+
+    def said(f: Field) -> int:
+        names = set(f.words + f.context + tuple(split_name(f.collection)))
+        return sum(any(word_match(w, n) >= 0.85 for w in near) for n in names - DATE_WORDS)
+    dated = [(said(f), f) for f in fields if f.kind == "scalar" and (f.dated or f.years)]
+    best = max((n for n, _ in dated), default=0)
+    return min((f for n, f in dated if n == best), key=lambda f: (len(f.arrays), -f.present, f.mql)) if best else None
+
+
+def aged_direction(window: str, key: Field, direction: int) -> int:
+    """'sorted by date of birth, oldest first': the oldest of dates or years is the earliest
+    (ascending), where the oldest of ages is the greatest — the direction `direction` read.
+    A field named a date or a birth holds dates, whatever form they are written in."""
+    aged = re.search(r"\b(oldest|youngest) first\b", window)
+    if aged is None or not (key.dated or key.years or {"date", "year"} & set(key.words) or BIRTH_WORDS & set(key.words)):
+        return direction
+    return 1 if aged.group(1) == "oldest" else -1
 
 
 # Words naming a date of birth ('DOB', 'Birth_Date', 'Born').
@@ -155,9 +204,9 @@ def superlative_limit(q: Question) -> int | None:
                                               "fewest", "maximum", "minimum", "best", "worst")
            for w in q.raw):
         # "most common first", "highest first", explicit orderings and "list every X" rank; they do not pick one
-        if not re.search(r"\border\b|\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
-                         r"|\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(?:first|last)\b",
-                         q.text.lower()):
+        if not any(w == "order" and asks_order(q, i) for i, w in enumerate(q.raw)) and not re.search(
+                r"\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
+                r"|\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(?:first|last)\b", q.text.lower()):
             return 1
     return None
 
@@ -173,3 +222,25 @@ def default_order(ir: IR, key: Field | None) -> list[tuple[object, int]]:
     if ir.count or ir.distinct or ir.aggregates:
         return []
     return [(key, 1)] if key in ir.outputs else []
+
+
+def sortable(ir: IR) -> list[tuple[object, int]]:
+    """The sort keys the reading's rows can be ordered by (the rest would be dropped when
+    rendered, leaving a superlative's limit over rows in no order): after grouping, a
+    group key, an aggregate's measure, or the groups' count — a field of the counted
+    elements ranks the groups by how many there are ('the city with the highest number of
+    hosted events'); documents, by any field or array size, never by a count."""
+    keys = ir.group_by  # (distinct values are listed after ranking their documents: `render._ranks_documents`)
+    grouped = bool(keys or ir.aggregates)
+    if ir.count and not ir.group_by:
+        return []  # one number: nothing to order
+    kept: list[tuple[object, int]] = []
+    for key, direction in ir.sort:
+        if grouped and isinstance(key, Field) and key not in keys \
+                and not any(f is key for _, f in ir.aggregates):
+            key = "count" if ir.count and key.arrays and not ir.aggregates else None
+        elif key == "count" and not (grouped and ir.count) or isinstance(key, tuple) and grouped:
+            key = None
+        if key is not None and all(k != key for k, _ in kept):
+            kept.append((key, direction))
+    return kept

@@ -184,9 +184,11 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     # grouping: 'the average price according to their category' (an order phrase was rewritten above)
     (r"\b(?:according to|based on) (?:their |its |the )?(?=[a-z])", r"by "),
     # ordering: 'starting with the eldest', 'from most to least'
-    (r"\bstarting (?:with|from) the (?:eldest|oldest|highest|largest|biggest|most|greatest|latest|newest)\b",
-     r"in descending order"),
-    (r"\bstarting (?:with|from) the (?:youngest|lowest|smallest|least|fewest|earliest)\b", r"in ascending order"),
+    # ('starting with the oldest' keeps its own measure: the oldest date is the earliest, the oldest age the greatest)
+    (r"\bstarting (?:with|from) the (?:eldest|oldest)\b", r"oldest first"),
+    (r"\bstarting (?:with|from) the (youngest|latest|newest|earliest)\b", r"\1 first"),
+    (r"\bstarting (?:with|from) the (?:highest|largest|biggest|most|greatest)\b", r"in descending order"),
+    (r"\bstarting (?:with|from) the (?:lowest|smallest|least|fewest)\b", r"in ascending order"),
     (r"\bmost recent(?:ly)?\b", r"latest"),
     (r"\bleast recent(?:ly)?\b", r"earliest"),
     # the extremes of one measure: 'the ages of the youngest and oldest', 'the oldest and youngest ages'

@@ -36,7 +36,8 @@ from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, 
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
 from nlq.methods.rules.joins import ASKING, asked_collection, reach
-from nlq.methods.rules.ordering import default_order, detect_limit, detect_order, entity_limit, superlative_limit
+from nlq.methods.rules.ordering import (ORDER_PHRASE, default_order, detect_limit, detect_order, entity_limit,
+                                        orders_here, sortable, superlative_limit)
 from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
                                        grain_of, intent_word, listed_with, names_array, plan_expansions, plan_unwinds,
                                        plural_attribute, unlisted_outputs, unrepresented, validate)
@@ -413,8 +414,9 @@ def size_ranked(s: State) -> None:
 def read_order(s: State) -> None:
     """'in descending order of X', 'sorted by X', 'top 3 X', measure superlatives."""
     q, ir = s.q, s.ir
+    top_values(ir)
     if not ir.sort:
-        ir.sort = detect_order(q, s.lower, s.mentions, s.fields, s.used)
+        ir.sort = counts_ordered(s, detect_order(q, s.lower, s.mentions, s.fields, s.used))
     if not ir.sort and s.limit_direction:
         target = next((m for m in s.mentions if m.field.measurable and m.start not in s.used), None)
         if target:
@@ -422,6 +424,33 @@ def read_order(s: State) -> None:
             s.used.add(target.start)
     if ir.sort and ir.limit is None:
         ir.limit = entity_limit(q, s.entities, s.mentions) or superlative_limit(q)
+    if ir.sort:  # 'oldest first', 'the highest ones first': the order's direction, read with it
+        s.consumed.update(i for i, w in enumerate(q.raw) if w in ("first", "last")
+                          and SUPERLATIVES & set(q.raw[max(0, i - 2):i]))
+
+
+def counts_ordered(s: State, sort: list[tuple[object, int]]) -> list[tuple[object, int]]:
+    """'the count of gas stations at each location, organized in descending order': an order
+    phrase naming no key after it, over counts asked per group, orders by the count — not by
+    the group's value named before it."""
+    ir = s.ir
+    phrase = next((m for m in ORDER_PHRASE.finditer(s.lower) if orders_here(s.q, m)), None)
+    if phrase is None or len(sort) != 1 or not (ir.count_asked and ir.group_by) or sort[0][0] not in ir.group_by:
+        return sort
+    at = s.q.word_at(phrase.start())
+    if any(m.field == sort[0][0] and m.start > at for m in s.mentions):
+        return sort
+    return [("count", sort[0][1])]
+
+
+def top_values(ir: IR) -> None:
+    """'the top 3 highest support rates': N values of a measure, not its one maximum — the
+    rows sorted by it, its values shown."""
+    if not ir.sort and ir.limit and ir.limit > 1 and not (ir.group_by or ir.count) and len(ir.aggregates) == 1 \
+            and ir.aggregates[0][0] in ("$max", "$min") and ir.aggregates[0][1] is not None:
+        op, measure = ir.aggregates[0]
+        ir.aggregates, ir.sort = [], [(measure, -1 if op == "$max" else 1)]
+        ir.outputs.append(measure)
 
 
 def read_outputs(s: State) -> None:
@@ -630,6 +659,7 @@ def read_per_group(s: State) -> None:
         # 'the top 5 cities by number of theaters': groups ranked by what is counted or measured
         ir.sort = [("count", s.limit_direction)] if ir.count or ir.aggregates[0][1] is None \
             else [(ir.aggregates[0][1], s.limit_direction)]
+    ir.sort = sortable(ir)
     if not ir.sort:
         ir.sort = default_order(ir, identifier(s.index, s.collection, s.fields))
         ir.default_sort = bool(ir.sort)

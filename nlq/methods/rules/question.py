@@ -61,12 +61,12 @@ class Question:
 
 
 def names_quantity(q: Question, count: re.Match, mentions: list[Mention]) -> bool:
-    """'the number of police officers' where `Police_officers` is a stored number:
-    the phrase names that field, it counts nothing."""
+    """'the number of police officers' where `Police_officers` is a stored number, 'the number
+    of audience' where `Num_of_Audience` is: the phrase names that field, it counts nothing."""
     if not count.group().endswith("of"):
         return False
-    at = q.word_at(count.end())
-    return any(m.start == at and m.share >= 0.8 and m.field.measurable and "id" not in m.field.words
+    at = q.word_at(count.end())  # ('the number of audience': `Num_of_Audience` named with its 'number of')
+    return any(m.start <= at < m.end and m.share >= 0.8 and m.field.measurable and "id" not in m.field.words
                for m in mentions)
 
 
@@ -148,8 +148,9 @@ def _consonant_tail(short: str, word: str) -> bool:
     return all(c in rest for c in tail)
 
 
-# Derivational endings a word and a field name may differ by ('founding' / 'founded', 'director' / 'directed').
-ENDINGS = ("ations", "ation", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ors", "or", "ions", "ion",
+# Derivational endings a word and a field name may differ by ('founding' / 'founded', 'director' / 'directed',
+# 'populated' / 'population').
+ENDINGS = ("ations", "ation", "ated", "ating", "ments", "ment", "ings", "ing", "ees", "ee", "ers", "er", "ors", "or", "ions", "ion",
            "ous", "ed", "s")
 
 
