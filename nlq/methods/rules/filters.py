@@ -399,6 +399,8 @@ def detect_having(q: Question, mentions: list[Mention], fields: list[Field], ent
             continue
         before = [m for m in mentions if m.end <= start and m.start not in used and m.field.kind != "array"
                   and not m.field.arrays and not (unnamed and _holds_number(m.field, value))]
+        if before and unnamed and any(before[-1].end <= other < start for other, *_ in comparison_phrases(q)):
+            continue  # 'a price exceeding 160 and more than 2 guests': the field's own bound comes between
         if before:
             consumed.update(range(start, end))
             used.add(before[-1].start)
