@@ -171,3 +171,15 @@ def test_a_capitalized_literal_of_a_joined_collection_still_filters_through_a_lo
     prediction, rows = answer(offices, "civil", "What are the names of the people working in the State office?")
     assert any("$lookup" in stage for stage in prediction["pipeline"]), prediction["pipeline"]
     assert sorted(r["name"] for r in rows) == ["Ann", "Cy"], prediction["pipeline"]
+
+
+
+CLIENTS = [{"client_id": i, "name": n, "outcome_code": o}
+           for i, (n, o) in enumerate([("Bo", "Order"), ("Al", "Browse"), ("Cy", "Order"), ("Di", "Leave")], 1)]
+
+
+def test_an_ordering_word_is_no_literal_a_stored_value_spells(tmp_path_factory):
+    """'... and order by name': "Order", a stored outcome, is not filtered on."""
+    world = rules_world(tmp_path_factory.mktemp("shop"), {"shop": {"clients": CLIENTS}})
+    prediction, rows = answer(world, "shop", "List the names of all clients and order by name.")
+    assert [r["name"] for r in rows] == ["Al", "Bo", "Cy", "Di"], prediction["pipeline"]

@@ -17,7 +17,7 @@ from nlq.methods.rules.vocabulary import (AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, 
                                           IRREGULAR_PARTICIPLES, NEGATIONS, SYNONYMS)
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import lattice_to_mql, split_name
-from nlq.methods.rules.question import (QUANTITY_WORDS, Question, denied, is_quoted, is_year, maybe_number,
+from nlq.methods.rules.question import (QUANTITY_WORDS, Question, denied, is_quoted, is_year, maybe_number, ordering_words,
                                         quantity_noun, to_number, word_match)
 
 
@@ -106,7 +106,7 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
         quoted = is_quoted(q.text, q.spans[at][0], q.spans[end - 1][1])
         is_key = w.get("hard") and any(m.get("kind") == "key" and m.get("collection") == collection
                                        for m in w.get("matches", []))
-        hard_literal = w.get("hard") and not set(range(at, end)) & entities
+        hard_literal = w.get("hard") and not set(range(at, end)) & (entities | ordering_words(q))
         if not (marked_literal(q, at, end) or is_key or hard_literal):
             continue  # a lowercase common word is not a literal
         # a word naming a field in full is that field; one naming part of a field's
@@ -175,7 +175,7 @@ def explained_here(q: Question, w: dict, covered: set[int]) -> bool:
     if at < 0:
         return False
     end = at + max(1, len(word_spans(term)))
-    return bool(set(range(at, end)) & covered) and not marked_literal(q, at, end)
+    return bool(set(range(at, end)) & (covered | ordering_words(q))) and not marked_literal(q, at, end)
 
 
 # A comparator right before a witnessed date ('joined after 7th September, 1987').
