@@ -146,3 +146,40 @@ def test_documents_listed_before_a_count_of_a_joined_collection_are_read(tmp_pat
     prediction, rows = answer(stage, "stage", "Show names of musicals and the number of actors in the musicals.")
     assert prediction["collection"] == "musical"
     assert sorted((r["Name"], r["count"]) for r in rows) == [("Cats", 3), ("Hair", 1), ("Rent", 2)]
+
+
+PEOPLE = [{"person_id": i, "name": n, "home_state": s} for i, (n, s) in
+          enumerate([("Ann", "Ohio"), ("Bo", "Ohio"), ("Cy", "Iowa"), ("Di", "Ohio"), ("Ed", "Utah")], 1)]
+OFFICES = [{"office_id": 10 + i, "Name": n, "staff": [{"person_id": p} for p in ps]} for i, (n, ps) in
+           enumerate([("State", [1, 3]), ("Treasury", [2]), ("Defense", [4, 5])])]
+
+
+@pytest.fixture(scope="module")
+def offices(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("offices"), {"civil": {"people": PEOPLE, "offices": OFFICES}})
+
+
+def test_a_lowercase_word_naming_a_field_here_is_no_literal_of_a_joined_collection(offices):
+    """'which states are home to ...': 'states' names `home_state`; that another collection
+    stores an office named "State" is no reason to join it and filter on it."""
+    prediction, rows = answer(offices, "civil", "Which states are home to at least 2 people?")
+    assert not any("$lookup" in stage for stage in prediction["pipeline"]), prediction["pipeline"]
+    assert rows == [{"home_state": "Ohio"}], prediction["pipeline"]
+
+
+def test_a_capitalized_literal_of_a_joined_collection_still_filters_through_a_lookup(offices):
+    prediction, rows = answer(offices, "civil", "What are the names of the people working in the State office?")
+    assert any("$lookup" in stage for stage in prediction["pipeline"]), prediction["pipeline"]
+    assert sorted(r["name"] for r in rows) == ["Ann", "Cy"], prediction["pipeline"]
+
+
+
+CLIENTS = [{"client_id": i, "name": n, "outcome_code": o}
+           for i, (n, o) in enumerate([("Bo", "Order"), ("Al", "Browse"), ("Cy", "Order"), ("Di", "Leave")], 1)]
+
+
+def test_an_ordering_word_is_no_literal_a_stored_value_spells(tmp_path_factory):
+    """'... and order by name': "Order", a stored outcome, is not filtered on."""
+    world = rules_world(tmp_path_factory.mktemp("shop"), {"shop": {"clients": CLIENTS}})
+    prediction, rows = answer(world, "shop", "List the names of all clients and order by name.")
+    assert [r["name"] for r in rows] == ["Al", "Bo", "Cy", "Di"], prediction["pipeline"]

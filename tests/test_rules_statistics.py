@@ -61,6 +61,9 @@ def test_statistics_of_several_fields_are_aggregates(question, aggregates):
     ("What are the top and bottom revenues of the buildings?", [("$max", "Revenue"), ("$min", "Revenue")]),
     # extremes of a value stored as text are still its extremes
     ("What are the maximum and minimum share of the buildings?", [("$max", "Share"), ("$min", "Share")]),
+    # the article repeated after 'and' ('Average' a field of its own, named by no statistic here)
+    ("Please tell me the average and the largest revenues of the buildings.",
+     [("$avg", "Revenue"), ("$max", "Revenue")]),
 ])
 def test_a_statistics_run_shares_its_field(question, aggregates):
     assert reading(question)[:2] == (aggregates, False)

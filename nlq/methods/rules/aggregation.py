@@ -370,14 +370,16 @@ def _is_statistic(q: Question, k: int) -> bool:
 
 def _statistics_run(q: Question, i: int) -> int:
     """The last word of a run of statistic words starting at `i` ('maximum,
-    minimum and average'), or `i` when no other statistic is joined to it."""
+    minimum and average', 'the average and the largest'), or `i` when no other
+    statistic is joined to it."""
     if not _is_statistic(q, i):
         return i
     j = i
     while j + 1 < len(q.raw):
         gap = q.text[q.spans[j][1]:q.spans[j + 1][0]]
-        if q.raw[j + 1] == "and" and j + 2 < len(q.raw) and _is_statistic(q, j + 2):
-            j += 2
+        step = 3 if q.raw[j + 2:j + 3] == ["the"] else 2  # the article repeated after 'and'
+        if q.raw[j + 1] == "and" and j + step < len(q.raw) and _is_statistic(q, j + step):
+            j += step
         elif "," in gap and _is_statistic(q, j + 1):
             j += 1
         else:

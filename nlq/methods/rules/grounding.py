@@ -17,7 +17,7 @@ from nlq.methods.rules.vocabulary import (AGG_WORDS, ASC_WORDS, COUNT_PATTERNS, 
                                           IRREGULAR_PARTICIPLES, NEGATIONS, SYNONYMS)
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import lattice_to_mql, split_name
-from nlq.methods.rules.question import (QUANTITY_WORDS, Question, denied, is_quoted, is_year, maybe_number,
+from nlq.methods.rules.question import (QUANTITY_WORDS, Question, denied, is_quoted, is_year, maybe_number, ordering_words,
                                         quantity_noun, to_number, word_match)
 
 
@@ -103,12 +103,11 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
         if at < 0 or at in consumed:
             continue
         end = at + max(1, len(word_spans(term)))
-        original = q.text[q.spans[at][0]:q.spans[end - 1][1]]
         quoted = is_quoted(q.text, q.spans[at][0], q.spans[end - 1][1])
         is_key = w.get("hard") and any(m.get("kind") == "key" and m.get("collection") == collection
                                        for m in w.get("matches", []))
-        hard_literal = w.get("hard") and not set(range(at, end)) & entities
-        if not (quoted or re.search(r"[A-Z0-9]", original) or end - at > 1 or is_key or hard_literal):
+        hard_literal = w.get("hard") and not set(range(at, end)) & (entities | ordering_words(q))
+        if not (marked_literal(q, at, end) or is_key or hard_literal):
             continue  # a lowercase common word is not a literal
         # a word naming a field in full is that field; one naming part of a field's
         # name ('closed' of closed_at) is a value when a hard witness says so
@@ -157,6 +156,26 @@ def bind_witnesses(q: Question, witnesses: list[dict], collection: str, schema_f
             filters.append(Filter(f, op, match["stored"], at))
         consumed.update(range(at, end))
     return _merge_equalities(filters, q)
+
+
+def marked_literal(q: Question, at: int, end: int) -> bool:
+    """The words `at:end` read as a stored value by their form alone: quoted, more
+    than one word, or written with a capital or a digit ('Cash', 'CA', 'Class B') —
+    not a lowercase common word ('states', 'order'), which a hard witness may still make one."""
+    original = q.text[q.spans[at][0]:q.spans[end - 1][1]]
+    return is_quoted(q.text, q.spans[at][0], q.spans[end - 1][1]) or end - at > 1 or bool(re.search(r"[A-Z0-9]", original))
+
+
+def explained_here(q: Question, w: dict, covered: set[int]) -> bool:
+    """A witness whose words a field or entity of the chosen collection already explains
+    ('states' of a `born_state`), unmarked as a value: a literal only another collection
+    stores ("State", a department's name) is no reason to join it."""
+    term = str(w.get("term", ""))
+    at = q.find(term)
+    if at < 0:
+        return False
+    end = at + max(1, len(word_spans(term)))
+    return bool(set(range(at, end)) & (covered | ordering_words(q))) and not marked_literal(q, at, end)
 
 
 # A comparator right before a witnessed date ('joined after 7th September, 1987').

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from nlq.methods.rules.aggregation import COUNTING
 from nlq.methods.rules.filters import comparison_phrases
-from nlq.methods.rules.grounding import COUNT_FILLERS, counted_noun
+from nlq.methods.rules.grounding import COUNT_FILLERS, counted_noun, explained_here
 from nlq.methods.rules.ir import Field, Mention
 from nlq.methods.rules.question import Question, denied, word_match
 from nlq.methods.rules.schema import Grounding, join_edge, split_name
@@ -160,7 +160,7 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
             continue
         named = {i for i, w in enumerate(q.stems) if i not in firm and w and not denied(q, i)
                  and any(word_match(w, n) >= 0.85 for n in split_name(other) if len(n) > 2)}
-        literals = [w for w in witnesses if str(w.get("term")) not in own
+        literals = [w for w in witnesses if str(w.get("term")) not in own and not explained_here(q, w, covered)
                     and any(m.get("collection") == other and m.get("kind") == "value" for m in w.get("matches", []))]
         counting = counts_documents(q, other, counted, named, covered)
         virtual = {f.path: f for f in virtual_fields(collection, other, grounding.schema[other], counting)}

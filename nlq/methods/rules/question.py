@@ -774,6 +774,16 @@ def order_words(q: Question) -> set[int]:
     return {q.word_at(m.start(1)) for m in ORDER_SUFFIX.finditer(q.text.lower())}
 
 
+# 'order by the type', 'sorted by age', 'in ascending order of': a verb or noun of ordering, no value.
+ORDERING = re.compile(r"\b(?:order|sort|rank|arrange)(?:ed|d|ing)?(?=\s+(?:by|of)\b)"
+                      r"|(?<=\bin\s)(?:\w+\s+){0,2}?order\b")
+
+
+def ordering_words(q: Question) -> set[int]:
+    """The positions of the words that say how results are ordered ('order' of 'order by')."""
+    return {q.word_at(m.end() - len(m.group().split()[-1])) for m in ORDERING.finditer(q.text.lower())}
+
+
 def is_year(term: str) -> bool:
     return bool(re.fullmatch(r"(?:1[89]|20)\d\d", term))
 
