@@ -55,3 +55,10 @@ def test_sort_keys_after_then_by_apply_in_order_with_their_own_directions(world)
 def test_a_listed_phrase_naming_no_field_stays_unresolved(world):
     prediction, _ = answer(world, "reviews", "Show the critic name, the film title and the film budgets.")
     assert prediction["unresolved"], prediction["pipeline"]
+
+
+def test_one_field_bound_for_two_owners_records_the_second_unresolved(world):
+    """'the names of goods and names of their makers', both bound to the goods' `name`: the
+    makers' names are placed nowhere, and the reading says so."""
+    prediction, _ = answer(world, "shop", "Show the names of goods and names of their makers.")
+    assert {"word": "makers", "kind": "output"} in prediction["unresolved"], prediction["unresolved"]
