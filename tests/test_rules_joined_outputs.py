@@ -15,13 +15,17 @@ CRITICS = [{"rID": r, "name": name, "Review": [{"rID": a, "fID": f, "stars": s} 
 FILMS = [{"fID": f, "title": title, "year": year,
           "Review": [{"rID": a, "fID": b, "stars": s} for a, b, s in REVIEWS if b == f]}
          for f, title, year in ((10, "Glass Harbor", 1999), (11, "Red Meadow", 2004), (12, "Cold Lantern", 2011))]
+ACCOUNTS = [{"account_id": 7 + i, "account_name": str(160 + i), "customer_id": c} for i, c in enumerate((1, 2, 1, 3))]
+CUSTOMERS = [{"customer_id": c, "customer_first_name": n, "customer_phone": p}
+             for c, n, p in ((1, "Aino", "555-0101"), (2, "Bram", "555-0102"), (3, "Cleo", "555-0103"))]
 GOODS = [{"name": n, "price": p} for n, p in (("kettle", 30), ("lamp", 30), ("desk", 90), ("chair", 45))]
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return rules_world(tmp_path_factory.mktemp("joined_outputs"),
-                       {"reviews": {"Critic": CRITICS, "Film": FILMS}, "shop": {"goods": GOODS}})
+                       {"reviews": {"Critic": CRITICS, "Film": FILMS}, "shop": {"goods": GOODS},
+                        "bank": {"Accounts": ACCOUNTS, "Customers": CUSTOMERS}})
 
 
 answer = rules_answer
@@ -36,6 +40,14 @@ def test_a_field_qualified_by_the_other_collection_is_projected_from_it(world):
     expected = sorted((c["name"], next(f["title"] for f in FILMS if f["fID"] == r["fID"]), r["stars"])
                       for c in CRITICS for r in c["Review"])
     assert [(r.get("name"), r.get("title"), r.get("stars")) for r in rows] == expected, prediction["pipeline"]
+
+
+def test_a_field_named_with_the_other_collection_first_is_read_through_the_join(world):
+    """'the customer first name for every account': 'customer' partly names the account's own
+    `customer_id`, but begins the customers' `customer_first_name`, said whole."""
+    prediction, rows = answer(world, "bank", "List the accounts with their account name and customer first name.")
+    assert prediction["collection"] == "Accounts", prediction["pipeline"]
+    assert sorted(r.get("customer_first_name") for r in rows) == ["Aino", "Aino", "Bram", "Cleo"], prediction["pipeline"]
 
 
 def test_each_element_is_joined_by_its_own_reference(world):

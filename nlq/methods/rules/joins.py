@@ -171,6 +171,7 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
            if any(m.get("collection") == collection for m in w.get("matches", []))}
     best, counted = None, counted_nouns(q)
     # each element's own joined document ('each rating's movie'), unless a negation asks for whole documents
+    weak = {i for m in mentions if m.share < 1.0 for i in range(m.start, m.end)}
     within = frozenset(m.field.arrays[0] for m in mentions if m.field.arrays) if not NEGATIONS & set(q.raw) \
         else frozenset()
     for other in sorted(grounding.schema):
@@ -191,7 +192,10 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
                          and m.share >= 1.0), key=lambda m: (-m.score, m.start)):
             span = set(range(m.start, m.end))
             target = virtual.get(f"{alias}[].{m.field.path}")
-            if target is not None and not span & taken:
+            # the other's own name may begin its field's ('the customer first name'): then the
+            # mention also reads words a partial mention here covered
+            blocked = taken - (named | weak) if m.start in named and not span <= named else taken
+            if target is not None and not span & blocked:
                 found.append(replace(m, field=target))
                 taken |= span
         if not (named or literals):
