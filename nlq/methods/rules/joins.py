@@ -24,7 +24,7 @@ from nlq.methods.rules.aggregation import COUNTING
 from nlq.methods.rules.filters import comparison_phrases
 from nlq.methods.rules.grounding import COUNT_FILLERS, counted_noun, explained_here
 from nlq.methods.rules.ir import Field, Mention
-from nlq.methods.rules.question import Question, denied, word_match
+from nlq.methods.rules.question import NEGATIONS, Question, denied, word_match
 from nlq.methods.rules.schema import Grounding, join_edge, split_name
 from nlq.methods.rules.vocabulary import COUNT_PATTERNS
 
@@ -140,6 +140,24 @@ def counted_per(q: Question, index: dict, schema: dict, best: str) -> str:
     return best
 
 
+# Words between a field's name and the name of what it belongs to ('the title of the movie').
+_OWNER_LINKS = (["of"], ["of", "the"], ["of", "its"], ["of", "their"], ["of", "each"], ["of", "that"])
+
+
+def qualified_by(q: Question, mentions: list[Mention], named: set[int]) -> set[int]:
+    """'the movie title', 'the title of the movie': the words of a partial mention here (a
+    synonym, a part of a field's name) that the words `named` (the other collection's
+    name) qualify as the other's own attribute; a mention of the other may read them."""
+    out: set[int] = set()
+    for m in mentions:
+        if m.share >= 1.0:
+            continue
+        after = [k for k, link in ((m.end + len(link), link) for link in _OWNER_LINKS) if q.raw[m.end:k] == link]
+        if m.start - 1 in named or any(k in named for k in after):
+            out |= set(range(m.start, m.end))
+    return out
+
+
 def reach(q: Question, index: dict, grounding: Grounding, collection: str, fields: list[Field],
           mentions: list[Mention], all_mentions: list[Mention], entities: set[int], witnesses: list[dict]):
     """The join a question asks for beyond `collection`, if any: ([(alias, other, local,
@@ -152,10 +170,14 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
     own = {str(w.get("term")) for w in witnesses
            if any(m.get("collection") == collection for m in w.get("matches", []))}
     best, counted = None, counted_nouns(q)
+    # each element's own joined document ('each rating's movie'), unless a negation asks for whole documents
+    weak = {i for m in mentions if m.share < 1.0 for i in range(m.start, m.end)}
+    within = frozenset(m.field.arrays[0] for m in mentions if m.field.arrays) if not NEGATIONS & set(q.raw) \
+        else frozenset()
     for other in sorted(grounding.schema):
         if other == collection:
             continue
-        edge = join_edge(index, collection, other)
+        edge = join_edge(index, collection, other, within)
         if edge is None:
             continue
         named = {i for i, w in enumerate(q.stems) if i not in firm and w and not denied(q, i)
@@ -165,12 +187,15 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
         counting = counts_documents(q, other, counted, named, covered)
         virtual = {f.path: f for f in virtual_fields(collection, other, grounding.schema[other], counting)}
         alias = alias_of(other)
-        found, taken = [], set(covered) | named
+        found, taken = [], (set(covered) - qualified_by(q, mentions, named)) | named
         for m in sorted((m for m in all_mentions if m.field.collection == other and m.field.kind not in UNNAMED
                          and m.share >= 1.0), key=lambda m: (-m.score, m.start)):
             span = set(range(m.start, m.end))
             target = virtual.get(f"{alias}[].{m.field.path}")
-            if target is not None and not span & taken:
+            # the other's own name may begin its field's ('the customer first name'): then the
+            # mention also reads words a partial mention here covered
+            blocked = taken - (named | weak) if m.start in named and not span <= named else taken
+            if target is not None and not span & blocked:
                 found.append(replace(m, field=target))
                 taken |= span
         if not (named or literals):
@@ -189,7 +214,8 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
     placed = [{**w, "matches": list(w.get("matches", [])) + [
         {**m, "collection": collection, "path": f"{alias}[].{m['path']}"}
         for m in w.get("matches", []) if m.get("collection") == other]} if w in literals else w for w in witnesses]
-    kept = [m for m in mentions if m.share >= 1.0 or not set(range(m.start, m.end)) & named]
+    read = named | {i for m in found for i in range(m.start, m.end)}
+    kept = [m for m in mentions if m.share >= 1.0 or not set(range(m.start, m.end)) & read]
     return ([(alias, other, local, foreign)], fields + virtual, sorted(kept + found, key=lambda m: m.start),
             placed, named)
 

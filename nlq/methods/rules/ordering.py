@@ -60,19 +60,20 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
     m = next((m for m in ORDER_PHRASE.finditer(lower) if orders_here(q, m)), None)
     if m:
         window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
-        direction = -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most|top)\b"
-                                    r"|\bfrom (?:the )?(?:old|high|large|big|most|new|late)\w* to\b"
-                                    r"|\b(?:" + "|".join(sorted(SUPERLATIVES - ASC_WORDS)) + r") first\b"
-                                    r"|\b(?:" + "|".join(sorted(ASC_WORDS)) + r") last\b", window) else 1
+        direction = _direction(window)
         at = q.word_at(m.start())
         by = re.search(r"\bby\b", lower[m.start():m.start() + 60])
         if by:  # "sort the names by their age": the key follows 'by'
             at = q.word_at(m.start() + by.end())
             target = next((mm for mm in mentions if mm.start >= at), None)
             if target:
+                keys = [target] + then_keys(q, mentions, target)
+                if len(keys) > 1:  # the first key's direction is said before the second key
+                    direction = _direction(lower[max(0, m.start() - 25):q.spans[keys[1].start][0]])
                 if len(mentions) > 1:
-                    used.add(target.start)
-                return [(target.field, aged_direction(window, target.field, direction))]
+                    used.update(k.start for k in keys)
+                return [(target.field, aged_direction(window, target.field, direction))] + [
+                    (k.field, _own_direction(q, k)) for k in keys[1:]]
         by_count = ORDER_BY_COUNT.match(lower, m.start())
         if by_count and not names_quantity(q, by_count, mentions):  # not 'order of number of officers'
             return [("count", direction)]
@@ -154,6 +155,57 @@ def aged_direction(window: str, key: Field, direction: int) -> int:
     if aged is None or not (key.dated or key.years or {"date", "year"} & set(key.words) or BIRTH_WORDS & set(key.words)):
         return direction
     return 1 if aged.group(1) == "oldest" else -1
+
+
+def _direction(window: str) -> int:
+    """-1 when the words of an order phrase say descending ('highest first', 'from old to new'), else 1."""
+    return -1 if re.search(r"\b(?:descending|decreasing|desc|reverse|highest|largest|most|top)\b"
+                           r"|\bfrom (?:the )?(?:old|high|large|big|most|new|late)\w* to\b"
+                           r"|\b(?:" + "|".join(sorted(SUPERLATIVES - ASC_WORDS)) + r") first\b"
+                           r"|\b(?:" + "|".join(sorted(ASC_WORDS)) + r") last\b", window) else 1
+
+
+# Words that may follow a sort key before the next one: its direction, said after it.
+_KEY_TRAILERS = frozenset({"in", "ascending", "descending", "asc", "desc", "increasing", "decreasing", "order",
+                           "alphabetically", "alphabetical", "reverse"})
+# Words between a sort key's links and the next key's mention ('then by the movie title').
+_KEY_FILLERS = frozenset({"the", "their", "its", "his", "her"})
+_DESCENDING = frozenset({"descending", "desc", "decreasing", "reverse"})
+
+
+def then_keys(q: Question, mentions: list[Mention], first: Mention) -> list[Mention]:
+    """'sorted by name, then by title, and then by rating': the keys after the first that
+    'then (by)' or 'and by' adds, each mention right after its link (past a determiner or a
+    word qualifying it: 'then by movie title'), in order."""
+    keys, last = [], first
+    while True:
+        at = last.end
+        while at < len(q.raw) and q.raw[at] in _KEY_TRAILERS:
+            at += 1
+        link = at + (q.raw[at:at + 1] == ["and"])
+        if q.raw[link:link + 1] == ["then"]:
+            link += 1 + (q.raw[link + 1:link + 2] == ["by"])
+        elif link > at and q.raw[link:link + 1] == ["by"]:
+            link += 1
+        else:
+            return keys
+        while link < len(q.raw) and q.raw[link] in _KEY_FILLERS:
+            link += 1
+        nxt = next((m for m in mentions if link <= m.start <= link + 1), None)
+        if nxt is None or nxt in keys or nxt is first:
+            return keys
+        keys.append(nxt)
+        last = nxt
+
+
+def _own_direction(q: Question, key: Mention) -> int:
+    """The direction said right after a later sort key ('then by age descending'), else ascending."""
+    at = key.end
+    while at < len(q.raw) and q.raw[at] in _KEY_TRAILERS:
+        if q.raw[at] in _DESCENDING:
+            return -1
+        at += 1
+    return 1
 
 
 # Words naming a date of birth ('DOB', 'Birth_Date', 'Born').

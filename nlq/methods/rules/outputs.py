@@ -133,6 +133,30 @@ def full_names(q: Question, outputs: list[Field], fields: list[Field], mentions:
     return out
 
 
+def owner_of(q: Question, m: Mention) -> int | None:
+    """'the names of their coaches': the position of the noun the mention's 'of' phrase
+    names as what the field belongs to, or None."""
+    if q.raw[m.end:m.end + 1] != ["of"]:
+        return None
+    at = m.end + 1
+    while at < len(q.raw) and (q.raw[at] in POSSESSIVES or q.raw[at] in ("the", "all", "each", "every")):
+        at += 1
+    return at if at < len(q.raw) and q.raw[at].isalpha() and q.raw[at] not in TEXT_STOPWORDS else None
+
+
+def owned_twice(q: Question, shown: list[Mention]) -> list[int]:
+    """'the names of players and names of their coaches', one field bound to both: a field
+    belongs to one thing, so the owner the later mention names differently (`coaches`) is an
+    output no field placed — its position, so that the reading says so."""
+    out = []
+    for k, m in enumerate(shown):
+        first = next((e for e in shown[:k] if e.field is m.field and owner_of(q, e) is not None), None)
+        at = owner_of(q, m)
+        if first is not None and at is not None and q.stems[at] != q.stems[owner_of(q, first)]:
+            out.append(at)
+    return out
+
+
 def _possessed_by_other(q: Question, m: Mention, entities: set[int]) -> bool:
     """'the names of the advisors': the mention's 'of' phrase names no entity."""
     if q.raw[m.end:m.end + 1] != ["of"]:

@@ -40,7 +40,7 @@ from nlq.methods.rules.ordering import (ORDER_PHRASE, default_order, detect_limi
                                         orders_here, sortable, superlative_limit)
 from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
                                        grain_of, intent_word, listed_with, names_array, plan_expansions, plan_unwinds,
-                                       plural_attribute, unlisted_outputs, unrepresented, validate)
+                                       owned_twice, plural_attribute, unlisted_outputs, unrepresented, validate)
 from nlq.methods.rules.question import (POSSESSIVES, Question, counts_entity, meaningful_mentions, mention_fields,
                                         name_span, names_quantity, order_words, quantity_noun, select_mentions,
                                         word_match)
@@ -805,6 +805,8 @@ def read_coverage(s: State) -> None:
     shown = [m for m in s.mentions if m.field in ir.outputs]
     ir.constraints += [{"word": q.raw[i], "kind": "output", "at": i}
                        for i in unlisted_outputs(q, shown, lambda i: i not in uncovered, s.entities) if i not in said]
+    said = {c["at"] for c in ir.constraints}  # 'names of players and names of their coaches': one field, two owners
+    ir.constraints += [{"word": q.raw[i], "kind": "output", "at": i} for i in owned_twice(q, shown) if i not in said]
     ir.constraints.sort(key=lambda c: c["at"])
     ir.words, ir.content = len(q.raw), sum(w not in STOPWORDS for w in q.raw)
     ir.offered, ir.witnessed = len(s.fields), len(s.witnesses)

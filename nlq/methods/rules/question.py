@@ -557,11 +557,14 @@ def _compound(word: str, first: str, second: str) -> bool:
 DENIAL_REACH = 5
 
 
+NEGATIONS = frozenset({"no", "not", "without", "never"})
+
+
 def denial_of(q: Question, i: int) -> int | None:
     """The position of the negation the word at `i` closely follows ('no books', 'do not
     have reviews'), or None."""
     return next((k for k in range(i - 1, max(-1, i - DENIAL_REACH - 1), -1)
-                 if q.raw[k] in ("no", "not", "without", "never")), None)
+                 if q.raw[k] in NEGATIONS), None)
 
 
 def denied(q: Question, i: int) -> bool:

@@ -212,12 +212,14 @@ def _date_form(text: str) -> str | None:
     return "named" if _NAMED_DATE.fullmatch(text) else None
 
 
-def join_edge(index: dict, collection: str, other: str) -> tuple[str, str] | None:
+def join_edge(index: dict, collection: str, other: str, within: frozenset = frozenset()) -> tuple[str, str] | None:
     """(local path, foreign path) of a join edge between two collections, either
     direction. Edges are induced from overlapping values, so small integers
     overlap by chance: an edge is trusted when both ends carry the same field
     name (`Author_ID` = `Author_ID`) or the local end names the other
-    collection (`author` -> authors.code); top-level ends first."""
+    collection (`author` -> authors.code); top-level ends first, except a local
+    end inside one of the arrays `within` (those the question reads elements of:
+    each rating's movie, joined by the rating's `mID`)."""
     trusted = []
     for edge in index.get("join_edges", []):
         a, b = edge.get("from", {}), edge.get("to", {})
@@ -229,8 +231,9 @@ def join_edge(index: dict, collection: str, other: str) -> tuple[str, str] | Non
             same = split_name(local.rsplit(".", 1)[-1]) == split_name(foreign.rsplit(".", 1)[-1]) != ["id"]
             names = set(split_name(local.rsplit(".", 1)[-1])) & set(split_name(other))
             if same or names:
-                trusted.append((not same, local.count("."), foreign.count("."), local, foreign))
-    return min(trusted)[3:] if trusted else None
+                inside = any(local.startswith(a + ".") for a in within)
+                trusted.append((not same, not inside, local.count("."), foreign.count("."), local, foreign))
+    return min(trusted)[4:] if trusted else None
 
 
 def identifier(index: dict, collection: str, fields: list[Field]) -> Field | None:
