@@ -35,7 +35,7 @@ def aggregate_conditions(q: Question, ir: IR, mentions: list[Mention]) -> list[t
     the documents. Those filters move out of `ir.filters`."""
     conditions = []
     for f in list(ir.filters):
-        if f.op not in ("$gt", "$gte", "$lt", "$lte") or f.size or f.average or f.branch:
+        if f.op not in ("$gt", "$gte", "$lt", "$lte") or f.size or f.relative or f.branch:
             continue
         for k, (op, aggregated) in enumerate(ir.aggregates):
             named = any(m.field is aggregated and 0 <= f.start - m.end <= 1 and m.start > 0

@@ -26,7 +26,8 @@ from nlq.methods.rules.aggregation import (aggregate_conditions, element_key, av
                                            per_document, shown_before_aggregates, top_group)
 from nlq.methods.rules.dates import detect_dates
 from nlq.methods.rules.filters import (both_bounds, denied_elements, denied_values, detect_absence, detect_anti_join,
-                                       detect_average_comparisons, detect_comparisons, detect_disjunction, detect_flags,
+                                       detect_average_comparisons, detect_comparisons, detect_disjunction,
+                                       detect_field_comparisons, detect_flags,
                                        detect_having, detect_missing, detect_numbered, detect_presence,
                                        detect_text_filters, joined_anti_joins)
 from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_witnesses, coded_witnesses, counted_noun,
@@ -152,6 +153,7 @@ def read_filters(s: State) -> None:
     ir.filters += detect_dates(q, s.fields, s.mentions, s.witnesses, s.collection, s.consumed, s.used, years=True)
     ir.filters += detect_text_filters(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_average_comparisons(q, s.mentions, s.consumed, s.used)
+    ir.filters += detect_field_comparisons(q, s.mentions, s.fields, s.consumed, s.used)
     ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used)
     literals = witnessed_values(q, s.witnesses, s.collection, s.fields)  # what a negation before them denies
     ir.filters += detect_absence(q, s.fields, s.consumed, literals)

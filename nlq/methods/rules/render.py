@@ -95,6 +95,8 @@ def _conditions(filters: list[Filter], ir: IR) -> dict:
             exprs.append({f.op: [{"$size": {"$ifNull": ["$" + path, []]}}, f.value]})
         elif f.average:
             exprs.append({f.op: ["$" + path, "$" + AVERAGE_FIELD]})
+        elif f.other is not None:
+            exprs.append({f.op: [_ref(f.field, ir), _ref(f.other, ir)]})
         elif f.op == "$exists" and f.key_of is None:
             doc.setdefault(path, {})["$exists"] = f.value
         elif f.op == "$exists":
@@ -126,7 +128,9 @@ def _traversal(ir: IR) -> list[tuple[str, str]]:
 
 
 def _is_late(f: Filter, ir: IR) -> bool:
-    """A filter that must wait for an unwind, an expansion or a join on its path."""
+    """A filter that must wait for an unwind, an expansion or a join on its path (or its other field's)."""
+    if f.other is not None and _is_late(replace(f, field=f.other, other=None), ir):
+        return True
     if f.field.arrays and f.field.arrays[0] in {j[0] for j in ir.joins}:
         return True  # the joined documents exist once `$lookup` has run
     if f.size:  # the size of an array inside another one waits for the outer one's unwind
