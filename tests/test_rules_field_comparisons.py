@@ -56,3 +56,24 @@ def test_a_statistic_on_the_other_side_is_no_field_and_stays_said(world):
                                                 "balance of all holders?")
     assert not any("$expr" in str(s) and "saving.balance" in str(s) and "checking.balance" in str(s)
                    for s in prediction["pipeline"] if "$match" in s), prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", [
+    "Find the name of the holder with the lowest total checking and saving balance.",
+    "Which holder has the lowest combined balance from checking and saving? Give the name.",
+    "What is the name of the holder with the smallest sum of checking and saving balances?",
+])
+def test_a_sum_of_two_parallel_numbers_ranks(world, question):
+    prediction, rows = rules_answer(world, "bank", question)
+    assert [r["name"] for r in rows] == ["Ann"], prediction["pipeline"]
+    assert "$add" in str(prediction["pipeline"])
+
+
+def test_a_sum_of_two_siblings_is_shown(world):
+    prediction, rows = rules_answer(world, "works", "Show the title and the sum of planned and spent for each project.")
+    assert sorted(sum(v for k, v in r.items() if k != "title") for r in rows) == [130, 140, 180], prediction["pipeline"]
+
+
+def test_the_total_of_two_siblings_without_of_stays_two_totals(world):
+    prediction, _ = rules_answer(world, "works", "What are the total planned and spent amounts?")
+    assert "$add" not in str(prediction["pipeline"])

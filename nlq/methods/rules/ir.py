@@ -26,6 +26,7 @@ class Field:
     span: tuple | None = None       # (least, greatest) of its witnessed numbers, when it holds any
     numeric_text: bool = False      # strings that all spell numbers ('344'): a measure once converted
     date_form: str = ""             # its strings all write dates: "day", "time", "named" (schema._date_forms)
+    parts: tuple = ()               # kind "sum": the fields it adds up ('the combined checking and savings balance')
 
     @property
     def mixed_numeric(self) -> bool:
