@@ -77,3 +77,8 @@ def test_a_sum_of_two_siblings_is_shown(world):
 def test_the_total_of_two_siblings_without_of_stays_two_totals(world):
     prediction, _ = rules_answer(world, "works", "What are the total planned and spent amounts?")
     assert "$add" not in str(prediction["pipeline"])
+
+
+def test_a_comparative_left_unread_is_said(world):
+    prediction, _ = rules_answer(world, "weather", "Which towns are cooler in March than Vik?")
+    assert "cooler" in [u["word"] for u in prediction["unresolved"] if u["kind"] == "comparison"], prediction

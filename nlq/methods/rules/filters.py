@@ -92,7 +92,7 @@ def denied_elements(filters: list[Filter], fields: list[Field], joins: list[tupl
     for empty in [f for f in filters if f.size and f.op == "$eq" and f.value == 0]:
         through = _joined_through(empty.field.mql, joins)
         later = [f for f in out if not f.size and not f.branch and f.start > empty.start
-                 and f.op in POSITIVE and f.field.kind != "array"]
+                 and f.op in POSITIVE and f.field.kind != "array" and f.other is None]
         conditions = [f for f in later if empty.field.mql in f.field.arrays or f.field.arrays[:1] in through]
         if not conditions and any(f.op in ("$ne", "$nin") for f in later):
             out.remove(empty)  # the negation is read once
