@@ -805,13 +805,13 @@ def detect_field_comparisons(q: Question, mentions: list[Mention], fields: list[
     filters: list[Filter] = []
     last: tuple[Field, int] | None = None  # the left field of the last comparison, and where it ended
     for i, word in enumerate(q.raw):
-        than = _than_after(q, i)
-        if word not in FIELD_COMPARATIVES or i in consumed or than is None:
+        than = _than_after(q, i) if word in FIELD_COMPARATIVES and i not in consumed else None
+        if than is None:
             continue
         end = _side_end(q, than + 1)
         lo = max(0, i - SIDE_REACH, last[1] if last else 0)
         left = _side_fields(q, range(lo, than), mentions, fields)
-        if not left and last and all(w in CONJUNCTIONS for w in q.raw[last[1]:i]):
+        if not left and last and all(w in _AGAIN for w in q.raw[last[1]:i]):
             left = [(last[0], True, False)]
         if any(_literal(q, k) or q.raw[k] in AGG_WORDS for k in range(than + 1, end)):
             continue  # a bound, a value or a statistic on the other side, not another field
@@ -820,14 +820,16 @@ def detect_field_comparisons(q: Question, mentions: list[Mention], fields: list[
         if pair is None:
             continue
         filters.append(Filter(pair[0], FIELD_COMPARATIVES[word], None, i, other=pair[1]))
-        consumed.update(k for k in range(i, end) if k == i or k == than or q.raw[k] in STOPWORDS)
+        consumed.update(k for k in range(i, end) if k in (i, than) or q.raw[k] in STOPWORDS
+                        or k == than - 1 and q.raw[k] == "compared")
         start = _first_said(q, range(lo, than), pair[0], mentions)
         used.update(m.start for m in mentions if start <= m.start < end)  # (the words of both sides name no output)
         last = pair[0], end
     return filters
 
 
-CONJUNCTIONS = frozenset({"or", "and", "but", "either", "is", "are", "was", "were", "that", "it", "its"})
+# Words between two comparisons of one field ('lower than in July or higher than in October').
+_AGAIN = frozenset({"or", "and", "but", "either", "is", "are", "was", "were", "that", "it", "its"})
 
 
 def _than_after(q: Question, i: int) -> int | None:
