@@ -48,7 +48,8 @@ import re
 
 from nlq.methods.rules.ir import IR
 from nlq.methods.rules.question import Question
-from nlq.methods.rules.vocabulary import AGG_WORDS, NEGATIONS, STOPWORDS, SUPERLATIVES, WORD_NUMBERS
+from nlq.methods.rules.vocabulary import (AGG_WORDS, FIELD_COMPARATIVES, NEGATIONS, STOPWORDS, SUPERLATIVES,
+                                          WORD_NUMBERS)
 
 KINDS = ("value", "comparison", "reference", "negation", "operation", "qualifier", "output")
 
@@ -56,7 +57,9 @@ KINDS = ("value", "comparison", "reference", "negation", "operation", "qualifier
 COMPARATIVES = frozenset(
     "more less fewer greater higher lower larger smaller bigger older younger longer shorter earlier later "
     "heavier lighter taller cheaper over under above below exceeding exceeds exceed before after since "
-    "between within beyond".split())
+    "between within beyond".split()) | set(FIELD_COMPARATIVES)
+# Bounds whose other side may be data named right after them ('a budget below the invested amount').
+NOUN_BOUNDS = frozenset({"above", "below", "beneath", "exceeding"})  # (not "under": "fall under each type")
 # Words a capital does not make a value ('I').
 _NOT_VALUES = frozenset({"i"})
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<!\w)'([^']+)'(?!\w)")
@@ -89,7 +92,7 @@ def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None
             continue
         if i in quoted or _is_number(word) or _capitalized(q, i) and word not in STOPWORDS:
             found[i] = "value"
-        elif word in COMPARATIVES and _bound_follows(q, i, grounded):
+        elif word in COMPARATIVES and _bound_follows(q, i, heads):
             found[i] = "comparison"
         elif i in missed:
             found[i] = "reference"
@@ -226,11 +229,13 @@ def _capitalized(q: Question, i: int) -> bool:
     return i > 0 and not _SENTENCE_END.search(q.text[:start])
 
 
-def _bound_follows(q: Question, i: int, grounded: set[int]) -> bool:
-    """'older than', 'over 50', 'before 1990', 'after Monaco': a comparison's other side follows."""
+def _bound_follows(q: Question, i: int, heads: frozenset = frozenset()) -> bool:
+    """'older than', 'over 50', 'before 1990', 'after Monaco', 'below the invested amount' (`heads`:
+    the positions of words naming data): a comparison's other side follows."""
     for j in range(i + 1, min(len(q.raw), i + 4)):
         word = q.raw[j]
-        if word == "than" or _is_number(word) or word in WORD_NUMBERS or _capitalized(q, j):
+        if word == "than" or _is_number(word) or word in WORD_NUMBERS or _capitalized(q, j) or (
+                q.raw[i] in NOUN_BOUNDS and j in heads):
             return True
         if word not in STOPWORDS:
             return False

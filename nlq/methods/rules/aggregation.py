@@ -35,7 +35,7 @@ def aggregate_conditions(q: Question, ir: IR, mentions: list[Mention]) -> list[t
     the documents. Those filters move out of `ir.filters`."""
     conditions = []
     for f in list(ir.filters):
-        if f.op not in ("$gt", "$gte", "$lt", "$lte") or f.size or f.average or f.branch:
+        if f.op not in ("$gt", "$gte", "$lt", "$lte") or f.size or f.relative or f.branch:
             continue
         for k, (op, aggregated) in enumerate(ir.aggregates):
             named = any(m.field is aggregated and 0 <= f.start - m.end <= 1 and m.start > 0
@@ -583,3 +583,56 @@ def count_per_value(lower: str, ir: IR) -> None:
     f = next((f for f in ir.filters if f.op == "$in"), None)
     if f is not None and f.field not in ir.group_by:
         ir.group_by.append(f.field)
+
+
+# Words that add up the two numbers named after them ('the combined checking and savings balance');
+# after the strict ones, two fields of their own names ('the sum of adults and kids') too.
+SUM_WORDS = frozenset({"total", "combined", "sum", "added"})
+_STRICT_SUMS = (["sum", "of"], ["combined"], ["total", "of"], ["added"])
+# How far after the sum word the two numbers are named.
+SUM_REACH = 8
+
+
+def summed_fields(q: Question, fields: list[Field]) -> tuple[Field, int, int] | None:
+    """'the lowest total checking and saving balance', 'the combined balance from checking and
+    savings', 'the sum of adults and kids': one number added to another of the same document,
+    as a field of kind "sum" (its `parts`), with the phrase's span [start, end). The two are
+    parallel fields (one name said once, what holds each joined by 'and') or, after 'sum of' or
+    'combined', siblings said by their own names ('the total A and B' may be two totals)."""
+    numbers = [f for f in fields if f.kind == "scalar" and f.numeric and "id" not in f.words]
+    for i, word in enumerate(q.raw):
+        if word not in SUM_WORDS:
+            continue
+        end = min(len(q.raw), i + SUM_REACH)
+        strict = any(q.raw[i:i + len(p)] == p for p in _STRICT_SUMS)
+        for k in range(i + 2, end - 1):
+            if q.raw[k] != "and":
+                continue
+            after = k + 1 + (q.raw[k + 1] == "the")
+            pair = _added(q, numbers, k - 1, after, range(i + 1, end), strict)
+            if pair is not None:
+                return _sum_field(*pair), i, end
+    return None
+
+
+def _added(q: Question, numbers: list[Field], left: int, right: int, span: range, strict: bool):
+    """The two numbers named at `left` and `right`, on either side of an 'and', or None."""
+    said = lambda k, w: k < len(q.stems) and bool(w) and word_match(q.stems[k], w[-1]) >= 0.85
+    for a in numbers:
+        for b in numbers:
+            if a is b:
+                continue
+            parallel = a.words == b.words and said(left, a.context) and said(right, b.context) and any(
+                word_match(q.stems[k], a.words[-1]) >= 0.85 for k in span)
+            sibling = strict and a.mql.rpartition(".")[0] == b.mql.rpartition(".")[0] and said(left, a.words) \
+                and said(right, b.words)
+            if parallel or sibling:
+                return a, b
+    return None
+
+
+def _sum_field(a: Field, b: Field) -> Field:
+    arrays = tuple(dict.fromkeys(a.arrays + b.arrays))
+    words = ("total",) + (a.words if a.words == b.words else a.words + b.words)
+    return Field(a.collection, f"{a.path}+{b.path}", f"{a.mql}+{b.mql}", arrays, "sum", a.type, words, (),
+                 present=min(a.present, b.present), parts=(a, b))

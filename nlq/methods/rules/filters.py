@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from nlq.methods.rules.vocabulary import (BETWEEN, COMPARATORS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE,
-                                          STOPWORDS)
+from nlq.methods.rules.vocabulary import (AGG_WORDS, BETWEEN, COMPARATORS, FIELD_COMPARATIVES, MONTHS, NEGATIONS,
+                                          NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE, STOPWORDS)
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denial_of, is_year, maybe_number, plain_word, to_number, word_match
@@ -92,7 +92,7 @@ def denied_elements(filters: list[Filter], fields: list[Field], joins: list[tupl
     for empty in [f for f in filters if f.size and f.op == "$eq" and f.value == 0]:
         through = _joined_through(empty.field.mql, joins)
         later = [f for f in out if not f.size and not f.branch and f.start > empty.start
-                 and f.op in POSITIVE and f.field.kind != "array"]
+                 and f.op in POSITIVE and f.field.kind != "array" and f.other is None]
         conditions = [f for f in later if empty.field.mql in f.field.arrays or f.field.arrays[:1] in through]
         if not conditions and any(f.op in ("$ne", "$nin") for f in later):
             out.remove(empty)  # the negation is read once
@@ -820,3 +820,126 @@ def detect_disjunction(q: Question, filters: list[Filter], consumed: set[int]) -
             f.branch = 1 if f.start == left else 2 if f.start == right else f.branch
         consumed.add(i)
         return
+
+
+# The comparatives that need no 'than' to compare two fields ('a budgeted figure below the invested one').
+_BOUNDS = frozenset({"above", "below", "beneath", "exceeding"})
+# Words that end the other side of such a comparison.
+_SIDE_ENDS = frozenset({"and", "or", "but", "with", "who", "which", "where", "whose", "while", "for", "by"})
+# How far each side of it reaches.
+SIDE_REACH = 6
+
+
+def detect_field_comparisons(q: Question, mentions: list[Mention], fields: list[Field], consumed: set[int],
+                             used: set[int]) -> list[Filter]:
+    """'accounts whose checking balance is higher than their savings balance', 'cities whose
+    temperature in March is lower than in July', 'a budgeted amount below the invested amount':
+    a comparative between two stored numbers (or dates) of a document compares the two fields
+    (`Filter.other`). Each side names its field by the field's own name, or only by what holds it
+    when the other side says the name ('the balance in checking ... that in savings'); the two
+    are siblings or parallel fields (one name in two places). A comparison after 'or' naming no
+    field of its own ('lower than in July or higher than in October') has the first one's."""
+    filters: list[Filter] = []
+    last: tuple[Field, int] | None = None  # the left field of the last comparison, and where it ended
+    for i, word in enumerate(q.raw):
+        than = _than_after(q, i) if word in FIELD_COMPARATIVES and i not in consumed else None
+        if than is None:
+            continue
+        end = _side_end(q, than + 1)
+        lo = max(0, i - SIDE_REACH, last[1] if last else 0)
+        left = _side_fields(q, range(lo, than), mentions, fields)
+        if not left and last and all(w in _AGAIN for w in q.raw[last[1]:i]):
+            left = [(last[0], True, False)]
+        if any(_literal(q, k) or q.raw[k] in AGG_WORDS for k in range(than + 1, end)):
+            continue  # a bound, a value or a statistic on the other side, not another field
+        right = _side_fields(q, range(than + 1, end), mentions, fields)
+        pair = _best_pair(left, right)
+        if pair is None:
+            continue
+        filters.append(Filter(pair[0], FIELD_COMPARATIVES[word], None, i, other=pair[1]))
+        consumed.update(k for k in range(i, end) if k in (i, than) or q.raw[k] in STOPWORDS
+                        or k == than - 1 and q.raw[k] == "compared")
+        start = _first_said(q, range(lo, than), pair[0], mentions)
+        used.update(m.start for m in mentions if start <= m.start < end)  # (the words of both sides name no output)
+        last = pair[0], end
+    return filters
+
+
+# Words between two comparisons of one field ('lower than in July or higher than in October').
+_AGAIN = frozenset({"or", "and", "but", "either", "is", "are", "was", "were", "that", "it", "its"})
+
+
+def _than_after(q: Question, i: int) -> int | None:
+    """Where the other side of a comparative at `i` begins, less one: its 'than' (or 'compared
+    to'), at most three words on ('higher checking balance than'); a bound's own word; or None."""
+    for j in range(i + 1, min(len(q.raw), i + 5)):
+        if q.raw[j] == "than" or q.raw[j] == "compared" and q.raw[j + 1:j + 2] in (["to"], ["with"]):
+            return j + (q.raw[j] == "compared")
+        if q.raw[j] in FIELD_COMPARATIVES or maybe_number(q.raw[j]) is not None:
+            return None
+    return i if q.raw[i] in _BOUNDS else None
+
+
+def _side_end(q: Question, start: int) -> int:
+    """The end of the other side of a comparison starting at `start`: before a clause word, after
+    a word punctuation ends ('than in July, ...', 'that in savings?'), or at its reach."""
+    for k in range(start, min(len(q.raw), start + SIDE_REACH)):
+        if q.raw[k] in _SIDE_ENDS or q.raw[k] in FIELD_COMPARATIVES:
+            return k
+        if q.text[q.spans[k][1]:q.spans[k][1] + 1] in tuple(",.?!;:"):
+            return k + 1
+    return min(len(q.raw), start + SIDE_REACH)
+
+
+def _comparable(f: Field) -> bool:
+    return f.kind == "scalar" and (f.numeric or f.ordered_dates) and "id" not in f.words
+
+
+def _said(q: Question, span: range, words: tuple[str, ...]) -> bool:
+    """Every one of `words` is said in the span."""
+    return bool(words) and all(any(word_match(q.stems[k], w) >= 0.85 for k in span) for w in words)
+
+
+def _side_fields(q: Question, span: range, mentions: list[Mention], fields: list[Field]) -> list[tuple]:
+    """The stored numbers one side of a comparison names, as (field, name said, holder said): its
+    own name (a mention or its words), and the name of what holds it ('checking' for CHECKING.balance)."""
+    named = [m.field.mql for m in mentions if m.start in span and m.end <= span.stop]
+    said = [(f, f.mql in named or _said(q, span, f.words), _said(q, span, f.context[-1:]))
+            for f in fields if _comparable(f)]
+    return [side for side in said if side[1] or side[2]]
+
+
+def _first_said(q: Question, span: range, f: Field, mentions: list[Mention]) -> int:
+    """Where the span first names `f`: a mention of it, its name or what holds it (else where the span ends)."""
+    return next((k for k in span if any(m.start == k and m.field.mql == f.mql for m in mentions)
+                 or any(word_match(q.stems[k], w) >= 0.85 for w in f.words + f.context[-1:])), span.stop)
+
+
+def _literal(q: Question, k: int) -> bool:
+    """A number, or a word written with a capital inside the sentence that is no month ('than July's')."""
+    start = q.spans[k][0]
+    return maybe_number(q.raw[k]) is not None or k > 0 and q.text[start:start + 1].isupper() \
+        and q.raw[k].split("'")[0] not in MONTHS and q.raw[k] != "i"
+
+
+def _best_pair(left: list[tuple], right: list[tuple]) -> tuple[Field, Field] | None:
+    """The two fields compared: siblings (one parent), each said by its name on its side; or
+    parallel (one name, two parents) told apart by what holds them — a side saying the other's
+    holder and not its own names the other ('the checking balance ... than the savings one')."""
+    best, pair = 0.0, None
+    holders = lambda side: {f.mql for f, _, holder in side if holder}
+    for a, a_named, a_held in left:
+        for b, b_named, b_held in right:
+            parallel = a.words == b.words
+            sibling = a.mql.rpartition(".")[0] == b.mql.rpartition(".")[0]
+            if a is b or not (parallel or sibling) or a.numeric != b.numeric:
+                continue
+            if parallel and (not (a_held or b_held) or b.mql in holders(left) and not a_held
+                             or a.mql in holders(right) and not b_held):
+                continue
+            if not parallel and not (a_named and b_named):
+                continue
+            score = a_named + b_named + 0.5 * (a_held + b_held)
+            if score > best:
+                best, pair = score, (a, b)
+    return pair

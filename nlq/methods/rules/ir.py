@@ -26,6 +26,7 @@ class Field:
     span: tuple | None = None       # (least, greatest) of its witnessed numbers, when it holds any
     numeric_text: bool = False      # strings that all spell numbers ('344'): a measure once converted
     date_form: str = ""             # its strings all write dates: "day", "time", "named" (schema._date_forms)
+    parts: tuple = ()               # kind "sum": the fields it adds up ('the combined checking and savings balance')
 
     @property
     def mixed_numeric(self) -> bool:
@@ -74,6 +75,12 @@ class Filter:
     size: bool = False           # compare the array's size, not its elements
     average: bool = False        # compare with the field's average over all documents (value unused)
     branch: int = 0              # 1 or 2: a side of the question's disjunction; 0: required
+    other: Field | None = None   # compare with this other field of the same document (`$expr`; value unused)
+
+    @property
+    def relative(self) -> bool:
+        """It compares with something computed per document (an average, another field), not a literal."""
+        return self.average or self.other is not None
 
 
 @dataclass
@@ -122,7 +129,7 @@ class IR:
 
     def read_fields(self) -> list[Field]:
         """Every field the reading reads: filtered, shown, grouped, sized, aggregated or sorted on."""
-        return [f.field for f in self.filters] + self.outputs + self.group_by + self.sizes + [
+        return [f.field for f in self.filters] + [f.other for f in self.filters if f.other] + self.outputs + self.group_by + self.sizes + [
             f for _, f in self.aggregates if f is not None] + [k for k, _ in self.sort if isinstance(k, Field)] + [
             k[1] for k, _ in self.sort if isinstance(k, tuple)]
 
@@ -132,8 +139,8 @@ class IR:
             "unwind": self.unwinds,
             "keys": self.bound_keys,
             "expand": self.expand,
-            "filters": [{"path": f.field.mql, "op": f.op, "value": f.value, **({"size": True} if f.size else {})}
-                        for f in self.filters],
+            "filters": [{"path": f.field.mql, "op": f.op, "value": f.value, **({"size": True} if f.size else {}),
+                         **({"other": f.other.mql} if f.other else {})} for f in self.filters],
             "group_by": [f.mql for f in self.group_by],
             "aggregates": [{"op": op, "path": f.mql if f else None} for op, f in self.aggregates],
             "count": self.count, "count_asked": self.count_asked, "distinct": self.distinct,

@@ -340,6 +340,10 @@ def plan_unwinds(ir: IR) -> list[str]:
         if f.path.endswith("[]") and f.kind == "scalar" and f.mql not in needed:
             needed.append(f.mql)
     for f in ir.filters:
+        # a comparison of two fields (`$expr`, which traverses no array) reads one element of each at a time
+        for a in (f.field.arrays + f.other.arrays) if f.other else ():
+            if a not in needed:
+                needed.append(a)
         # a filter on an array nested in an unwound one is matched per element
         if not f.size and any(a.startswith(n + ".") for a in f.field.arrays for n in needed):
             for a in f.field.arrays:
@@ -413,7 +417,7 @@ def validate(ir: IR) -> None:
         ir.issues.append("ordering by a count without a grouping")
     if ir.collection_margin < 0.15:
         ir.issues.append(AMBIGUOUS)
-    required = [f for f in ir.filters if not (f.size or f.average or f.branch)]
+    required = [f for f in ir.filters if not (f.size or f.relative or f.branch)]
     low = {f.field.mql: f.value for f in required if f.op in ("$gt", "$gte")}
     for f in required:
         if f.op in ("$lt", "$lte") and f.field.mql in low and f.value <= low[f.field.mql]:

@@ -20,13 +20,14 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
-from nlq.methods.rules.accounting import constraints
+from nlq.methods.rules.accounting import constraints, ranks
 from nlq.methods.rules.aggregation import (aggregate_conditions, element_key, averaged_count, coordinated_aggregates,
                                            count_per_value, count_quantities, detect_aggregates, detect_rounding,
-                                           per_document, shown_before_aggregates, top_group)
+                                           per_document, shown_before_aggregates, summed_fields, top_group)
 from nlq.methods.rules.dates import detect_dates
 from nlq.methods.rules.filters import (both_bounds, denied_elements, denied_values, detect_absence, detect_anti_join,
-                                       detect_average_comparisons, detect_comparisons, detect_disjunction, detect_flags,
+                                       detect_average_comparisons, detect_comparisons, detect_disjunction,
+                                       detect_field_comparisons, detect_flags,
                                        detect_having, detect_missing, detect_numbered, detect_presence,
                                        detect_text_filters, joined_anti_joins)
 from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_witnesses, coded_witnesses, counted_noun,
@@ -153,6 +154,7 @@ def read_filters(s: State) -> None:
     ir.filters += detect_dates(q, s.fields, s.mentions, s.witnesses, s.collection, s.consumed, s.used, years=True)
     ir.filters += detect_text_filters(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_average_comparisons(q, s.mentions, s.consumed, s.used)
+    ir.filters += detect_field_comparisons(q, s.mentions, s.fields, s.consumed, s.used)
     ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used)
     literals = witnessed_values(q, s.witnesses, s.collection, s.fields)  # what a negation before them denies
     ir.filters += detect_absence(q, s.fields, s.consumed, literals)
@@ -665,6 +667,49 @@ def read_per_group(s: State) -> None:
         ir.default_sort = bool(ir.sort)
 
 
+def read_sums(s: State) -> None:
+    """'the account with the lowest combined balance from checking and savings': the sum of two
+    numbers (aggregation.summed_fields) replaces them wherever the reading reads either; a
+    superlative right before it, that nothing ranks yet, ranks by it."""
+    found = summed_fields(s.q, s.fields)
+    if found is None:
+        return
+    total, start, end = found
+    ir, parts = s.ir, {p.mql for p in total.parts}
+    swap = lambda f: total if isinstance(f, Field) and f.mql in parts else f
+    ir.aggregates = _once([(op, swap(f)) for op, f in ir.aggregates])
+    ir.sort, ir.presort = _once([(swap(k), d) for k, d in ir.sort]), _once([(swap(k), d) for k, d in ir.presort])
+    ir.outputs = _once([swap(f) for f in ir.outputs])
+    before = start - 1 - (start > 1 and q_word(s.q, start - 1) == "the")
+    direction = -1 if q_word(s.q, before) in DESC_WORDS else 1 if q_word(s.q, before) in ASC_WORDS else 0
+    if direction and not ranks(ir):
+        ir.sort, ir.limit = [(total, direction)], ir.limit or 1
+        ir.outputs = [f for f in ir.outputs if f is not total] or ir.outputs
+        s.consumed.add(before)
+    s.consumed.update(k for k in range(start, end) if s.q.raw[k] in SUM_PHRASE_WORDS or k == start)
+    if not any(f is total for f in ir.read_fields()):
+        ir.outputs.append(total)  # 'show the combined balance of checking and savings'
+
+
+# The words of a sum's phrase besides the numbers it names.
+SUM_PHRASE_WORDS = frozenset({"and", "of", "from", "both", "the", "in", "across"})
+
+
+def q_word(q: Question, k: int) -> str:
+    return q.raw[k] if 0 <= k < len(q.raw) else ""
+
+
+def _once(items: list) -> list:
+    """The items, each (by the stored path of its field) kept where first seen."""
+    seen, out = set(), []
+    for item in items:
+        key = tuple(x.mql if isinstance(x, Field) else repr(x) for x in (item if isinstance(item, tuple) else (item,)))
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
 def read_entity_presence(s: State) -> None:
     """'the names of entrepreneurs', entrepreneurs an array of each person: the question's
     entity is the array's elements, the values shown are their documents', so a document
@@ -829,7 +874,7 @@ def plan_traversal(s: State) -> None:
 
 
 PASSES = (read_limits, read_having, read_filters, read_literals, read_counts, read_grouping, read_aggregates,
-          read_order, read_outputs, read_per_group, read_entity_presence, read_coverage, plan_traversal)
+          read_order, read_outputs, read_per_group, read_sums, read_entity_presence, read_coverage, plan_traversal)
 
 
 def read(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,

@@ -39,6 +39,8 @@ def physical(path: str, ir: IR, key: bool = False) -> str:
 
 
 def _ref(f: Field, ir: IR):
+    if f.parts:
+        return {"$add": [_ref(p, ir) for p in f.parts]}
     ref = "$" + physical(f.mql, ir, key=f.kind == "key")
     return {"$" + f.kind: ref} if f.kind in DATE_PARTS.values() else ref
 
@@ -56,12 +58,16 @@ def _number(ref):
 
 
 def _spelled_keys(keys, ir: IR) -> dict:
-    """The $addFields that give each sort key holding numbers as text its number, by `_sort_path`."""
-    return {_sort_path(k, ir): _number(_ref(k, ir)) for k in keys if isinstance(k, Field) and k.numeric_text}
+    """The $addFields that give each sort key holding numbers as text its number, and each sum its
+    value, by `_sort_path`."""
+    return {_sort_path(k, ir): _number(_ref(k, ir)) if k.numeric_text else _ref(k, ir)
+            for k in keys if isinstance(k, Field) and (k.numeric_text or k.parts)}
 
 
 def _sort_path(f: Field, ir: IR) -> str:
-    """Where a document is sorted by `f`: its stored path, or the number a text of digits spells."""
+    """Where a document is sorted by `f`: its stored path, the number a text of digits spells, or a sum."""
+    if f.parts:
+        return "_" + _key_name(f)
     return "_number_" + _key_name(f) if f.numeric_text else physical(f.mql, ir, key=f.kind == "key")
 
 
@@ -70,7 +76,7 @@ def _key_name(f: Field) -> str:
 
 
 def _out_name(f: Field, taken: set[str]) -> str:
-    name = "_".join(f.words) if f.kind == "key" else f.mql.split(".")[-1]
+    name = "_".join(f.words) if f.kind in ("key", "sum") else f.mql.split(".")[-1]
     if name in taken or name == "_id" or not name:
         name = _key_name(f)
     taken.add(name)
@@ -95,6 +101,8 @@ def _conditions(filters: list[Filter], ir: IR) -> dict:
             exprs.append({f.op: [{"$size": {"$ifNull": ["$" + path, []]}}, f.value]})
         elif f.average:
             exprs.append({f.op: ["$" + path, "$" + AVERAGE_FIELD]})
+        elif f.other is not None:
+            exprs.append({f.op: [_ref(f.field, ir), _ref(f.other, ir)]})
         elif f.op == "$exists" and f.key_of is None:
             doc.setdefault(path, {})["$exists"] = f.value
         elif f.op == "$exists":
@@ -126,7 +134,9 @@ def _traversal(ir: IR) -> list[tuple[str, str]]:
 
 
 def _is_late(f: Filter, ir: IR) -> bool:
-    """A filter that must wait for an unwind, an expansion or a join on its path."""
+    """A filter that must wait for an unwind, an expansion or a join on its path (or its other field's)."""
+    if f.other is not None and _is_late(replace(f, field=f.other, other=None), ir):
+        return True
     if f.field.arrays and f.field.arrays[0] in {j[0] for j in ir.joins}:
         return True  # the joined documents exist once `$lookup` has run
     if f.size:  # the size of an array inside another one waits for the outer one's unwind

@@ -102,6 +102,15 @@ BETWEEN = re.compile(r"\b(?:between|from|(?:with)?in the range (?:of|from|betwee
 OR_MORE = frozenset({"more", "greater", "higher", "above", "later", "after", "over"})
 
 
+# Comparatives that may compare two stored quantities of one document ('a checking balance higher than
+# the savings balance'), and the operator they compare with.
+FIELD_COMPARATIVES = {
+    **dict.fromkeys("more greater higher larger bigger longer older taller heavier later warmer hotter "
+                    "above exceeding".split(), "$gt"),
+    **dict.fromkeys("less fewer lower smaller shorter younger lighter earlier cheaper cooler colder "
+                    "below beneath".split(), "$lt")}
+
+
 OR_LESS = frozenset({"less", "fewer", "lower", "below", "earlier", "before", "under"})
 
 
