@@ -9,7 +9,7 @@ from nlq.methods.rules.vocabulary import (ADJECTIVE_ENDINGS, AGG_WORDS, COUNT_PA
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import split_name
 from nlq.methods.rules.question import Question, quantity_noun, to_number, word_match
-from nlq.methods.rules.grounding import array_named, array_phrase, counted_noun
+from nlq.methods.rules.grounding import array_named, array_phrase, counted_noun, element_numbers, own_quantity
 from nlq.methods.rules.ordering import entity_limit
 
 
@@ -139,7 +139,7 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             # 'which genre has the most books': the value of a field shared by the most documents
             ir.group_by.append(key.field)
             used.add(key.start)
-            tally = tally_of(array, fields) if array is not None else None
+            tally = next(iter(own_quantity(array, fields)), None)
             if tally is not None:  # 'the year the most degrees were awarded': the tallies summed per value
                 ir.aggregates.append(("$sum", tally))
                 ir.sort = ir.sort or [(tally, -1 if op == "$max" else 1)]
@@ -212,8 +212,7 @@ def element_measure(q: Question, at: int, array: Field, fields: list[Field]) -> 
     shares the most of the words said from `at` on ('booking counts': `booked_count`, not
     `booked_amount`), else the only one. None when the elements hold no such number, or several
     the words do not tell apart: the array's size is meant ('the average readership')."""
-    numbers = [f for f in fields if f.kind == "scalar" and f.arrays[-1:] == (array.mql,) and f.numeric
-               and "id" not in f.words and not f.years]
+    numbers = element_numbers(array, fields)
     said = [s for s in q.stems[at:at + 3] if s not in STOPWORDS]
     shared = {f.mql: sum(any(word_match(s, w) >= 0.85 for s in said) for w in f.words) for f in numbers}
     best = max(shared.values(), default=0)
@@ -554,13 +553,7 @@ def tallied(q: Question, at: int, fields: list[Field]) -> Field | None:
     """The number each element of the array named at `at` stores under the array's own name
     (`degrees[].Degrees`, `faculty[].Faculty`): the elements are tallies, what they count is it."""
     array = array_named(q, at, list(fields), top_level=False)
-    return tally_of(array, fields) if array is not None else None
-
-
-def tally_of(array: Field, fields: list[Field]) -> Field | None:
-    """The number the array's elements store under the array's own name, if any."""
-    return next((f for f in fields if f.kind == "scalar" and f.numeric and f.arrays[-1:] == (array.mql,)
-                 and f.words == array.words), None)
+    return next(iter(own_quantity(array, fields)), None)
 
 
 def averaged_count(q: Question, count: re.Match, mentions: list[Mention], fields: list[Field]) -> bool:

@@ -10,7 +10,8 @@ from nlq.methods.rules.vocabulary import (AGG_WORDS, BETWEEN, COMPARATORS, FIELD
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denial_of, is_year, maybe_number, plain_word, to_number, word_match
-from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_named, array_of_subject, array_phrase, measure_field,
+from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_named, array_of_subject, array_phrase, element_numbers,
+                                         measure_field,
                                          in_named_array, number_fits, object_named, stored_number,
                                          year_field)
 
@@ -280,8 +281,7 @@ def _sole_measure(q: Question, at: int, fields: list[Field]) -> Field | None:
     an array's elements compares their only measure (a number that is no identifier nor year)."""
     k = at - 1 - (at > 1 and q.raw[at - 1] in ("is", "are", "was", "were"))
     array = array_named(q, k, fields, top_level=False) if k >= 0 else None
-    measures = [f for f in fields if array is not None and f.arrays[-1:] == (array.mql,) and f.numeric
-                and f.kind == "scalar" and "id" not in f.words and not f.years]
+    measures = element_numbers(array, fields) if array is not None else []
     return measures[0] if len(measures) == 1 else None
 
 

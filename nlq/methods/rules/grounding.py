@@ -357,6 +357,12 @@ def quantity_mentions(q: Question, fields: list[Field], mentions: list[Mention],
     return sorted(out, key=lambda m: m.start), entities - named
 
 
+def element_numbers(array: Field, fields: list[Field]) -> list[Field]:
+    """The numbers each element of `array` stores that measure something: no identifier, no year."""
+    return [f for f in fields if f.kind == "scalar" and f.arrays[-1:] == (array.mql,) and f.numeric
+            and "id" not in f.words and not f.years]
+
+
 def own_quantity(array: Field | None, fields: list[Field]) -> list[Field]:
     """The number each element of an array holds under the array's own name (`degrees[].Degrees`,
     `faculty[].Faculty`: how many degrees, faculty that element counts), when it is the one."""
