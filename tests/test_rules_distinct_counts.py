@@ -1,0 +1,33 @@
+"""`rules` counts distinct values when a count names them 'different', 'distinct' or
+'unique': of a top-level field or of array elements, overall or per group."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import rules_answer, rules_world
+
+BANKS = [{"branch_ID": i, "bname": name, "city": city, "state": state, "no_of_customers": n,
+          "customer": [{"cust_name": f"c{i}{k}", "acc_type": kind} for k, kind in enumerate(kinds)]}
+         for i, (name, city, state, n, kinds) in enumerate([
+             ("morningside", "New York", "New York", 203, ["saving", "checking"]),
+             ("downtown", "Salt Lake", "Utah", 123, ["saving"]),
+             ("broadway", "New York", "New York", 453, ["checking", "saving"]),
+             ("high", "Austin", "Texas", 367, [])])]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("distinct"), {"loans": {"bank": BANKS}})
+
+
+def count_of(rows: list[dict]) -> object:
+    """The one value of a one-row answer."""
+    assert len(rows) == 1 and len(rows[0]) == 1, rows
+    return next(iter(rows[0].values()))
+
+
+def test_a_count_of_different_values_is_not_a_stored_quantity(world):
+    """'the number of different cities' beside a stored `no_of_customers`: the cities are counted."""
+    prediction, rows = rules_answer(world, "loans", "Find the number of different cities which banks are located at.")
+    assert count_of(rows) == 3, prediction["pipeline"]
