@@ -31,3 +31,15 @@ def test_a_count_of_different_values_is_not_a_stored_quantity(world):
     """'the number of different cities' beside a stored `no_of_customers`: the cities are counted."""
     prediction, rows = rules_answer(world, "loans", "Find the number of different cities which banks are located at.")
     assert count_of(rows) == 3, prediction["pipeline"]
+
+
+def test_a_distinct_count_counts_the_values_the_distinct_word_names(world):
+    """'how many unique cities have bank branches': the cities, not (city, branch) pairs."""
+    prediction, rows = rules_answer(world, "loans", "How many unique cities have bank branches?")
+    assert count_of(rows) == 3, prediction["pipeline"]
+
+
+def test_a_plural_inside_an_array_beside_the_distinct_values_asks_for_elements(world):
+    """'how many different states have customers': only banks with some customers count."""
+    prediction, rows = rules_answer(world, "loans", "How many different states have customer names?")
+    assert count_of(rows) == 2, prediction["pipeline"]

@@ -503,6 +503,8 @@ def read_outputs(s: State) -> None:
         if ir.distinct:
             if before:  # "different denominations and the number of schools": a count per value
                 ir.group_by, ir.outputs, ir.distinct = [f for f in ir.outputs if f.mql in before], [], False
+            else:  # 'how many unique cities have bank branches': the cities' values, counted
+                counted_distinct(s, distinct_named(q, mentions, ir.outputs))
         elif ir.grain and "." not in ir.grain and not any(ir.grain in f.arrays for f in inside) \
                 and not all(repeats(s.index, f) for f in ir.outputs):
             # "products and the number of complaints": one row per product, its array's size
@@ -525,6 +527,30 @@ def read_outputs(s: State) -> None:
     if ir.count and ir.grain and ir.group_by and not s.grain:
         # (the keys now known: of several arrays the count's noun names, the one inside their elements)
         ir.grain = count_grain(q, fields, s.collection, ir.group_by) or ir.grain
+
+
+def distinct_named(q: Question, mentions: list[Mention], outputs: list[Field]) -> list[Field]:
+    """The shown fields a distinct word stands right before ('unique cities', 'different
+    status codes'): the values a count of distinct values counts (the others, said after
+    them, are what those values' documents have)."""
+    return [m.field for m in mentions if m.field in outputs and m.start > 0 and q.raw[m.start - 1] in DISTINCT_WORDS]
+
+
+def counted_distinct(s: State, keys: list[Field]) -> None:
+    """Count the distinct values of `keys` alone; a plural naming a field beside them inside
+    an array they are not in says its documents have such elements ('how many different
+    schools have taken part in basketball games'): those with some are counted."""
+    ir = s.ir
+    if not keys:
+        return
+    for m in s.mentions:
+        if m.field not in ir.outputs or m.field in keys or not s.plural & set(range(m.start, m.end)):
+            continue
+        array = next((a for a in m.field.arrays if not any(a in k.arrays for k in keys)), None)
+        present = next((g for g in s.fields if g.mql == array), None)
+        if present is not None and not any(g.field is present and g.size for g in ir.filters):
+            ir.filters.append(Filter(present, "$gte", 1, size=True))
+    ir.outputs = keys
 
 
 # Words that open a question before what it asks for ('show all', 'what are the distinct').
