@@ -43,3 +43,21 @@ def test_a_plural_inside_an_array_beside_the_distinct_values_asks_for_elements(w
     """'how many different states have customers': only banks with some customers count."""
     prediction, rows = rules_answer(world, "loans", "How many different states have customer names?")
     assert count_of(rows) == 2, prediction["pipeline"]
+
+
+CARDS = [{"card_id": i, "customer_id": owner, "card_type_code": kind}
+         for i, (owner, kind) in enumerate([(1, "Credit"), (1, "Credit"), (2, "Credit"), (1, "Debit"), (3, "Debit")])]
+
+
+@pytest.fixture(scope="module")
+def cards(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("cards"), {"cards": {"Customers_Cards": CARDS}})
+
+
+@pytest.mark.parametrize("question", ["Show the card type codes and the number of different customers holding each type.",
+                                      "How many unique customers have cards of each card type code?"])
+def test_a_distinct_count_per_group_counts_the_reference_its_plural_names(cards, question):
+    """'how many unique customers ... each type': per type, the distinct `customer_id`s."""
+    prediction, rows = rules_answer(cards, "cards", question)
+    counts = {r["card_type_code"]: r["count"] for r in rows}
+    assert counts == {"Credit": 2, "Debit": 2}, prediction["pipeline"]

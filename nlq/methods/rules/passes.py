@@ -529,6 +529,37 @@ def read_outputs(s: State) -> None:
         ir.grain = count_grain(q, fields, s.collection, ir.group_by) or ir.grain
 
 
+def read_distinct_counts(s: State) -> None:
+    """'how many unique customers hold each card type': each group's count counts the distinct
+    values of what the distinct word after the count phrase names (a field, or the `<noun>_id`
+    reference its plural names), not the group's documents."""
+    q, ir = s.q, s.ir
+    if not (ir.count and ir.group_by) or ir.aggregates:
+        return
+    for c in count_phrases(s):
+        at = q.word_at(c.end())
+        if q.raw[at:at + 1] and q.raw[at] in DISTINCT_WORDS:
+            counted = distinct_field(s, at + 1)
+            if counted is not None:
+                ir.distinct_count = counted
+                ir.outputs = [f for f in ir.outputs if f is not counted]
+                s.consumed.add(at + 1)
+            return
+
+
+def distinct_field(s: State, at: int) -> Field | None:
+    """The field named at word `at` and not grouped by: a mention starting there, else the one
+    `<noun>_id` reference the plural there names ('unique customers': `customer_id`)."""
+    m = next((m for m in s.mentions if m.start == at), None)
+    if m is not None:
+        return m.field if m.field not in s.ir.group_by and m.field.kind != "array" else None
+    if at >= len(s.q.raw) or at not in s.plural:
+        return None
+    refs = [f for f in s.fields if f.kind != "array" and len(f.words) == 2 and f.words[1] == "id"
+            and word_match(s.q.stems[at], f.words[0]) >= 0.85 and f not in s.ir.group_by]
+    return refs[0] if len(refs) == 1 else None
+
+
 def distinct_named(q: Question, mentions: list[Mention], outputs: list[Field]) -> list[Field]:
     """The shown fields a distinct word stands right before ('unique cities', 'different
     status codes'): the values a count of distinct values counts (the others, said after
@@ -855,7 +886,7 @@ def plan_traversal(s: State) -> None:
 
 
 PASSES = (read_limits, read_having, read_filters, read_literals, read_counts, read_grouping, read_aggregates,
-          read_order, read_outputs, read_per_group, read_entity_presence, read_coverage, plan_traversal)
+          read_order, read_outputs, read_distinct_counts, read_per_group, read_entity_presence, read_coverage, plan_traversal)
 
 
 def read(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,
