@@ -61,3 +61,18 @@ def test_a_distinct_count_per_group_counts_the_reference_its_plural_names(cards,
     prediction, rows = rules_answer(cards, "cards", question)
     counts = {r["card_type_code"]: r["count"] for r in rows}
     assert counts == {"Credit": 2, "Debit": 2}, prediction["pipeline"]
+
+
+@pytest.mark.parametrize("db, question", [("loans", "How many different kinds of accounts are there?"),
+                                          ("loans", "How many unique customers does each state have?"),
+                                          ("cards", "How many different holders does each card type code have?")])
+def test_a_distinct_word_the_count_does_not_read_is_left_unresolved(world, cards, db, question):
+    """A count of documents or elements, its 'different' unread: said, never silently dropped."""
+    prediction, _ = rules_answer(world if db == "loans" else cards, db, question)
+    assert {"word": question.split()[2], "kind": "operation"} in prediction["unresolved"], prediction["pipeline"]
+
+
+def test_distinct_counted_documents_need_no_distinct_values(cards):
+    """'how many distinct cards': each document is one; nothing is left unread."""
+    prediction, rows = rules_answer(cards, "cards", "How many distinct cards are there?")
+    assert rows == [{"count": 5}] and not prediction["unresolved"], prediction

@@ -552,12 +552,21 @@ def distinct_field(s: State, at: int) -> Field | None:
     `<noun>_id` reference the plural there names ('unique customers': `customer_id`)."""
     m = next((m for m in s.mentions if m.start == at), None)
     if m is not None:
-        return m.field if m.field not in s.ir.group_by and m.field.kind != "array" else None
+        return m.field if m.field not in s.ir.group_by and m.field.kind != "array" and not quantity_noun(m.field) \
+            else None  # (a stored quantity, `no_of_customers`, holds how many: not what they are)
     if at >= len(s.q.raw) or at not in s.plural:
         return None
     refs = [f for f in s.fields if f.kind != "array" and len(f.words) == 2 and f.words[1] == "id"
             and word_match(s.q.stems[at], f.words[0]) >= 0.85 and f not in s.ir.group_by]
     return refs[0] if len(refs) == 1 else None
+
+
+def distinct_asked(s: State) -> dict[int, str]:
+    """The distinct words right after a count phrase ('how many different cities'), by position,
+    unless the documents counted are what they qualify (each document distinct already)."""
+    q = s.q
+    return {at: "distinct" for at in (q.word_at(c.end()) for c in count_phrases(s))
+            if q.raw[at:at + 1] and q.raw[at] in DISTINCT_WORDS and at + 1 not in s.entities}
 
 
 def distinct_named(q: Question, mentions: list[Mention], outputs: list[Field]) -> list[Field]:
@@ -855,6 +864,7 @@ def read_coverage(s: State) -> None:
     # the operations the question asks by phrase: a count's last word, a grouping's
     asked = {q.word_at(m.end()) - 1: "group" for m in GROUP_PATTERNS.finditer(s.lower)}
     asked.update({q.word_at(c.end()) - 1: "count" for c in count_phrases(s)})
+    asked.update(distinct_asked(s))
     ir.constraints = constraints(q, grounded, missed - here, ir, heads, loose, asked)
     # 'the names and outcomes of battles' with no field for 'outcomes': a listed output left out
     uncovered = set(content) - set(covered)
