@@ -76,3 +76,18 @@ def test_distinct_counted_documents_need_no_distinct_values(cards):
     """'how many distinct cards': each document is one; nothing is left unread."""
     prediction, rows = rules_answer(cards, "cards", "How many distinct cards are there?")
     assert rows == [{"count": 5}] and not prediction["unresolved"], prediction
+
+
+STUDENTS = [{"student_id": i, "student_name": name, "Enrolment": [{"course_id": c} for c in courses]}
+            for i, (name, courses) in enumerate([("Ann", [1, 2]), ("Bob", [2]), ("Cy", []), ("Di", [1, 2])])]
+
+
+@pytest.fixture(scope="module")
+def school(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("school"), {"school": {"Students": STUDENTS}})
+
+
+def test_distinct_documents_counted_have_the_elements_said_after_them(school):
+    """'how many distinct students are enrolled in courses': students with some course, not courses."""
+    prediction, rows = rules_answer(school, "school", "How many distinct students are enrolled in courses?")
+    assert count_of(rows) == 3, prediction["pipeline"]

@@ -503,6 +503,9 @@ def read_outputs(s: State) -> None:
         if ir.distinct:
             if before:  # "different denominations and the number of schools": a count per value
                 ir.group_by, ir.outputs, ir.distinct = [f for f in ir.outputs if f.mql in before], [], False
+            elif distinct_documents(s):  # 'how many distinct students are enrolled in courses'
+                ir.distinct = False
+                counted_distinct(s, [])
             else:  # 'how many unique cities have bank branches': the cities' values, counted
                 counted_distinct(s, distinct_named(q, mentions, ir.outputs))
         elif ir.grain and "." not in ir.grain and not any(ir.grain in f.arrays for f in inside) \
@@ -561,12 +564,16 @@ def distinct_field(s: State, at: int) -> Field | None:
     return refs[0] if len(refs) == 1 else None
 
 
-def distinct_asked(s: State) -> dict[int, str]:
-    """The distinct words right after a count phrase ('how many different cities'), by position,
-    unless the documents counted are what they qualify (each document distinct already)."""
+def count_distinct_words(s: State) -> list[int]:
+    """The positions of the distinct words right after a count phrase ('how many different cities')."""
     q = s.q
-    return {at: "distinct" for at in (q.word_at(c.end()) for c in count_phrases(s))
-            if q.raw[at:at + 1] and q.raw[at] in DISTINCT_WORDS and at + 1 not in s.entities}
+    return [at for at in (q.word_at(c.end()) for c in count_phrases(s)) if q.raw[at:at + 1] and q.raw[at] in DISTINCT_WORDS]
+
+
+def distinct_asked(s: State) -> dict[int, str]:
+    """The count's distinct words a reading must read, by position: not those qualifying the
+    documents counted (each document distinct already)."""
+    return {at: "distinct" for at in count_distinct_words(s) if at + 1 not in s.entities}
 
 
 def distinct_named(q: Question, mentions: list[Mention], outputs: list[Field]) -> list[Field]:
@@ -576,12 +583,21 @@ def distinct_named(q: Question, mentions: list[Mention], outputs: list[Field]) -
     return [m.field for m in mentions if m.field in outputs and m.start > 0 and q.raw[m.start - 1] in DISTINCT_WORDS]
 
 
+def distinct_documents(s: State) -> bool:
+    """A count's distinct word stands before the collection's own name, its head noun ('how many
+    distinct students' in Students): its documents, each one distinct, are counted."""
+    head = split_name(s.collection)[-1:]
+    named = {i for m in s.mentions for i in range(m.start, m.end)}  # ('distinct card types': a field's name)
+    return bool(head) and any(at + 1 in s.entities - named and at + 2 not in named
+                              and word_match(s.q.stems[at + 1], head[0]) >= 0.85 for at in count_distinct_words(s))
+
+
 def counted_distinct(s: State, keys: list[Field]) -> None:
-    """Count the distinct values of `keys` alone; a plural naming a field beside them inside
+    """Count the distinct values of `keys` alone (none: the documents); a plural naming a field beside them inside
     an array they are not in says its documents have such elements ('how many different
     schools have taken part in basketball games'): those with some are counted."""
     ir = s.ir
-    if not keys:
+    if not keys and ir.distinct:
         return
     for m in s.mentions:
         if m.field not in ir.outputs or m.field in keys or not s.plural & set(range(m.start, m.end)):
