@@ -91,3 +91,22 @@ def test_distinct_documents_counted_have_the_elements_said_after_them(school):
     """'how many distinct students are enrolled in courses': students with some course, not courses."""
     prediction, rows = rules_answer(school, "school", "How many distinct students are enrolled in courses?")
     assert count_of(rows) == 3, prediction["pipeline"]
+
+
+CATEGORIES = [{"category_code": "Food", "Products": [
+                  {"sku": 1, "title": "bread", "Order_Items": [{"order_id": 7}, {"order_id": 7}, {"order_id": 8}]},
+                  {"sku": 2, "title": "milk", "Order_Items": [{"order_id": 7}]}]},
+              {"category_code": "Books", "Products": [
+                  {"sku": 3, "title": "atlas", "Order_Items": [{"order_id": 8}]}]}]
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("shop"), {"shop": {"Product_Categories": CATEGORIES}})
+
+
+def test_distinct_elements_per_group_inside_them_count_what_names_them(shop):
+    """'how many different products in each order id', orders inside products: order 7 holds
+    bread twice and milk once, two products."""
+    prediction, rows = rules_answer(shop, "shop", "How many different products correspond to each order id?")
+    assert {r["order_id"]: r["count"] for r in rows} == {7: 2, 8: 2}, prediction["pipeline"]

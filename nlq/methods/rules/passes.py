@@ -551,14 +551,22 @@ def read_distinct_counts(s: State) -> None:
 
 
 def distinct_field(s: State, at: int) -> Field | None:
-    """The field named at word `at` and not grouped by: a mention starting there, else the one
-    `<noun>_id` reference the plural there names ('unique customers': `customer_id`)."""
+    """The field named at word `at` and not grouped by: a mention starting there, else what names
+    the elements of the array the plural there names, else the one `<noun>_id` reference it
+    names ('unique customers': `customer_id`)."""
     m = next((m for m in s.mentions if m.start == at), None)
     if m is not None:
         return m.field if m.field not in s.ir.group_by and m.field.kind != "array" and not quantity_noun(m.field) \
             else None  # (a stored quantity, `no_of_customers`, holds how many: not what they are)
     if at >= len(s.q.raw) or at not in s.plural:
         return None
+    array = array_named(s.q, at, s.fields, top_level=False) if at in s.entities else None
+    if array is not None:
+        # 'how many different products in each order', orders inside products: one row per order of a
+        # product, so what names each product is counted (groups outside the elements count them)
+        key = element_key(array, s.fields)
+        inside = all(any(a.startswith(array.mql + ".") for a in g.arrays) for g in s.ir.group_by)
+        return key if inside and key is not None and key not in s.ir.group_by else None
     refs = [f for f in s.fields if f.kind != "array" and len(f.words) == 2 and f.words[1] == "id"
             and word_match(s.q.stems[at], f.words[0]) >= 0.85 and f not in s.ir.group_by]
     return refs[0] if len(refs) == 1 else None
