@@ -110,3 +110,19 @@ def test_distinct_elements_per_group_inside_them_count_what_names_them(shop):
     bread twice and milk once, two products."""
     prediction, rows = rules_answer(shop, "shop", "How many different products correspond to each order id?")
     assert {r["order_id"]: r["count"] for r in rows} == {7: 2, 8: 2}, prediction["pipeline"]
+
+
+CUSTOMERS = [{"customer_id": i, "customer_first_name": name} for i, name in enumerate(["Ann", "Bob", "Cy", "Di"], 1)]
+ACCOUNTS = [{"account_id": 10 + i, "customer_id": owner, "account_name": f"acc{i}"}
+            for i, owner in enumerate([1, 1, 2, 2, 2, 3])]
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("bank"), {"bank": {"Customers": CUSTOMERS, "Accounts": ACCOUNTS}})
+
+
+def test_documents_counted_through_a_reference_are_its_distinct_values(bank):
+    """'how many customers have an account' over Accounts: three customers, not six accounts."""
+    prediction, rows = rules_answer(bank, "bank", "How many customers have an account?")
+    assert count_of(rows) == 3, prediction

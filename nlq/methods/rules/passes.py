@@ -550,6 +550,26 @@ def read_distinct_counts(s: State) -> None:
             return
 
 
+def read_counted_references(s: State) -> None:
+    """'how many customers have an account' over Accounts, each joined to the one customer it
+    refers to (by that collection's identifier): the customers counted are the distinct
+    references, not the accounts that reach them — overall, or per group."""
+    ir = s.ir
+    join = next((j for j in ir.joins if j[0] == ir.grain), None)
+    if join is None or not ir.count or ir.aggregates or ir.distinct_count is not None or ir.outputs:
+        return
+    _, other, local, foreign = join
+    target = identifier(s.index, other, s.grounding.schema.get(other, []))
+    ref = next((f for f in s.fields if f.mql == local and f.kind == "scalar"), None)
+    if target is None or target.mql != foreign or ref is None or ref in ir.group_by:
+        return
+    if ir.group_by:
+        ir.distinct_count = ref
+    else:
+        ir.outputs, ir.distinct = [ref], True
+    ir.grain = None
+
+
 def distinct_field(s: State, at: int) -> Field | None:
     """The field named at word `at` and not grouped by: a mention starting there, else what names
     the elements of the array the plural there names, else the one `<noun>_id` reference it
@@ -920,7 +940,8 @@ def plan_traversal(s: State) -> None:
 
 
 PASSES = (read_limits, read_having, read_filters, read_literals, read_counts, read_grouping, read_aggregates,
-          read_order, read_outputs, read_distinct_counts, read_per_group, read_entity_presence, read_coverage, plan_traversal)
+          read_order, read_outputs, read_distinct_counts, read_counted_references,
+          read_per_group, read_entity_presence, read_coverage, plan_traversal)
 
 
 def read(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,
