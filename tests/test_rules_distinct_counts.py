@@ -126,3 +126,9 @@ def test_documents_counted_through_a_reference_are_its_distinct_values(bank):
     """'how many customers have an account' over Accounts: three customers, not six accounts."""
     prediction, rows = rules_answer(bank, "bank", "How many customers have an account?")
     assert count_of(rows) == 3, prediction
+
+
+def test_a_distinct_word_before_a_modifier_of_another_noun_is_read(world):
+    """'how many different bank kinds': the documents' name modifies what is counted; unread, it is said."""
+    prediction, _ = rules_answer(world, "loans", "How many different bank kinds are there?")
+    assert {"word": "different", "kind": "operation"} in prediction["unresolved"], prediction["pipeline"]

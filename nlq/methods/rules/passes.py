@@ -600,8 +600,9 @@ def count_distinct_words(s: State) -> list[int]:
 
 def distinct_asked(s: State) -> dict[int, str]:
     """The count's distinct words a reading must read, by position: not those qualifying the
-    documents counted (each document distinct already)."""
-    return {at: "distinct" for at in count_distinct_words(s) if at + 1 not in s.entities}
+    documents counted (each document distinct already), a plural naming them ('distinct
+    students', not 'distinct membership tiers')."""
+    return {at: "distinct" for at in count_distinct_words(s) if at + 1 not in s.entities & s.plural}
 
 
 def distinct_named(q: Question, mentions: list[Mention], outputs: list[Field]) -> list[Field]:
