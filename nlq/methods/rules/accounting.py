@@ -24,9 +24,10 @@ every sale. A word states a constraint when it is, and no pass used it:
   by, a superlative ('the fewest', 'the most', 'top') when the reading ranks
   nothing — it neither picks the first rows of an order, nor sorts as asked,
   nor takes a maximum or a minimum —, a count ('how many', 'the number of')
-  the reading does not count, or a grouping ('for each', 'per') when it
-  summarizes all the documents as one ('how many reviews does each director
-  have' counted over every review);
+  the reading does not count, a distinct word after a count ('how many
+  different cities') when it counts no distinct values, or a grouping ('for
+  each', 'per') when it summarizes all the documents as one ('how many reviews
+  does each director have' counted over every review);
 - `qualifier`: a word no pass placed standing before a word naming the data
   ('premium customers') or after a copula ending the clause ('that are open');
 - `output`: a noun phrase listed with a shown field that names no field
@@ -164,12 +165,15 @@ def unordered_limit(ir: IR) -> bool:
 
 def carried_out(operation: str | None, ir: IR) -> bool:
     """The reading does what an asked `operation` says (None: nothing asked): a "count" counts
-    (documents, elements, per group, or ranks by a count); a "group" forms groups, or sizes
+    (documents, elements, per group, or ranks by a count); a "distinct" count counts distinct
+    values; a "group" forms groups, or sizes
     arrays per document, or summarizes nothing (so 'the name of each player' lists them)."""
     if operation == "count":
         return bool(ir.count or ir.sizes or ir.having or ir.conditions) or any(
             op in ("$sum", "$count") for op, _ in ir.aggregates) or any(
             k == "count" or isinstance(k, tuple) for k, _ in ir.sort)
+    if operation == "distinct":  # 'how many different cities': distinct values counted, overall or per group
+        return ir.distinct_count is not None or ir.distinct and bool(ir.outputs) and not ir.group_by
     if operation == "group":
         return not (ir.count or ir.aggregates) or bool(
             ir.group_by or ir.sizes or ir.presort or ir.conditions or ir.having or ir.expand)

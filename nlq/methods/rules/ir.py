@@ -97,6 +97,7 @@ class IR:
     count: bool = False
     count_asked: bool = False  # the question asks for the count ('how many'), not only ranks by it
     distinct: bool = False
+    distinct_count: Field | None = None  # the field whose distinct values each group's count counts
     sort: list[tuple[object, int]] = field(default_factory=list)  # (Field | "count" | agg name, dir)
     default_sort: bool = False  # `sort` is the default order (ordering.default_order), not one the question asks
     limit: int | None = None
@@ -129,7 +130,8 @@ class IR:
 
     def read_fields(self) -> list[Field]:
         """Every field the reading reads: filtered, shown, grouped, sized, aggregated or sorted on."""
-        return [f.field for f in self.filters] + [f.other for f in self.filters if f.other] + self.outputs + self.group_by + self.sizes + [
+        return [f.field for f in self.filters] + [f.other for f in self.filters if f.other] + self.outputs + \
+            self.group_by + self.sizes + [f for f in (self.distinct_count,) if f is not None] + [
             f for _, f in self.aggregates if f is not None] + [k for k, _ in self.sort if isinstance(k, Field)] + [
             k[1] for k, _ in self.sort if isinstance(k, tuple)]
 
@@ -144,6 +146,7 @@ class IR:
             "group_by": [f.mql for f in self.group_by],
             "aggregates": [{"op": op, "path": f.mql if f else None} for op, f in self.aggregates],
             "count": self.count, "count_asked": self.count_asked, "distinct": self.distinct,
+            "distinct_count": self.distinct_count.mql if self.distinct_count else None,
             "sort": [{"key": k.mql if isinstance(k, Field) else (f"$size:{k[1].mql}" if isinstance(k, tuple) else k),
                       "dir": d} for k, d in self.sort],
             "limit": self.limit, "round": self.round, "having": list(self.having),

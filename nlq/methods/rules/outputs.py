@@ -331,7 +331,7 @@ def plan_unwinds(ir: IR) -> list[str]:
     filters are matched in place (implicit array traversal), not unwound."""
     needed: list[str] = []
     referenced = list(ir.outputs) + list(ir.group_by) + [f for _, f in ir.aggregates if f is not None]
-    referenced += [k for k, _ in ir.sort if isinstance(k, Field)]
+    referenced += [k for k, _ in ir.sort if isinstance(k, Field)] + [f for f in (ir.distinct_count,) if f is not None]
     for f in referenced:
         for a in f.arrays:
             if a != f.mql and a not in needed:
@@ -373,7 +373,7 @@ def plan_expansions(ir: IR) -> list[str]:
     """Dynamic maps the question ranges over: referenced through `<*>` with no
     witnessed key (those are addressed directly), outermost first."""
     referenced = list(ir.outputs) + list(ir.group_by) + [f for _, f in ir.aggregates if f is not None]
-    referenced += [k for k, _ in ir.sort if isinstance(k, Field)]
+    referenced += [k for k, _ in ir.sort if isinstance(k, Field)] + [f for f in (ir.distinct_count,) if f is not None]
     referenced += [f.field for f in ir.filters if not f.size and f.key_of is None]
     maps = [m for f in referenced for m in f.maps] + [m for a in ir.unwinds for m in _maps_of(a)]
     expand: list[str] = []

@@ -505,6 +505,11 @@ def read_outputs(s: State) -> None:
         if ir.distinct:
             if before:  # "different denominations and the number of schools": a count per value
                 ir.group_by, ir.outputs, ir.distinct = [f for f in ir.outputs if f.mql in before], [], False
+            elif distinct_documents(s):  # 'how many distinct students are enrolled in courses'
+                ir.distinct = False
+                counted_distinct(s, [])
+            else:  # 'how many unique cities have bank branches': the cities' values, counted
+                counted_distinct(s, distinct_named(q, mentions, ir.outputs))
         elif ir.grain and "." not in ir.grain and not any(ir.grain in f.arrays for f in inside) \
                 and not all(repeats(s.index, f) for f in ir.outputs):
             # "products and the number of complaints": one row per product, its array's size
@@ -527,6 +532,112 @@ def read_outputs(s: State) -> None:
     if ir.count and ir.grain and ir.group_by and not s.grain:
         # (the keys now known: of several arrays the count's noun names, the one inside their elements)
         ir.grain = count_grain(q, fields, s.collection, ir.group_by) or ir.grain
+
+
+def read_distinct_counts(s: State) -> None:
+    """'how many unique customers hold each card type': each group's count counts the distinct
+    values of what the distinct word after the count phrase names (a field, or the `<noun>_id`
+    reference its plural names), not the group's documents."""
+    q, ir = s.q, s.ir
+    if not (ir.count and ir.group_by) or ir.aggregates:
+        return
+    for c in count_phrases(s):
+        at = q.word_at(c.end())
+        if q.raw[at:at + 1] and q.raw[at] in DISTINCT_WORDS:
+            counted = distinct_field(s, at + 1)
+            if counted is not None:
+                ir.distinct_count = counted
+                ir.outputs = [f for f in ir.outputs if f is not counted]
+                s.consumed.add(at + 1)
+            return
+
+
+def read_counted_references(s: State) -> None:
+    """'how many customers have an account' over Accounts, each joined to the one customer it
+    refers to (by that collection's identifier): the customers counted are the distinct
+    references, not the accounts that reach them — overall, or per group."""
+    ir = s.ir
+    join = next((j for j in ir.joins if j[0] == ir.grain), None)
+    if join is None or not ir.count or ir.aggregates or ir.distinct_count is not None or ir.outputs:
+        return
+    _, other, local, foreign = join
+    target = identifier(s.index, other, s.grounding.schema.get(other, []))
+    ref = next((f for f in s.fields if f.mql == local and f.kind == "scalar"), None)
+    if target is None or target.mql != foreign or ref is None or ref in ir.group_by:
+        return
+    if ir.group_by:
+        ir.distinct_count = ref
+    else:
+        ir.outputs, ir.distinct = [ref], True
+    ir.grain = None
+
+
+def distinct_field(s: State, at: int) -> Field | None:
+    """The field named at word `at` and not grouped by: a mention starting there, else what names
+    the elements of the array the plural there names, else the one `<noun>_id` reference it
+    names ('unique customers': `customer_id`)."""
+    m = next((m for m in s.mentions if m.start == at), None)
+    if m is not None:
+        return m.field if m.field not in s.ir.group_by and m.field.kind != "array" and not quantity_noun(m.field) \
+            else None  # (a stored quantity, `no_of_customers`, holds how many: not what they are)
+    if at >= len(s.q.raw) or at not in s.plural:
+        return None
+    array = array_named(s.q, at, s.fields, top_level=False) if at in s.entities else None
+    if array is not None:
+        # 'how many different products in each order', orders inside products: one row per order of a
+        # product, so what names each product is counted (groups outside the elements count them)
+        key = element_key(array, s.fields)
+        inside = all(any(a.startswith(array.mql + ".") for a in g.arrays) for g in s.ir.group_by)
+        return key if inside and key is not None and key not in s.ir.group_by else None
+    refs = [f for f in s.fields if f.kind != "array" and len(f.words) == 2 and f.words[1] == "id"
+            and word_match(s.q.stems[at], f.words[0]) >= 0.85 and f not in s.ir.group_by]
+    return refs[0] if len(refs) == 1 else None
+
+
+def count_distinct_words(s: State) -> list[int]:
+    """The positions of the distinct words right after a count phrase ('how many different cities')."""
+    q = s.q
+    return [at for at in (q.word_at(c.end()) for c in count_phrases(s)) if q.raw[at:at + 1] and q.raw[at] in DISTINCT_WORDS]
+
+
+def distinct_asked(s: State) -> dict[int, str]:
+    """The count's distinct words a reading must read, by position: not those qualifying the
+    documents counted (each document distinct already), a plural naming them ('distinct
+    students', not 'distinct membership tiers')."""
+    return {at: "distinct" for at in count_distinct_words(s) if at + 1 not in s.entities & s.plural}
+
+
+def distinct_named(q: Question, mentions: list[Mention], outputs: list[Field]) -> list[Field]:
+    """The shown fields a distinct word stands right before ('unique cities', 'different
+    status codes'): the values a count of distinct values counts (the others, said after
+    them, are what those values' documents have)."""
+    return [m.field for m in mentions if m.field in outputs and m.start > 0 and q.raw[m.start - 1] in DISTINCT_WORDS]
+
+
+def distinct_documents(s: State) -> bool:
+    """A count's distinct word stands before the collection's own name, its head noun ('how many
+    distinct students' in Students): its documents, each one distinct, are counted."""
+    head = split_name(s.collection)[-1:]
+    named = {i for m in s.mentions for i in range(m.start, m.end)}  # ('distinct card types': a field's name)
+    return bool(head) and any(at + 1 in s.entities - named and at + 2 not in named
+                              and word_match(s.q.stems[at + 1], head[0]) >= 0.85 for at in count_distinct_words(s))
+
+
+def counted_distinct(s: State, keys: list[Field]) -> None:
+    """Count the distinct values of `keys` alone (none: the documents); a plural naming a field beside them inside
+    an array they are not in says its documents have such elements ('how many different
+    schools have taken part in basketball games'): those with some are counted."""
+    ir = s.ir
+    if not keys and ir.distinct:
+        return
+    for m in s.mentions:
+        if m.field not in ir.outputs or m.field in keys or not s.plural & set(range(m.start, m.end)):
+            continue
+        array = next((a for a in m.field.arrays if not any(a in k.arrays for k in keys)), None)
+        present = next((g for g in s.fields if g.mql == array), None)
+        if present is not None and not any(g.field is present and g.size for g in ir.filters):
+            ir.filters.append(Filter(present, "$gte", 1, size=True))
+    ir.outputs = keys
 
 
 # Words that open a question before what it asks for ('show all', 'what are the distinct').
@@ -843,6 +954,7 @@ def read_coverage(s: State) -> None:
     # the operations the question asks by phrase: a count's last word, a grouping's
     asked = {q.word_at(m.end()) - 1: "group" for m in GROUP_PATTERNS.finditer(s.lower)}
     asked.update({q.word_at(c.end()) - 1: "count" for c in count_phrases(s)})
+    asked.update(distinct_asked(s))
     ir.constraints = constraints(q, grounded, missed - here, ir, heads, loose, asked)
     # 'the names and outcomes of battles' with no field for 'outcomes': a listed output left out
     uncovered = set(content) - set(covered)
@@ -874,7 +986,8 @@ def plan_traversal(s: State) -> None:
 
 
 PASSES = (read_limits, read_having, read_filters, read_literals, read_counts, read_grouping, read_aggregates,
-          read_order, read_outputs, read_per_group, read_sums, read_entity_presence, read_coverage, plan_traversal)
+          read_order, read_outputs, read_distinct_counts, read_counted_references, read_per_group, read_sums,
+          read_entity_presence, read_coverage, plan_traversal)
 
 
 def read(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.text import normalize, word_spans
 from nlq.methods.rules.paraphrase import canonical
-from nlq.methods.rules.vocabulary import COMPOUND_WORDS, RELATED_ROOTS, SUPERLATIVES, SYNONYMS, WORD_NUMBERS
+from nlq.methods.rules.vocabulary import (COMPOUND_WORDS, DISTINCT_WORDS, RELATED_ROOTS, SUPERLATIVES, SYNONYMS,
+                                          WORD_NUMBERS)
 from nlq.methods.rules.ir import Field, Mention
 from nlq.methods.rules.schema import split_name
 
@@ -622,14 +623,17 @@ def counts_plural(q: Question, m: Mention) -> bool:
 def counts_entity(q: Question, m: Mention, entities: set[int]) -> bool:
     """'the count of all the debates' beside a stored `Num_of_Audience`: a mention made of
     'number of' alone, the collection's own name after it, counts the documents; it names
-    no stored quantity (which is named by what it counts: 'the number of audience')."""
+    no stored quantity (which is named by what it counts: 'the number of audience'); nor does
+    one that counts distinct values of something else ('the number of different cities' beside
+    a stored `no_of_customers`)."""
     stems = q.stems[m.start:m.end]
     if m.share >= 1.0 or "number" not in stems or "of" not in q.raw[m.start:m.end + 1] or not all(
             w in QUANTITY_WORDS or w in TEXT_STOPWORDS for w in stems):
         return False
-    after = [i for i in range(m.end, len(q.raw)) if q.raw[i] not in TEXT_STOPWORDS][:3]
+    after = [i for i in range(m.end, len(q.raw)) if q.raw[i] not in TEXT_STOPWORDS | DISTINCT_WORDS][:3]
     counted = set(m.field.words) - QUANTITY_WORDS - {"of"}  # 'the number of bank customers': `no_of_customers`
-    return bool(after) and after[0] in entities and not any(q.stems[i] in counted for i in after)
+    distinct = bool(after) and any(q.raw[i] in DISTINCT_WORDS for i in range(m.end, after[0]))
+    return bool(after) and (after[0] in entities or distinct) and not any(q.stems[i] in counted for i in after)
 
 
 def select_mentions(mentions: list[Mention], collection: str, entity_positions: set[int],

@@ -233,7 +233,11 @@ def render(ir: IR) -> list[dict]:
         if ir.group_by:
             for f in extra:
                 group[_key_name(f)] = {"$first": _ref(f, ir)}
+        if "count" in group and ir.distinct_count is not None:
+            group["count"] = {"$addToSet": _ref(ir.distinct_count, ir)}  # its distinct values, then how many
         pipeline.append({"$group": group})
+        if "count" in group and ir.distinct_count is not None:
+            pipeline.append({"$addFields": {"count": {"$size": "$count"}}})
         if ir.having and "count" in group:
             pipeline.append({"$match": {"count": {ir.having[0]: ir.having[1]}}})
         for k, op, value in ir.conditions:
