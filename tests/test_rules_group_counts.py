@@ -44,3 +44,9 @@ def test_a_unit_keeps_the_comparison_of_the_field(world):
     """'over 200 centimeters' is a height, not a count of documents (there are only six)."""
     prediction, rows = rules_answer(world, "town", "Give the names of people taller than 200 centimeters.")
     assert sorted(r["Name"] for r in rows) == ["P2", "P5"], prediction["pipeline"]
+
+
+def test_at_least_one_says_that_some_exists_and_counts_nothing(world):
+    """'at least one visitor' asks that one exists: it is no condition on a count per home town."""
+    prediction, _ = rules_answer(world, "town", "How many home towns have at least one visitor?")
+    assert not prediction["ir"]["having"], prediction["pipeline"]

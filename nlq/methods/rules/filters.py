@@ -422,6 +422,8 @@ def _unnamed_count(q: Question, at: int, value, mentions: list[Mention], fields:
     documents = max((f.present for f in fields if not f.arrays), default=0)
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= documents:
         return False  # (no group counts more documents than the collection holds)
+    if value == 1 and q.raw[max(0, at - 3):at - 1] == ["at", "least"]:
+        return False  # 'patients with at least one reading above 4.5': that some exists, no count of them
     if q.raw[at:at + 1] and q.raw[at] in KINDS and q.raw[at + 1:at + 2] == ["of"]:
         at += 2  # 'three or fewer types of wines': the noun after
     if at >= len(q.raw):
