@@ -23,7 +23,7 @@ GROUPS = {
     "foundation": ("nlq.errors", "nlq.text", "nlq.examples", "nlq.profiles"),
     "io": ("nlq.io", "nlq.importers", "nlq.shard"),
     "backends": ("nlq.backends",),
-    "grounding": ("nlq.index", "nlq.card", "nlq.witness"),
+    "grounding": ("nlq.index", "nlq.card", "nlq.witness", "nlq.probe"),
     "llm": ("nlq.llm",),
     "generation": ("nlq.methods", "nlq.generate", "nlq.repair", "nlq.selection", "nlq.feedback", "nlq.gate",
                    "nlq.memory", "nlq.ledger"),
