@@ -144,32 +144,38 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
 
     index, how = grounding_index(backend, db, cache=cache, warn=warn)
     t = lap("index", started)
-    record, = witness.run([{"db": db, "question": question}], {db: index}, max_question_chars=max_question_chars)
+
+    def witnessed_on(index: dict) -> dict:
+        found, = witness.run([{"db": db, "question": question}], {db: index}, max_question_chars=max_question_chars)
+        return found
+
+    def context_on(indexes: dict, client=model) -> generate.Context:
+        return generate.Context(indexes, backend=backend, model=client,
+                                **{"timeout": timeout, "max_rows": max_rows, **(options or {})})
+
+    def probed_into(index: dict, terms: list[str]) -> tuple[dict, list[dict]]:
+        """`index` with the `terms` the database holds and it does not, and what was found."""
+        found = probe.probe(backend, index, terms)
+        return probe.augmented(index, found), _probed(found)
+
+    witnessed = witnessed_on(index)
     probed: list[dict] = []
-    if probe_values and not io.has_failure(record):  # literals the sample missed, asked of the database
-        found = probe.probe(backend, index, probe.literals(question, record.get("witnesses") or ()))
-        if found:
-            index = probe.augmented(index, found)
-            probed = _probed(found)
-            record, = witness.run([{"db": db, "question": question}], {db: index},
-                                  max_question_chars=max_question_chars)
+    if probe_values and not io.has_failure(witnessed):  # literals the sample missed, asked of the database
+        index, probed = probed_into(index, probe.literals(question, witnessed.get("witnesses") or ()))
+        if probed:
+            witnessed = witnessed_on(index)
     t = lap("witness", t)
     indexes = {db: index}
-    context = generate.Context(indexes, backend=backend, model=model,
-                               **{"timeout": timeout, "max_rows": max_rows, **(options or {})})
-    witnessed = record
+    context = context_on(indexes)
     record, = generate.run([witnessed], method, context, max_question_chars=max_question_chars)
-    left = _left_out_words(record.get("prediction") or {})
-    if probe_values and model is None and left:  # words a reading left out: asked of the database too
-        found = probe.probe(backend, index, probe.literals("", (), left))
-        if found:
-            index = probe.augmented(index, found)
-            probed += _probed(found)
+    left = _left_out_words(record.get("prediction") or {}) if probe_values and model is None else []
+    if left:  # words a reading left out: asked of the database too, and the question read again
+        index, more = probed_into(index, probe.literals("", (), left))
+        if more:
+            probed += more
             indexes = {db: index}
-            context = generate.Context(indexes, backend=backend, model=model,
-                                       **{"timeout": timeout, "max_rows": max_rows, **(options or {})})
-            witnessed, = witness.run([{"db": db, "question": question}], indexes,
-                                     max_question_chars=max_question_chars)
+            context = context_on(indexes)
+            witnessed = witnessed_on(index)
             record, = generate.run([witnessed], method, context, max_question_chars=max_question_chars)
     others = []
     for name in also:
@@ -180,9 +186,8 @@ def run(question: str, backend, db: str, *, method: str = "rules", repair: bool 
             raise ModelConfigError("several models answer only with a method that calls a model")
         record = tag_system(record, model)
         for client in more_models:
-            own = generate.Context(indexes, backend=backend, model=client,
-                                   **{"timeout": timeout, "max_rows": max_rows, **(options or {})})
-            other, = generate.run([witnessed], method, own, max_question_chars=max_question_chars)
+            other, = generate.run([witnessed], method, context_on(indexes, client),
+                                  max_question_chars=max_question_chars)
             others.append(tag_system(other, client))
     t = lap("generate", t)
     record = _probed_reading(record, probed, warn)

@@ -36,6 +36,7 @@ from typing import Iterable
 
 from nlq.errors import NlqError
 from nlq.index import mql_path
+from nlq.mql.match import path_values
 from nlq.text import STOPWORDS, normalize
 from nlq.witness import CODE, QUOTED, TITLE
 
@@ -48,7 +49,6 @@ PROBE_TIMEOUT = 5.0    # seconds per probe query
 # thing (a city named "California" for the state); no data measures how often, so no answer
 # resting on one is reported as confident.
 MAX_CONFIDENCE = 0.7
-
 
 
 def literals(question: str, witnesses: Iterable[dict] = (), left_out: Iterable[str] = ()) -> list[str]:
@@ -94,10 +94,12 @@ def string_paths(index: dict) -> dict[str, list[str]]:
 
 def probe(backend, index: dict, terms: Iterable[str], *, timeout: float = PROBE_TIMEOUT) -> dict[str, list[dict]]:
     """{normalized literal: value matches} for the `terms` some string path of `index`'s database
-    stores, in the collections the index only sampled (see the module docstring). A query that fails (a timeout, a backend refusing the
-    `$regex`) probes nothing more in that collection; it is no error of the question."""
+    stores, in the collections the index only sampled (see the module docstring). A query that
+    fails (a timeout, a backend refusing the `$regex`) probes nothing more in that collection; it
+    is no error of the question."""
     db = index["db"]
-    wanted = {normalize(t): t for t in terms if normalize(t) and normalize(t) not in (index.get("values") or {})}
+    held = index.get("values") or {}
+    wanted = {key: t for key, t in ((normalize(t), t) for t in terms) if key and key not in held}
     if not wanted:
         return {}
     found: dict[str, list[dict]] = {}
@@ -137,23 +139,11 @@ def _holding(docs: list[dict], paths: list[str], key: str) -> set[tuple[str, str
     out = set()
     for doc in docs:
         for path in paths:
-            for value in _values_at(doc, path.split(".")):
-                if isinstance(value, str) and normalize(value) == key:
-                    out.add((path, value))
+            for reached in path_values(doc, tuple(path.split("."))):  # as the $match above reads it
+                for value in reached if isinstance(reached, list) else (reached,):
+                    if isinstance(value, str) and normalize(value) == key:
+                        out.add((path, value))
     return out
-
-
-def _values_at(value, parts: list[str]):
-    """The values at a dotted path, through arrays as MQL paths go."""
-    if isinstance(value, list):
-        for item in value:
-            yield from _values_at(item, parts)
-        return
-    if not parts:
-        yield value
-        return
-    if isinstance(value, dict) and parts[0] in value:
-        yield from _values_at(value[parts[0]], parts[1:])
 
 
 def _lattice_path(index: dict, coll: str, path: str) -> str:

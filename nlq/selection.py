@@ -394,8 +394,9 @@ class Selector:
     def probability(self, question: str, evidence: list[Evidence], cluster: int) -> float:
         """The calibrated probability that the result group `cluster` is right (0 when it is no
         executed group)."""
-        if self.for_evidence(evidence) is not self:
-            return self.for_evidence(evidence).probability(question, evidence, cluster)
+        judge = self.for_evidence(evidence)
+        if judge is not self:
+            return judge.probability(question, evidence, cluster)
         vector = features(question, evidence, self.system_reliability).get(cluster)
         if vector is None:
             return 0.0
@@ -406,8 +407,9 @@ class Selector:
         """The result group most likely right, with its calibrated confidence; where the choice
         model ties, the probability model decides, then more systems, then the group whose first
         candidate comes first."""
-        if self.for_evidence(evidence) is not self:
-            return self.for_evidence(evidence).choose(question, evidence)
+        judge = self.for_evidence(evidence)
+        if judge is not self:
+            return judge.choose(question, evidence)
         vectors = features(question, evidence, self.system_reliability)
         if not vectors:
             return Choice(None, 0.0)

@@ -51,6 +51,7 @@ from nlq.methods.rules.ir import IR
 from nlq.methods.rules.question import Question
 from nlq.methods.rules.vocabulary import (AGG_WORDS, FIELD_COMPARATIVES, NEGATIONS, STOPWORDS, SUPERLATIVES,
                                           WORD_NUMBERS)
+from nlq.witness import QUOTED
 
 KINDS = ("value", "comparison", "reference", "negation", "operation", "qualifier", "output")
 
@@ -63,7 +64,6 @@ COMPARATIVES = frozenset(
 NOUN_BOUNDS = frozenset({"above", "below", "beneath", "exceeding"})  # (not "under": "fall under each type")
 # Words a capital does not make a value ('I').
 _NOT_VALUES = frozenset({"i"})
-_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<!\w)'([^']+)'(?!\w)")
 _SENTENCE_END = re.compile(r"[.?!;:]\s*$")
 
 
@@ -248,7 +248,7 @@ def _bound_follows(q: Question, i: int, heads: frozenset = frozenset()) -> bool:
 
 def _quoted_positions(q: Question) -> set[int]:
     out: set[int] = set()
-    for m in _QUOTED.finditer(q.text):
+    for m in QUOTED.finditer(q.text):
         out.update(i for i, (s, e) in enumerate(q.spans) if s >= m.start() and e <= m.end())
     return out
 

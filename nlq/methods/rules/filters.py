@@ -302,8 +302,7 @@ DIRECTION = {"$gt": "up", "$gte": "up", "$lt": "down", "$lte": "down", "$eq": "e
 
 # Units after a number, and the measures they are of (a field named by one of them).
 UNIT_MEASURES = {
-    **dict.fromkeys(("meters", "metres", "meter", "metre", "feet", "foot", "ft", "m", "centimeters",
-                     "centimetres", "cm", "inches"),
+    **dict.fromkeys(("meters", "metres", "meter", "metre", "feet", "foot", "ft", "m"),
                     ("height", "elevation", "altitude", "length", "distance")),
     **dict.fromkeys(("centimeters", "centimetres", "cm", "millimeters", "millimetres", "mm", "inches", "in"),
                     ("height", "length", "width")),
