@@ -92,11 +92,8 @@ def main() -> None:
         select_fit.prepare_groups(trained)
         select_fit.report(label, select_fit.evaluate(records, trained))
     # one system with its alternatives (rules --candidates | repair), on both splits
-    pooled = select_fit.load(str(evidence), ("kimi-k3-direct", "kimi-k3-sql-pivot"))
     more = train_a_evidence()
-    if more is not None:
-        pooled += select_fit.load(str(more))
-    select_fit.prepare_groups(pooled)
+    pooled = select_fit.one_system([str(evidence)] + ([str(more)] if more else []), "rules")
     select_fit.report("rules with its alternatives (shared" + (" + train-a)" if more else ")"),
                       select_fit.evaluate(pooled))
 

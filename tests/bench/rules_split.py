@@ -46,7 +46,7 @@ def run(split: str, phrasings: set[int] | None = None, dbs: set[str] | None = No
         kept = [p for p in predicted if _same(p, against.get(p["id"]))]
         predicted = [p for p in predicted if not _same(p, against.get(p["id"]))]
         rows = [{**against[p["id"]], "confidence": (p.get("prediction") or {}).get("confidence"),
-                 "unresolved": [u["kind"] for u in (p.get("prediction") or {}).get("unresolved") or ()]} for p in kept]
+                 "unresolved": _left_out(p.get("prediction") or {})} for p in kept]
     else:
         rows = []
     for record, strict in zip(score.run(predicted, backend), score.run(predicted, backend, beta=0)):
@@ -56,8 +56,13 @@ def run(split: str, phrasings: set[int] | None = None, dbs: set[str] | None = No
                      "outcome": record["score"].get("outcome"),
                      "gold_rows": record["score"].get("gold_rows"), "pred_rows": record["score"].get("pred_rows"), "collection": prediction.get("collection"),
                      "pipeline": prediction.get("pipeline"), "confidence": prediction.get("confidence"),
-                     "unresolved": [u["kind"] for u in prediction.get("unresolved") or ()]})
+                     "unresolved": _left_out(prediction)})
     return rows
+
+
+def _left_out(prediction: dict) -> list[str]:
+    """The kinds of the words a reading left out (`prediction.unresolved`), in question order."""
+    return [u["kind"] for u in prediction.get("unresolved") or ()]
 
 
 def _same(record: dict, earlier: dict | None) -> bool:

@@ -105,10 +105,12 @@ def cache(runs: list[str], data: str, index_path: str, out: str, limit: int | No
 
 # -- fit --------------------------------------------------------------------------------------------
 
-def load(path: str, without: tuple = (), alternatives: bool = True, confidences: bool = True) -> list[dict]:
-    """The cached records (those whose gold runs), without the systems in `without`, unless
-    `alternatives` with each run's prediction only (not the `candidates` it carries), and unless
-    `confidences` with no candidate's calibrated confidence (an ablation)."""
+def load(path: str, without: tuple = (), alternatives: bool = True, confidences: bool = True,
+         only: str | None = None) -> list[dict]:
+    """The cached records (those whose gold runs), without the systems in `without` (with `only`,
+    every system but that one; a run's empty submission, no vote, stays), unless `alternatives`
+    with each run's prediction only (not the `candidates` it carries), and unless `confidences`
+    with no candidate's calibrated confidence (an ablation)."""
     out = []
     for line in open(path, "rb"):
         doc = orjson.loads(line)
@@ -116,7 +118,8 @@ def load(path: str, without: tuple = (), alternatives: bool = True, confidences:
             continue
         primary = set(doc.get("primary") or ())
         evidence = [Evidence.from_json(e) for e in doc["evidence"]]
-        evidence = [e for e in evidence if e.system not in without and (alternatives or e.position in primary)]
+        evidence = [e for e in evidence if e.system not in without and (only is None or e.system in ("", only))
+                    and (alternatives or e.position in primary)]
         if not confidences:
             for e in evidence:
                 e.confidence = None
@@ -127,6 +130,14 @@ def load(path: str, without: tuple = (), alternatives: bool = True, confidences:
         out.append({"id": doc["id"], "db": doc["db"], "question": doc["question"], "evidence": evidence,
                     "primary": primary, "right": right, "right_pos": by_position})
     return out
+
+
+def one_system(paths: list[str], system: str, confidences: bool = True) -> list[dict]:
+    """The cached records of `paths` with `system`'s candidates only, its alternatives included
+    (what the one-system model, `Selector.single`, is fitted and measured on), groups prepared."""
+    records = [r for path in paths for r in load(path, (), True, confidences, only=system)]
+    prepare_groups(records)
+    return records
 
 
 def subsets(records: list[dict]) -> list[dict]:
@@ -449,11 +460,7 @@ def main(argv=None) -> None:
                evaluate(tested, trained))
     single = None
     if args.single:  # one system's own alternatives: a model of their own
-        alone = load(args.evidence, tuple(set(systems_of(records)) - {args.single}), True, not args.no_confidences)
-        for path in args.single_also:
-            alone += [r for r in load(path, (), True, not args.no_confidences)
-                      if {e.system for e in r["evidence"]} <= {args.single}]
-        prepare_groups(alone)
+        alone = one_system([args.evidence, *args.single_also], args.single, not args.no_confidences)
         if not args.no_eval:
             report(f"one system ({args.single}) with its alternatives", evaluate(alone, alone))
         single = fit_selector(alone) if args.output else None
