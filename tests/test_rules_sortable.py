@@ -145,3 +145,15 @@ def test_an_order_naming_no_key_over_counts_per_group_orders_by_the_count(tmp_pa
     world = rules_world(tmp_path, {"gas": {"gas_station": stations}})
     _, rows = rules_answer(world, "gas", "What is the count of gas stations at each location, organized in descending order?")
     assert [(r["Location"], r["count"]) for r in rows] == [("Elm", 3), ("Oak", 2), ("Ash", 1)]
+
+
+@pytest.mark.parametrize("question", ["Sort the names of products in ascending order of their price.",
+                                      "Arrange the product names in descending order of price.",
+                                      "List the names of products in ascending order of price."])
+def test_order_of_after_a_sort_verb_names_the_key_not_the_verbs_object(tmp_path, question):
+    docs = [{"name": n, "price": p} for n, p in (("pear", 3), ("apple", 9), ("fig", 1), ("kiwi", 5))]
+    prediction, rows = rules_answer(rules_world(tmp_path, {"shop": {"products": docs}}), "shop", question)
+    names = [r["name"] for r in rows]
+    expected = ["fig", "pear", "kiwi", "apple"]
+    assert names == (expected[::-1] if "descending" in question else expected)
+    assert all(set(r) == {"name"} for r in rows)

@@ -37,6 +37,9 @@ def detect_limit(q: Question, consumed: set[int]) -> tuple[int | None, int]:
 ORDER_BY_COUNT = re.compile(r"\w+\s+(?:of|by) (?:the |their |its )?(?:count\b|number of\b|number\b)")
 
 
+# "in ascending order of", "in order by" after another order word names the key itself.
+ORDER_OF = re.compile(r"\border (?:of|by)\b")
+
 ORDER_PHRASE = re.compile(r"\b(order(?:ed)?|sort(?:ed)?|rank(?:ed)?|arrange(?:d)?|organi[sz]ed|alphabetic(?:al|ally)?)\b"
                           r"(?:\s+\w+){0,6}")
 
@@ -62,6 +65,9 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
         window = lower[max(0, m.start() - 25):]  # "in descending order of", "ordered by X descending"
         direction = _direction(window)
         at = q.word_at(m.start())
+        said = ORDER_OF.search(lower, m.end(1), m.start() + 80) if m.group(1) != "order" else None
+        if said:  # "sort the names in ascending order of their price": the key follows 'order of'
+            at = q.word_at(said.start())
         by = re.search(r"\bby\b", lower[m.start():m.start() + 60])
         if by:  # "sort the names by their age": the key follows 'by'
             at = q.word_at(m.start() + by.end())
