@@ -90,6 +90,7 @@ SYNONYM_INDEX = {
         entry("trip", "departure_date", types={"date": 4}), entry("trip", "Duration", types={"int": 4}),
         entry("trip", "Home_city"), entry("trip", "first_name"), entry("trip", "login_name"),
         entry("trip", "Position"), entry("trip", "Score", types={"int": 4}),
+        entry("trip", "Birth_Place"), entry("trip", "job"), entry("trip", "Result"),
         entry("shop", "Shop_ID", types={"int": 4}), entry("shop", "Shop_Type"),
     ],
     "values": {},
@@ -101,6 +102,8 @@ def test_a_general_synonym_names_a_field():
                      SYNONYM_INDEX)
     assert {("origin", "departure"), ("destination", "arrival"), ("Duration", "length"), ("Position", "role"),
             ("Score", "rating")} <= said
+    said = mentioned("the birth location, occupation and outcome of each trip", "trip", SYNONYM_INDEX)
+    assert {("Birth_Place", "birth location"), ("job", "occupation"), ("Result", "outcome")} <= said
     # the field's own two words still name it in full
     assert ("departure_date", "departure date") in mentioned("the departure date of each trip", "trip", SYNONYM_INDEX)
     assert ("Shop_Type", "category") in mentioned("the category of each store", "shop", SYNONYM_INDEX)

@@ -16,7 +16,7 @@ def entry(collection, path, types=None):
 INDEX = {
     "db": "wars",
     "collections": {"battle": {"count": 4, "sampled": 4}},
-    "lattice": [entry("battle", "id", {"int": 4}), entry("battle", "name"), entry("battle", "result"),
+    "lattice": [entry("battle", "id", {"int": 4}), entry("battle", "name"), entry("battle", "casualties", {"int": 4}),
                 entry("battle", "date")],
     "values": {},
 }

@@ -179,6 +179,10 @@ SYNONYMS = {
     "movie": ("film", "movie"), "film": ("film", "movie"), "vessel": ("ship", "vessel"),
     "university": ("university", "school", "college"),
     "speed": ("speed", "velocity"), "velocity": ("velocity", "speed"),
+    "location": ("location", "place", "site"), "site": ("site", "location"),
+    "occupation": ("occupation", "job", "profession"), "job": ("job", "occupation", "profession"),
+    "profession": ("profession", "occupation", "job"), "outcome": ("outcome", "result"),
+    "result": ("result", "outcome"),
 }
 
 
