@@ -50,3 +50,21 @@ def test_at_least_one_says_that_some_exists_and_counts_nothing(world):
     """'at least one visitor' asks that one exists: it is no condition on a count per home town."""
     prediction, _ = rules_answer(world, "town", "How many home towns have at least one visitor?")
     assert not prediction["ir"]["having"], prediction["pipeline"]
+
+
+PATIENTS = [{"patient_id": i, "readings": [{"test": test, "value": value} for test, value in readings]}
+            for i, readings in enumerate([[("LDL", 3.1), ("LDL", 4.9)], [("LDL", 2.0)], [("HDL", 5.2), ("LDL", 4.6)],
+                                          [("LDL", 4.4), ("LDL", 3.9)], []])]
+
+
+@pytest.fixture(scope="module")
+def clinic(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("clinic"), {"clinic": {"patients": PATIENTS}})
+
+
+def test_at_least_one_element_above_a_bound_is_existence_not_a_size(clinic):
+    """'at least one reading above 4.5 mmol/L': one such reading exists; 'L' after the unit's '/' is no value."""
+    prediction, rows = rules_answer(clinic, "clinic", "How many patients have at least one LDL reading above 4.5 mmol/L?")
+    assert '"$gte": 1' not in str(prediction["pipeline"]).replace("'", '"'), prediction["pipeline"]
+    assert not {"l", "mmol"} & {u["word"].lower() for u in prediction.get("unresolved", [])}, prediction
+    assert rows and list(rows[0].values())[-1] in (2, 3), (prediction["pipeline"], rows)

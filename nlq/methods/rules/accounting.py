@@ -91,6 +91,8 @@ def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None
             continue
         if i in grounded:
             continue
+        if _unit_of_number(q, i):
+            continue  # '4.5 mmol/L', '120 km/h': the number's unit, no value of its own
         if i in quoted or _is_number(word) or _capitalized(q, i) and word not in STOPWORDS:
             found[i] = "value"
         elif word in COMPARATIVES and _bound_follows(q, i, heads):
@@ -222,6 +224,11 @@ CLAUSE_ENDS = COPULAS | {"and", "or", "but"}
 
 def _is_number(word: str) -> bool:
     return bool(re.fullmatch(r"-?\d+(?:\.\d+)?", word))
+
+
+def _unit_of_number(q: Question, i: int) -> bool:
+    """The word is the part after '/' of a unit written right after a number ('4.5 mmol/L')."""
+    return i >= 2 and q.raw[i].isalpha() and _is_number(q.raw[i - 2]) and q.text[q.spans[i - 1][1]:q.spans[i][0]] == "/"
 
 
 def _capitalized(q: Question, i: int) -> bool:

@@ -201,7 +201,8 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
     filters = []
     taken = set(consumed)  # phrases an earlier stage read (a HAVING count)
     bounded: set[tuple[int, str]] = set()  # (mention, direction) of the bounds read so far
-    for at, op, value, char_end in comparison_phrases(q):
+    phrases = comparison_phrases(q)
+    for at, op, value, char_end in phrases:
         if at in taken:
             continue
         after = q.word_at(char_end)
@@ -226,6 +227,8 @@ def detect_comparisons(q: Question, fields: list[Field], mentions: list[Mention]
         # ('the count of ratings higher than 3 stars': a numeric field named right after the number is
         # what is compared, not the size of the counted array)
         unit = next((m for m in numeric if m.start == after and m.start not in used), None)
+        if (op, value) == ("$gte", 1) and unit is None and any(other > at for other, *_ in phrases):
+            continue  # 'at least one reading above 4.5': that one exists; the bound after says which
         array = array_named(q, count[1], fields) if count and unit is None else None
         if array is not None:  # 'where the number of players is more than one': the array's size
             filters += size_bounds(array, op, value, at)
