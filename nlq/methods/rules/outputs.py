@@ -189,6 +189,26 @@ def listed_with(q: Question, shown: list[Mention], read: list[Mention]) -> list[
     return listed_run(shown, read, lambda a, b: _coordinated(q, a, b))
 
 
+def listed_beside(q: Question, heads: list[Mention], shown: list[Mention], entities: set[int]) -> list[Mention]:
+    """'the various types of competitions and the countries they are held in': the `shown` mentions
+    listed with the `heads`, also past the entity a head's 'of' phrase names (`entities`)."""
+    return listed_run(heads, shown, lambda a, b: _coordinated(q, a, b) or _owner_between(q, a, b, entities))
+
+
+def _owner_between(q: Question, first: Mention, second: Mention, entities: set[int]) -> bool:
+    """Between `first` and `second`: an 'of' phrase naming an entity, then list words that coordinate."""
+    at = first.end + 1
+    if q.raw[first.end:at] != ["of"]:
+        return False
+    while at < second.start and q.raw[at] in ("the", "all", "each", "every"):
+        at += 1
+    owner = at
+    while at < second.start and at in entities:
+        at += 1
+    gap = q.raw[at:second.start]
+    return at > owner and bool(gap) and list_words(gap) and bool(LIST_MARKERS & set(gap))
+
+
 def _coordinated(q: Question, first: Mention, second: Mention) -> bool:
     """`first` ends shortly before `second` starts, only list words (a comma or a coordinating one
     among them) between the two."""

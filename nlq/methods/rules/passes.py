@@ -40,8 +40,8 @@ from nlq.methods.rules.joins import ASKING, asked_collection, reach
 from nlq.methods.rules.ordering import (ORDER_PHRASE, default_order, detect_limit, detect_order, entity_limit,
                                         orders_here, sortable, superlative_limit)
 from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
-                                       grain_of, intent_word, listed_with, names_array, plan_expansions, plan_unwinds,
-                                       owned_twice, plural_attribute, unlisted_outputs, unrepresented, validate)
+                                       grain_of, intent_word, listed_beside, listed_with, names_array, plan_expansions,
+                                       plan_unwinds, owned_twice, plural_attribute, unlisted_outputs, unrepresented, validate)
 from nlq.methods.rules.question import (POSSESSIVES, Question, counts_entity, meaningful_mentions, mention_fields,
                                         name_span, names_quantity, order_words, quantity_noun, select_mentions,
                                         word_match)
@@ -476,6 +476,7 @@ def read_outputs(s: State) -> None:
             # a bare entity; 'which 5 drivers log the most hours': the entities, beside what ranks them
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities,
                                         "identified" in s.variant) + ir.outputs
+    distinct_listed(s)
     ir.outputs = full_names(q, ir.outputs, fields, mentions, s.entities)
     summed_quantities(s)
     ir.grain = s.grain or count_grain(q, fields, s.collection, ir.group_by) if ir.count else None
@@ -532,6 +533,22 @@ def read_outputs(s: State) -> None:
     if ir.count and ir.grain and ir.group_by and not s.grain:
         # (the keys now known: of several arrays the count's noun names, the one inside their elements)
         ir.grain = count_grain(q, fields, s.collection, ir.group_by) or ir.grain
+
+
+def distinct_listed(s: State) -> None:
+    """'the distinct positions of the players from a country ...', 'the different types of mills
+    built by ...': a set of values is what the distinct word stands before (and what is listed
+    with it, 'the different names and credit scores'); the fields named after it say whose
+    values they are, they are not shown beside them."""
+    ir = s.ir
+    if not ir.distinct or ir.count or ir.aggregates or ir.group_by:
+        return
+    heads = [m for m in s.mentions if m.field in ir.outputs and m.start > 0 and s.q.raw[m.start - 1] in DISTINCT_WORDS]
+    if not heads:
+        return
+    shown = [m for m in s.mentions if m.start not in s.used and m.field in ir.outputs]
+    kept = {m.field.mql for m in heads + listed_beside(s.q, heads, shown, s.entities)}
+    ir.outputs = [f for f in ir.outputs if f.mql in kept]
 
 
 def read_distinct_counts(s: State) -> None:
