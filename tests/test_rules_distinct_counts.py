@@ -132,3 +132,28 @@ def test_a_distinct_word_before_a_modifier_of_another_noun_is_read(world):
     """'how many different bank kinds': the documents' name modifies what is counted; unread, it is said."""
     prediction, _ = rules_answer(world, "loans", "How many different bank kinds are there?")
     assert {"word": "different", "kind": "operation"} in prediction["unresolved"], prediction["pipeline"]
+
+
+
+PEOPLE = [{"name": name, "job": job, "city": city} for name, job, city in [
+    ("Alice", "student", "Austin"), ("Bob", "engineer", "Austin"), ("Dan", "student", "Boise"),
+    ("Zach", "doctor", "Austin"), ("Eve", "engineer", "Reno")]]
+
+
+@pytest.fixture(scope="module")
+def people(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("people"), {"network": {"Person": PEOPLE}})
+
+
+@pytest.mark.parametrize("question, values", [("Count the number of cities where people live.", 3),
+                                              ("How many types of jobs do they have?", 3)])
+def test_a_count_of_a_shared_field_counts_its_values_once(people, question, values):
+    """'the number of cities where people live': three cities, not five people."""
+    prediction, rows = rules_answer(people, "network", question)
+    assert count_of(rows) == values, prediction["pipeline"]
+
+
+def test_a_count_of_the_documents_is_no_count_of_values(people):
+    """'how many people live in Austin': the documents, each one."""
+    prediction, rows = rules_answer(people, "network", "How many people live in Austin?")
+    assert count_of(rows) == 3, prediction["pipeline"]

@@ -518,6 +518,9 @@ def read_outputs(s: State) -> None:
             ir.sizes = [next(f for f in fields if f.mql == ir.grain)]
             ir.filters.append(Filter(ir.sizes[0], "$gt", 0, size=True))
             ir.count, ir.grain = False, None
+        elif not before and (values := counted_values(s)):  # 'how many cities do banks have': each city once
+            ir.distinct = True
+            counted_distinct(s, values)
         else:
             ir.group_by = [f for f in ir.outputs if f.mql in before]
             if not ir.group_by and ir.grain and per_document(q, lower, s.collection):
@@ -629,6 +632,26 @@ def distinct_named(q: Question, mentions: list[Mention], outputs: list[Field]) -
     status codes'): the values a count of distinct values counts (the others, said after
     them, are what those values' documents have)."""
     return [m.field for m in mentions if m.field in outputs and m.start > 0 and q.raw[m.start - 1] in DISTINCT_WORDS]
+
+
+# Nouns naming the sorts of a thing ('how many types of jobs': the jobs' values).
+SORTS = frozenset({"type", "types", "kind", "kinds", "sort", "sorts", "variety", "varieties"})
+
+
+def counted_values(s: State) -> list[Field]:
+    """'how many cities do banks have', 'the number of card types', 'how many types of jobs': a
+    count whose noun names, in the plural, the one field shown, whose values several documents share
+    (a category, not a label of each), counts those values, each once; [] for any other count."""
+    q = s.q
+    for c in count_phrases(s):
+        at = q.word_at(c.end())
+        at += q.raw[at:at + 1] == ["the"]
+        at += 2 if q.raw[at:at + 1] and q.raw[at] in SORTS and q.raw[at + 1:at + 2] == ["of"] else 0
+        m = next((m for m in s.mentions if m.start == at), None)
+        if m is not None and not m.entity and s.ir.outputs == [m.field] and m.field.kind == "scalar" \
+                and s.plural & set(range(m.start, m.end)) and repeats(s.index, m.field):
+            return [m.field]
+    return []
 
 
 def distinct_documents(s: State) -> bool:
