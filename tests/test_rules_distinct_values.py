@@ -37,3 +37,21 @@ def test_a_field_listed_past_the_values_owner_is_shown_too(world):
                                     "What are the different types of competitions and the countries they are held in?")
     assert sorted(tuple(sorted(r.values())) for r in rows) == [
         ("Cup", "Ireland"), ("Cup", "Spain"), ("Friendly", "Ireland")], prediction["pipeline"]
+
+
+SERVICES = [{"service_id": i, "service_type_code": kind, "Forms": [{"form_id": 10 * i + k, "form_type_code": form}
+                                                                   for k, form in enumerate(forms)]}
+            for i, (kind, forms) in enumerate([("Education", ["Basic", "Complex"]), ("Welfare", ["Basic"]),
+                                               ("Education", [])])]
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("services"), {"government": {"Services": SERVICES}})
+
+
+@pytest.mark.parametrize("question", ["What are the different types of forms?", "List all the types of forms."])
+def test_the_field_of_the_owner_an_of_phrase_names(services, question):
+    """'the types of forms': the forms' `form_type_code`, not the services' own type."""
+    prediction, rows = rules_answer(services, "government", question)
+    assert sorted(tuple(r.values()) for r in rows) == [("Basic",), ("Complex",)], prediction["pipeline"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nlq.methods.rules.accounting import constraints, ranks
 from nlq.methods.rules.aggregation import (aggregate_conditions, element_key, averaged_count, coordinated_aggregates,
@@ -107,6 +107,7 @@ class State:
         mentions = select_mentions(meaningful, collection, entities, plural,
                                    name_span(q, collection, fields) | order_words(q), q.stems, fields)
         mentions = [m for m in mentions if not counts_entity(q, m, entities) and not imperative(q, m)]
+        mentions = [owned_field(q, m, fields, collection) for m in mentions]
         # what only another collection explains, reached through a join edge (joins.py)
         ir.joins, fields, mentions, witnesses, named = reach(q, index, grounding, collection, fields, mentions,
                                                              meaningful, entities, witnesses)
@@ -129,6 +130,23 @@ _DETERMINERS = frozenset({"the", "all", "a", "an", "each", "every", "any", "thos
 def imperative(q: Question, m: Mention) -> bool:
     """'Name the nominee ...': the question's first word, a verb before a determiner, names no field."""
     return m.start == 0 and m.end == 1 and q.raw[0] == "name" and len(q.raw) > 1 and q.raw[1] in _DETERMINERS
+
+
+def owned_field(q: Question, m: Mention, fields: list[Field], collection: str) -> Mention:
+    """'the types of forms': a one-word mention whose 'of' phrase names its owner is the field
+    named by both (`form_type_code`, not another `service_type_code`), when one field is (the
+    collection's own documents as the owner, 'the ids of companies', own their fields)."""
+    at = m.end + 1
+    if m.end - m.start != 1 or q.raw[m.end:at] != ["of"]:
+        return m
+    while q.raw[at:at + 1] and q.raw[at] in _DETERMINERS:
+        at += 1
+    owner = list(itertools.takewhile(lambda w: w.isalpha() and w not in STOPWORDS, q.stems[at:at + 3]))
+    if not owner or any(word_match(o, w) >= 0.8 for o in owner for w in (*m.field.words, *split_name(collection))):
+        return m
+    named = [f for f in fields if f.kind == "scalar" and any(word_match(q.stems[m.start], w) >= 0.85 for w in f.words)
+             and any(word_match(o, w) >= 0.8 for o in owner for w in f.words)]
+    return replace(m, field=named[0]) if len(named) == 1 else m
 
 
 def read_limits(s: State) -> None:
