@@ -157,3 +157,21 @@ def test_a_count_of_the_documents_is_no_count_of_values(people):
     """'how many people live in Austin': the documents, each one."""
     prediction, rows = rules_answer(people, "network", "How many people live in Austin?")
     assert count_of(rows) == 3, prediction["pipeline"]
+
+
+TRADED = [dict(card, Financial_Transactions=[{"transaction_type": kind} for kind in kinds])
+          for card, kinds in zip(CARDS, [["Payment"], ["Refund", "Payment"], [], ["Payment"], ["Refund"]])]
+
+
+@pytest.fixture(scope="module")
+def traded(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("traded"), {"cards": {"Customers_Cards": TRADED}})
+
+
+def test_each_with_a_word_of_a_field_named_before_groups_by_that_field(traded):
+    """'the card type codes, and how many customers hold each type': per card type, not per
+    transaction type (the other field a 'type' names)."""
+    prediction, rows = rules_answer(traded, "cards", "What are the different card type codes, and how many "
+                                                     "different customers hold each type?")
+    counts = {r["card_type_code"]: r["count"] for r in rows}
+    assert counts == {"Credit": 2, "Debit": 2}, prediction["pipeline"]

@@ -108,6 +108,7 @@ class State:
                                    name_span(q, collection, fields) | order_words(q), q.stems, fields)
         mentions = [m for m in mentions if not counts_entity(q, m, entities) and not imperative(q, m)]
         mentions = [owned_field(q, m, fields, collection) for m in mentions]
+        mentions = [said_before(q, m, mentions) for m in mentions]
         # what only another collection explains, reached through a join edge (joins.py)
         ir.joins, fields, mentions, witnesses, named = reach(q, index, grounding, collection, fields, mentions,
                                                              meaningful, entities, witnesses)
@@ -147,6 +148,16 @@ def owned_field(q: Question, m: Mention, fields: list[Field], collection: str) -
     named = [f for f in fields if f.kind == "scalar" and any(word_match(q.stems[m.start], w) >= 0.85 for w in f.words)
              and any(word_match(o, w) >= 0.8 for o in owner for w in f.words)]
     return replace(m, field=named[0]) if len(named) == 1 else m
+
+
+def said_before(q: Question, m: Mention, mentions: list[Mention]) -> Mention:
+    """'the card type codes, and how many customers hold each type': a word of a field named
+    earlier, after 'each' or 'that', names that field again, not another partly named so."""
+    if m.end - m.start != 1 or m.share >= 1.0 or q.raw[m.start - 1:m.start] not in (["each"], ["every"], ["that"]):
+        return m
+    earlier = [e.field for e in mentions if e.end <= m.start - 1 and e.field is not m.field
+               and any(word_match(q.stems[m.start], w) >= 0.85 for w in e.field.words)]
+    return replace(m, field=earlier[-1], share=1.0) if earlier else m  # (named in full by the earlier words)
 
 
 def read_limits(s: State) -> None:
