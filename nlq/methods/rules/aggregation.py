@@ -122,7 +122,7 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             used.update(m.start for m in mentions if m.start == counted)
             continue
         if op in ("$max", "$min") and i + 1 < len(q.raw) and AGG_WORDS.get(q.raw[i + 1]) in ("$sum", "$avg") \
-                and q.text[q.spans[i][1]:q.spans[i + 1][0]].strip() == "":
+                and q.text[q.spans[i][1]:q.spans[i + 1][0]].strip() == "" and not _named_statistic(target, i + 1, mentions):
             rank_aggregate = -1 if op == "$max" else 1  # 'the highest total sales' ranks the total
             continue
         # ('the most gas stations that opened after 2000': the entity right after 'most' is counted,
@@ -203,6 +203,14 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
 
     if rank_aggregate and ir.aggregates and not ir.sort:
         ir.sort = [(ir.aggregates[0][1], rank_aggregate)]
+
+
+def _named_statistic(target: Mention | None, at: int, mentions: list[Mention]) -> bool:
+    """The statistic word at `at` names a stored number itself ('the maximum total score', a `Total`;
+    'the greatest average attendance', an `Average`): the mention starting there, no other number
+    named right after it that the word would total or average instead."""
+    return target is not None and target.start == at and target.field.numeric \
+        and not any(m.start == target.end and m.field.numeric for m in mentions)
 
 
 def element_measure(q: Question, at: int, array: Field, fields: list[Field]) -> Field | None:
