@@ -99,3 +99,11 @@ def test_a_superlative_before_a_field_named_by_a_statistic_word_ranks_by_that_fi
     ir = rules.build_ir(question, [], INDEX)
     assert ir.aggregates == [] and [(k.mql, d) for k, d in ir.sort] == [("Average", -1)] and ir.limit == 1
     assert [f.mql for f in ir.outputs] == ["Title"] and ir.constraints == []
+
+
+@pytest.mark.parametrize("word", ["greatest", "biggest", "highest"])
+def test_any_superlative_ranking_groups_by_a_statistic_picks_one(word):
+    """'the station with the greatest average wind speed': one station, as with 'highest'."""
+    ir = rules.build_ir(f"What is the name of the station with the {word} average wind speed?", [], INDEX)
+    assert [(op, f.mql) for op, f in ir.aggregates] == [("$avg", "weekly.wind_speed")]
+    assert [(getattr(k, "mql", k), d) for k, d in ir.sort] == [("weekly.wind_speed", -1)] and ir.limit == 1

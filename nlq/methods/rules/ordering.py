@@ -258,9 +258,8 @@ def entity_limit(q: Question, entities: set[int], mentions: list[Mention]) -> in
 
 
 def superlative_limit(q: Question) -> int | None:
-    if any(w in MEASURE_SUPERLATIVES or w in ("highest", "lowest", "largest", "smallest", "most", "least",
-                                              "fewest", "maximum", "minimum", "best", "worst")
-           for w in q.raw):
+    """1 when a superlative picks one ('the greatest average', 'the busiest'; any of `SUPERLATIVES`)."""
+    if any(w in SUPERLATIVES or w in ("maximum", "minimum") for w in q.raw):
         # "most common first", "highest first", explicit orderings and "list every X" rank; they do not pick one
         if not any(w == "order" and asks_order(q, i) for i, w in enumerate(q.raw)) and not re.search(
                 r"\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
