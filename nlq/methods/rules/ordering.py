@@ -89,7 +89,9 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
             target = head  # 'in ascending order of school enrollment': the compound's head orders
         shown = [mm for mm in mentions if mm.start not in used and mm.field.type == "string"]
         if target is None and re.search(r"\balphabetic", window) and shown:
-            return [(shown[0].field, 1)]  # 'names ... in alphabetic order': the names shown, not a filter's field
+            # 'names ... in alphabetic order': the names shown, not a filter's field ('reverse alphabetical
+            # order', 'descending alphabetical order': from Z to A)
+            return [(shown[0].field, direction)]
         if target is None:
             target = next((mm for mm in reversed(mentions) if mm.end <= at), None)
         if target:
@@ -97,7 +99,7 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                 used.add(target.start)  # "names in order of age": age orders, names are shown
             return [(target.field, aged_direction(window, target.field, direction))]
         if "alphabetic" in lower and mentions:
-            return [(mentions[0].field, 1)]
+            return [(mentions[0].field, direction)]
     price = PRICE_PHRASE.search(lower)
     if price:
         f = measure_field(fields, "price")
