@@ -124,3 +124,12 @@ def test_the_grain_is_chosen_once_the_keys_named_before_the_count_are_known(worl
     question = "What is the delivery id for the delivery with most number of boxes?"
     prediction, rows = rules_answer(world, "depots", question)
     assert rows == [{"delivery_id": 9}], prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["What is the id of the delivery with the most boxes?",
+                                      "Which delivery id has the fewest boxes?"])
+def test_the_most_elements_of_an_array_nested_in_the_one_read_rank_its_elements(world, question):
+    """'the delivery with the most boxes', each delivery holding its `Boxes`: the deliveries ranked by
+    the size of their own array, not an array of the same name inside the aisles."""
+    prediction, rows = rules_answer(world, "depots", question)
+    assert rows == [{"delivery_id": 9 if "most" in question else 7}], prediction["pipeline"]

@@ -60,3 +60,22 @@ def test_the_element_attributes_named_are_the_keys():
 def test_a_count_for_each_value_after_a_verb():
     ir = rules.build_ir("How many classes play each sport?", [], SCHOOL)
     assert [f.mql for f in ir.group_by] == ["course.class.sport"] and ir.count
+
+
+def test_a_statistic_ranked_to_pick_an_entity_is_computed_per_entity(tmp_path):
+    """'which game has the highest total hours played': one total per game, the game with the
+    greatest shown — not the one total over every game; 'the region with the highest average
+    score', regions an array of each country: one average per region."""
+    from tests.helpers import rules_answer, rules_world
+
+    games = [{"game_id": 1, "game_name": "Go", "Plays": [{"hours": 5}, {"hours": 1}]},
+             {"game_id": 2, "game_name": "Chess", "Plays": [{"hours": 4}, {"hours": 4}]},
+             {"game_id": 3, "game_name": "Tag", "Plays": [{"hours": 7}]}]
+    countries = [{"country": "A", "Regions": [{"region_name": "North", "Towns": [{"score": s} for s in (1, 9)]},
+                                              {"region_name": "South", "Towns": [{"score": 6}]}]},
+                 {"country": "B", "Regions": [{"region_name": "East", "Towns": [{"score": 4}, {"score": 2}]}]}]
+    world = rules_world(tmp_path, {"arcade": {"games": games}, "atlas": {"countries": countries}})
+    prediction, rows = rules_answer(world, "arcade", "Which game has the highest total hours played?")
+    assert [r["game_name"] for r in rows] == ["Chess"], prediction["pipeline"]
+    prediction, rows = rules_answer(world, "atlas", "Name the region that has the highest average town score.")
+    assert [r["region_name"] for r in rows] == ["South"], prediction["pipeline"]

@@ -157,3 +157,13 @@ def test_order_of_after_a_sort_verb_names_the_key_not_the_verbs_object(tmp_path,
     expected = ["fig", "pear", "kiwi", "apple"]
     assert names == (expected[::-1] if "descending" in question else expected)
     assert all(set(r) == {"name"} for r in rows)
+
+
+@pytest.mark.parametrize("question, order", [("List all club names in descending alphabetical order.", ["Cy", "Bo", "Al"]),
+                                             ("Show all the club names sorted in reverse alphabetical order.",
+                                              ["Cy", "Bo", "Al"]),
+                                             ("List all club names in alphabetical order.", ["Al", "Bo", "Cy"])])
+def test_a_descending_alphabetical_order_runs_from_z_to_a(tmp_path, question, order):
+    world = rules_world(tmp_path, {"league": {"club": [{"Club_ID": i, "name": n} for i, n in enumerate(["Bo", "Al", "Cy"])]}})
+    prediction, rows = rules_answer(world, "league", question)
+    assert [r["name"] for r in rows] == order, prediction["pipeline"]

@@ -89,3 +89,21 @@ def test_gender_names_a_sex_field():
 def test_most_and_least_common_rank_counts():
     ir = rules.build_ir("What are the most and least common titles of the buildings?", [], INDEX)
     assert ir.aggregates == [] and ir.count
+
+
+@pytest.mark.parametrize("question", ["Find the title of the building with the highest average score.",
+                                      "Which building has the maximum average? Give its title."])
+def test_a_superlative_before_a_field_named_by_a_statistic_word_ranks_by_that_field(question):
+    """'the greatest average attendance', 'the maximum total score', where a field is called
+    `Average` or `Total`: the statistic word names the field the superlative ranks by."""
+    ir = rules.build_ir(question, [], INDEX)
+    assert ir.aggregates == [] and [(k.mql, d) for k, d in ir.sort] == [("Average", -1)] and ir.limit == 1
+    assert [f.mql for f in ir.outputs] == ["Title"] and ir.constraints == []
+
+
+@pytest.mark.parametrize("word", ["greatest", "biggest", "highest"])
+def test_any_superlative_ranking_groups_by_a_statistic_picks_one(word):
+    """'the station with the greatest average wind speed': one station, as with 'highest'."""
+    ir = rules.build_ir(f"What is the name of the station with the {word} average wind speed?", [], INDEX)
+    assert [(op, f.mql) for op, f in ir.aggregates] == [("$avg", "weekly.wind_speed")]
+    assert [(getattr(k, "mql", k), d) for k, d in ir.sort] == [("weekly.wind_speed", -1)] and ir.limit == 1

@@ -104,7 +104,7 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
         # 'the highest roller coaster' measures one)
         counting = word in COUNTING or counted > i + 1
         phrase = _counted_phrase(q, i, counted, counting, op in ("$max", "$min"), target, fields, named, entities,
-                                 consumed, ir.collection)
+                                 consumed, ir.collection, {a for mm in mentions for a in mm.field.arrays})
         if target is not None and phrase is not None:
             used.add(target.start)  # (the identifier names the elements counted: it is not shown)
             target = None
@@ -122,7 +122,7 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
             used.update(m.start for m in mentions if m.start == counted)
             continue
         if op in ("$max", "$min") and i + 1 < len(q.raw) and AGG_WORDS.get(q.raw[i + 1]) in ("$sum", "$avg") \
-                and q.text[q.spans[i][1]:q.spans[i + 1][0]].strip() == "":
+                and q.text[q.spans[i][1]:q.spans[i + 1][0]].strip() == "" and not _named_statistic(target, i + 1, mentions):
             rank_aggregate = -1 if op == "$max" else 1  # 'the highest total sales' ranks the total
             continue
         # ('the most gas stations that opened after 2000': the entity right after 'most' is counted,
@@ -205,6 +205,14 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
         ir.sort = [(ir.aggregates[0][1], rank_aggregate)]
 
 
+def _named_statistic(target: Mention | None, at: int, mentions: list[Mention]) -> bool:
+    """The statistic word at `at` names a stored number itself ('the maximum total score', a `Total`;
+    'the greatest average attendance', an `Average`): the mention starting there, no other number
+    named right after it that the word would total or average instead."""
+    return target is not None and target.start == at and target.field.numeric \
+        and not any(m.start == target.end and m.field.numeric for m in mentions)
+
+
 def element_measure(q: Question, at: int, array: Field, fields: list[Field]) -> Field | None:
     """The stored number of each element a statistic word names by its array's name ('the
     average fee', each of `csu_fees` holding a `CampusFee`; 'the average rating', each `Rating`
@@ -243,12 +251,14 @@ COUNTING = frozenset({"most", "least", "fewest"})
 
 def _counted_phrase(q: Question, start: int, at: int, counting: bool, ranking: bool, target: Mention | None,
                     fields: list[Field], named: set[int], entities: set[int], consumed: set[int],
-                    collection: str) -> tuple[Field, int, int] | None:
+                    collection: str, read_in: set[str] = frozenset()) -> tuple[Field, int, int] | None:
     """(array, end, skipped) of the array whose elements the statistic at `start` counts: named by
     the phrase at `at` ('the most drama workshop groups'), by the identifier its elements hold
     (`_referenced_elements`), or past one qualifier that names nothing stored ('the most insurance
     policies': `Policies`; `skipped` is that word's position, else -1). Not when the phrase names
-    the collection's own documents ('the party with the most people' in `people`)."""
+    the collection's own documents ('the party with the most people' in `people`). An array
+    nested in another is counted when the other is one of `read_in`, the arrays the question's
+    fields are read in (`_nested_phrase`)."""
     qualifier = _free_qualifier(q, at, named | entities | consumed, bare=at == start + 1)
     if target is not None:
         said = target.start == at or qualifier and target.start == at + 1
@@ -258,12 +268,22 @@ def _counted_phrase(q: Question, start: int, at: int, counting: bool, ranking: b
     elif not counting:
         found, skipped = _single(array_named(q, at, fields), at), -1
     else:
-        found, skipped = array_phrase(q, at, fields), -1
+        found, skipped = array_phrase(q, at, fields) or _nested_phrase(q, at, fields, read_in), -1
         if found is None and qualifier:
             found, skipped = array_phrase(q, at + 1, fields), at
     if found is None or _names_documents(q, found[1] - 1, collection):
         return None
     return found[0], found[1], skipped
+
+
+def _nested_phrase(q: Question, at: int, fields: list[Field], read_in: set[str]) -> tuple[Field, int] | None:
+    """(array, end) of an array nested in another that the phrase at `at` names, when the array it
+    is in is one the question's fields are read in ('the name of the department with the most
+    students', `DEPARTMENT.STUDENT` beside `DEPARTMENT.DEPT_NAME`): its size is a property of
+    each of those elements, as a top-level array's is of each document. Not an array of the same
+    name nested elsewhere (`Accounts.Financial_Transactions` for an invoice's transactions)."""
+    inside = [f for f in fields if f.kind == "array" and f.mql.rpartition(".")[0] in read_in]
+    return array_phrase(q, at, inside, top_level=False)
 
 
 def _free_qualifier(q: Question, at: int, read: set[int], bare: bool) -> bool:

@@ -89,7 +89,9 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
             target = head  # 'in ascending order of school enrollment': the compound's head orders
         shown = [mm for mm in mentions if mm.start not in used and mm.field.type == "string"]
         if target is None and re.search(r"\balphabetic", window) and shown:
-            return [(shown[0].field, 1)]  # 'names ... in alphabetic order': the names shown, not a filter's field
+            # 'names ... in alphabetic order': the names shown, not a filter's field ('reverse alphabetical
+            # order', 'descending alphabetical order': from Z to A)
+            return [(shown[0].field, direction)]
         if target is None:
             target = next((mm for mm in reversed(mentions) if mm.end <= at), None)
         if target:
@@ -97,7 +99,7 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                 used.add(target.start)  # "names in order of age": age orders, names are shown
             return [(target.field, aged_direction(window, target.field, direction))]
         if "alphabetic" in lower and mentions:
-            return [(mentions[0].field, 1)]
+            return [(mentions[0].field, direction)]
     price = PRICE_PHRASE.search(lower)
     if price:
         f = measure_field(fields, "price")
@@ -258,9 +260,8 @@ def entity_limit(q: Question, entities: set[int], mentions: list[Mention]) -> in
 
 
 def superlative_limit(q: Question) -> int | None:
-    if any(w in MEASURE_SUPERLATIVES or w in ("highest", "lowest", "largest", "smallest", "most", "least",
-                                              "fewest", "maximum", "minimum", "best", "worst")
-           for w in q.raw):
+    """1 when a superlative picks one ('the greatest average', 'the busiest'; any of `SUPERLATIVES`)."""
+    if any(w in SUPERLATIVES or w in ("maximum", "minimum") for w in q.raw):
         # "most common first", "highest first", explicit orderings and "list every X" rank; they do not pick one
         if not any(w == "order" and asks_order(q, i) for i, w in enumerate(q.raw)) and not re.search(
                 r"\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"

@@ -796,6 +796,47 @@ def shown_per_group(s: State) -> list[Field]:
             and not any(word_match(w, h) >= 0.85 for w in f.words for h in head)]
 
 
+# Words after the entity a superlative picks ('the department that ...', 'the customer with ...').
+_PICKED_BY = frozenset({"that", "which", "who", "whose", "with", "has", "have", "had"})
+
+
+def ranked_entity(s: State) -> list[Field]:
+    """The label of the entity a ranked statistic picks ('which game has the highest total hours',
+    'the department that provides the highest total credits'): the entity word asked for before
+    the superlative, after 'which'/'what' or before 'that'/'with'/'has'. Each document when it
+    names the collection (its name or title, else its identifier), else each element of an array
+    it names that the measure is read in (`element_key`). None when no such word names either."""
+    q, measure = s.q, next(f for k, _ in s.ir.sort for _, f in s.ir.aggregates if k is f)
+    first = min((i for i, w in enumerate(q.raw) if w in SUPERLATIVES or AGG_WORDS.get(w) in ("$max", "$min")),
+                default=len(q.raw))
+    for at in sorted(i for i in s.entities if i < first):
+        if not (q.raw[at - 1:at] in (["which"], ["what"]) or q.raw[at + 1:at + 2] and q.raw[at + 1] in _PICKED_BY):
+            continue
+        if names_own_word(q, at, s.collection):
+            return own_key(s.index, s.collection, s.fields)
+        array = array_named(q, at, s.fields, top_level=False)
+        if array is not None and array.mql in measure.arrays:
+            key = element_key(array, s.fields)
+            return [key] if key is not None else []
+    return []
+
+
+def names_own_word(q: Question, at: int, collection: str) -> bool:
+    """The word at `at` is the collection's own name ('game' in Video_Games)."""
+    head = split_name(collection)[-1:]
+    return bool(head) and word_match(q.stems[at], head[0]) >= 0.85
+
+
+def own_key(index: dict, collection: str, fields: list[Field]) -> list[Field]:
+    """What names each document of the collection: its name or title (top level), else its identifier."""
+    for word in ("name", "title"):
+        named = [f for f in fields if f.kind == "scalar" and not f.arrays and f.words[-1:] == (word,)]
+        if named:
+            return [min(named, key=lambda f: (len(f.words), f.mql))]
+    key = identifier(index, collection, fields)
+    return [key] if key is not None else []
+
+
 def read_per_group(s: State) -> None:
     """What aggregates are computed per, HAVING on aggregates, the top document
     per group, and the default order when none is asked."""
@@ -813,6 +854,11 @@ def read_per_group(s: State) -> None:
             # 'the average points of players based on their positions': a value shown beside a
             # statistic, which one row over every document cannot show, is what it is computed per
             ir.group_by = shown_per_group(s)
+            ir.outputs = [f for f in ir.outputs if f not in ir.group_by]
+        if not ir.group_by and ir.limit and any(k is f for k, _ in ir.sort for _, f in ir.aggregates):
+            # 'which movie receives the highest average rating': a statistic ranked to pick one
+            # entity is computed per entity, not once over every document
+            ir.group_by = ranked_entity(s)
             ir.outputs = [f for f in ir.outputs if f not in ir.group_by]
     if ir.group_by and ir.aggregates:
         ir.conditions = aggregate_conditions(q, ir, s.mentions)
