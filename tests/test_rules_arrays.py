@@ -27,6 +27,10 @@ DEPOTS = [{"depot_id": 1, "Aisles": [{"aisle_id": 4, "Boxes": [{"box_id": b} for
 GADGETS = [{"gadget_id": 1, "gadget_name": "Lamp", "Owner_Gadgets": [{"since": y} for y in (2018, 2019, 2020)]},
            {"gadget_id": 2, "gadget_name": "Fan", "Owner_Gadgets": [{"since": 2021}]},
            {"gadget_id": 3, "gadget_name": "Kettle", "Owner_Gadgets": []}]
+NATIONS = [{"Country_id": i, "Country_name": name, "roster": [{"Player": p, "Position": pos} for p, pos in players]}
+           for i, (name, players) in enumerate([("Peru", [("Ana", "Forward"), ("Bea", "Defender"), ("Cid", "Forward")]),
+                                                ("Chad", [("Dov", "Forward"), ("Eli", "Forward")]),
+                                                ("Fiji", [("Fay", "Defender")])])]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +39,8 @@ def world(tmp_path_factory):
                                                            "polls": {"voters": VOTERS},
                                                            "bank": {"Clients": CLIENTS},
                                                            "depots": {"Depots": DEPOTS},
-                                                           "home": {"Gadgets": GADGETS}})
+                                                           "home": {"Gadgets": GADGETS},
+                                                           "league": {"country": NATIONS}})
 
 
 def test_elements_named_by_their_identifier_are_counted(world):
@@ -124,3 +129,12 @@ def test_the_grain_is_chosen_once_the_keys_named_before_the_count_are_known(worl
     question = "What is the delivery id for the delivery with most number of boxes?"
     prediction, rows = rules_answer(world, "depots", question)
     assert rows == [{"delivery_id": 9}], prediction["pipeline"]
+
+
+def test_the_members_holding_both_values_are_not_shown(world):
+    """'countries that have players who occupy both the Forward and Defender positions': each
+    player holds one of the values, so no one player is the answer — the countries are shown,
+    once each, not every player of theirs."""
+    question = "Which countries have players who occupy both the Forward and Defender positions?"
+    prediction, rows = rules_answer(world, "league", question)
+    assert rows == [{"Country_name": "Peru"}], prediction["pipeline"]

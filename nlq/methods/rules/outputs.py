@@ -363,6 +363,26 @@ def plan_unwinds(ir: IR) -> list[str]:
     return sorted(needed, key=lambda a: (a.count("."), a))
 
 
+def members_of_both(ir: IR, mentions: list[Mention], entities: set[int]) -> list[Field]:
+    """'the countries that have players in both the Forward and the Defender position': a
+    document holds the values an `$all` asks for in different elements of one array, so no
+    one element is what is shown; the element fields named after what the document shows
+    (its field, or the entity word for its label: the members the condition is about,
+    'players') are dropped from the outputs."""
+    outputs = list(ir.outputs)
+    entity = min(entities, default=-1)
+    for f in ir.filters:
+        if f.op != "$all" or not f.field.arrays:
+            continue
+        inside = [o for o in outputs if o.arrays[:len(f.field.arrays)] == f.field.arrays]
+        outside = [o for o in outputs if o not in inside]
+        said = {o.mql: min((m.start for m in mentions if m.field.mql == o.mql), default=entity) for o in outputs}
+        first = min((said[o.mql] for o in outside if said[o.mql] >= 0), default=None)
+        if first is not None:
+            outputs = [o for o in outputs if o not in inside or said[o.mql] < first]
+    return outputs
+
+
 def names_array(q: Question, path: str) -> bool:
     """A question word names the array at `path` ('captains' for `captain`)."""
     words = split_name(path.rsplit(".", 1)[-1])
