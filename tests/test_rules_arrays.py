@@ -31,6 +31,10 @@ NATIONS = [{"Country_id": i, "Country_name": name, "roster": [{"Player": p, "Pos
            for i, (name, players) in enumerate([("Peru", [("Ana", "Forward"), ("Bea", "Defender"), ("Cid", "Forward")]),
                                                 ("Chad", [("Dov", "Forward"), ("Eli", "Forward")]),
                                                 ("Fiji", [("Fay", "Defender")])])]
+ARENAS = [{"Stadium_ID": i, "Name": name, "concert": [{"concert_Name": c, "Year": y} for c, y in concerts]}
+          for i, (name, concerts) in enumerate([("Arena", [("Aida", 2014), ("Bolero", 2015)]),
+                                                ("Bowl", [("Carmen", 2014), ("Tosca", 2014)]),
+                                                ("Dome", [("Norma", 2015)]), ("Hall", [("Faust", 2016)])])]
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +44,8 @@ def world(tmp_path_factory):
                                                            "bank": {"Clients": CLIENTS},
                                                            "depots": {"Depots": DEPOTS},
                                                            "home": {"Gadgets": GADGETS},
-                                                           "league": {"country": NATIONS}})
+                                                           "league": {"country": NATIONS},
+                                                           "venues": {"stadium": ARENAS}})
 
 
 def test_elements_named_by_their_identifier_are_counted(world):
@@ -138,3 +143,16 @@ def test_the_members_holding_both_values_are_not_shown(world):
     question = "Which countries have players who occupy both the Forward and Defender positions?"
     prediction, rows = rules_answer(world, "league", question)
     assert rows == [{"Country_name": "Peru"}], prediction["pipeline"]
+
+
+def test_values_joined_by_and_are_each_held_by_an_element_of_the_document_shown(world):
+    """'stadiums that hosted concerts in 2014 and 2015': each stadium holds its concerts, so
+    'and' asks for a concert of each year; 'or' offers them as alternatives, and so does
+    'and' of the concerts themselves (each held in one year)."""
+    prediction, rows = rules_answer(world, "venues", "Which stadiums hosted concerts in the years 2014 and 2015?")
+    assert rows == [{"Name": "Arena"}], prediction["pipeline"]
+    _, rows = rules_answer(world, "venues", "Which stadiums hosted concerts in the years 2014 or 2015?")
+    assert sorted(r["Name"] for r in rows) == ["Arena", "Bowl", "Dome"]
+    prediction, rows = rules_answer(world, "venues", "List the names of the concerts held in 2014 and 2015.")
+    assert sorted(r["concert_Name"] for r in rows) == ["Aida", "Bolero", "Carmen", "Norma", "Tosca"], \
+        prediction["pipeline"]

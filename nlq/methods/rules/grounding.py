@@ -194,6 +194,7 @@ def _merge_equalities(filters: list[Filter], q: Question | None = None) -> list[
         else:
             values = same.value if same.op in ("$in", "$all") else [same.value]
             both = same.op == "$all" or same.op == "$eq" and q is not None and conjoined(q, same.start, f.start)
+            same.joined_by_and = q is not None and and_joined(q, same.start, f.start)  # (all values said so far)
             same.op, same.value = "$all" if both else "$in", values + [f.value]
     return merged
 
@@ -205,6 +206,15 @@ def conjoined(q: Question, first: int, second: int) -> bool:
         return False
     between = q.raw[first:second]
     return "both" in q.raw[max(0, first - 6):first] and "and" in between and "or" not in between
+
+
+def and_joined(q: Question, first: int, second: int) -> bool:
+    """'in the years 2014 and 2015': 'and' between the two values, no 'or' ('either', 'any')
+    offering them as alternatives, no 'between' making them the ends of a range."""
+    if not 0 <= first < second:
+        return False
+    return "and" in q.raw[first:second] and not {"or", "either", "any", "between"} & set(
+        q.raw[max(0, first - 3):second])
 
 
 def number_alternatives(q: Question, filters: list[Filter], consumed: set[int]) -> list[Filter]:

@@ -363,6 +363,19 @@ def plan_unwinds(ir: IR) -> list[str]:
     return sorted(needed, key=lambda a: (a.count("."), a))
 
 
+def held_together(ir: IR) -> None:
+    """'the stadiums that hosted concerts in 2014 and 2015', each stadium's concerts an array:
+    values joined by 'and' on a field of an array's elements, the documents shown (nothing
+    inside that array), are each held by some element of one document (`$all`); of the
+    elements themselves, each holding one value, they are alternatives (`$in`)."""
+    if ir.count or ir.aggregates or ir.group_by:
+        return
+    for f in ir.filters:
+        if f.op == "$in" and f.joined_by_and and f.field.arrays and not f.branch and f.field.kind == "scalar" \
+                and not any(set(o.arrays) & set(f.field.arrays) for o in ir.outputs) and ir.outputs:
+            f.op = "$all"
+
+
 def members_of_both(ir: IR, mentions: list[Mention], entities: set[int]) -> list[Field]:
     """'the countries that have players in both the Forward and the Defender position': a
     document holds the values an `$all` asks for in different elements of one array, so no

@@ -40,7 +40,7 @@ from nlq.methods.rules.joins import ASKING, asked_collection, reach
 from nlq.methods.rules.ordering import (ORDER_PHRASE, default_order, detect_limit, detect_order, entity_limit,
                                         orders_here, sortable, superlative_limit)
 from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
-                                       grain_of, intent_word, listed_with, members_of_both, names_array,
+                                       grain_of, held_together, intent_word, listed_with, members_of_both, names_array,
                                        plan_expansions, plan_unwinds, owned_twice, plural_attribute,
                                        unlisted_outputs, unrepresented, validate)
 from nlq.methods.rules.question import (POSSESSIVES, Question, counts_entity, meaningful_mentions, mention_fields,
@@ -477,6 +477,7 @@ def read_outputs(s: State) -> None:
             # a bare entity; 'which 5 drivers log the most hours': the entities, beside what ranks them
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities,
                                         "identified" in s.variant) + ir.outputs
+    held_together(ir)
     ir.outputs = full_names(q, members_of_both(ir, mentions, s.entities), fields, mentions, s.entities)
     summed_quantities(s)
     ir.grain = s.grain or count_grain(q, fields, s.collection, ir.group_by) if ir.count else None
