@@ -38,6 +38,11 @@ RESIDENTS = [{"StuID": 1 + i, "Fname": name, "city_code": city, "Lives_in": [{"S
 WEEKENDS = [{"round": i, "red_flags": [{"lap": 3}] * flags, "marshals": [{"flag": colour}]}
             for i, (flags, colour) in enumerate([(1, "red"), (0, "red"), (0, "yellow"), (2, "blue")])]
 
+SHOWS = [{"show_id": i, "title": t, "Rating": [{"stars": v} for v in stars],
+          "show_coach": [{"coach_id": c} for c in coaches]}
+         for i, (t, stars, coaches) in enumerate([("Heat", [4, 5], [7]), ("Gone", [], [8]), ("Alien", [3], []),
+                                                  ("Brazil", [], [])])]
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
@@ -47,7 +52,8 @@ def world(tmp_path_factory):
                                                              "pets": {"Student": OWNERS, "Pets": PETS},
                                                              "firms": {"company": FIRMS},
                                                              "housing": {"Student": RESIDENTS},
-                                                             "racing": {"weekends": WEEKENDS}})
+                                                             "racing": {"weekends": WEEKENDS},
+                                                             "shows": {"show": SHOWS}})
 
 
 answer = rules_answer
@@ -152,3 +158,13 @@ def test_a_stored_value_that_is_a_word_of_the_arrays_name_does_not_stop_the_nega
     `red_flags`, the array the negation empties."""
     prediction, rows = answer(world, "racing", "How many weekends had no red flags?")
     assert rows == [{"count": 2}], prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question, titles", [("What are the titles of all shows that have not been rated?",
+                                               ["Brazil", "Gone"]),
+                                              ("List the titles of shows that lack coaching.", ["Alien", "Brazil"])])
+def test_a_negation_denies_the_array_its_verb_or_activity_derives_from(world, question, titles):
+    """'shows that have not been rated', an array `Rating`: no array is named, but 'rated' is
+    the verb its name derives from (and 'coaching' the activity of `show_coach`)."""
+    prediction, rows = answer(world, "shows", question)
+    assert sorted(r["title"] for r in rows) == titles, prediction["pipeline"]

@@ -321,6 +321,28 @@ def array_named(q: Question, at: int, fields: list[Field], top_level: bool = Tru
     return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else None
 
 
+def array_derived(q: Question, at: int, fields: list[Field]) -> Field | None:
+    """The top-level array whose head noun the word at `at` is derived from, the verb or
+    the activity ('rated' of `Rating`, 'tweeted' of `tweets`, 'coaching' of `player_coach`,
+    'gaming' of `Plays_Games`, 'entrepreneurship' of `entrepreneur`), or said in the name's
+    place ('sports' of `SportsInfo`, whose last word names no element)."""
+    if at >= len(q.stems):
+        return None
+    root = _bare(q.stems[at])
+    named = [f for f in fields if f.kind == "array" and f.words and "." not in f.mql
+             and len(_head_word(f)) >= 4 and _bare(_head_word(f)) == root]
+    return min(named, key=lambda f: f.mql) if named and len(root) >= 3 else None
+
+
+# Verb and noun endings undone to compare a word with the noun it derives from.
+_DERIVATIONS = ("ship", "ing", "ial", "ed", "es", "s", "e")
+
+
+def _bare(word: str) -> str:
+    """The word without one derivational or inflectional ending ('rated', 'rating' -> 'rat')."""
+    return next((word[:-len(e)] for e in _DERIVATIONS if word.endswith(e) and len(word) - len(e) >= 3), word)
+
+
 def names_elements(stem: str, f: Field) -> bool:
     """The word names the elements of array `f`: its name's last word, or, when that word names
     the documents holding it, the word before ('assets' for `Asset_Parts` in `Parts`, a link

@@ -158,7 +158,8 @@ def read_filters(s: State) -> None:
     ir.filters += detect_field_comparisons(q, s.mentions, s.fields, s.consumed, s.used)
     ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used)
     literals = witnessed_values(q, s.witnesses, s.collection, s.fields)  # what a negation before them denies
-    ir.filters += detect_absence(q, s.fields, s.consumed, literals)
+    others = tuple(split_name(c)[-1] for c in s.index.get("collections", {}) if c != s.collection and split_name(c))
+    ir.filters += detect_absence(q, s.fields, s.consumed, literals, others)
     ir.filters += detect_presence(q, s.fields, s.consumed, ir.filters)
     ir.anti_joins = detect_anti_join(q, s.index, s.collection, s.consumed, literals)  # embedded arrays came first
     ir.anti_joins, empty = joined_anti_joins(ir.anti_joins, ir.joins, s.fields)  # one $lookup per collection
