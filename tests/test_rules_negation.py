@@ -42,6 +42,10 @@ SHOWS = [{"show_id": i, "title": t, "Rating": [{"stars": v} for v in stars],
           "show_coach": [{"coach_id": c} for c in coaches]}
          for i, (t, stars, coaches) in enumerate([("Heat", [4, 5], [7]), ("Gone", [], [8]), ("Alien", [3], []),
                                                   ("Brazil", [], [])])]
+BUILDINGS = [{"building_id": b, "Apartments": [{"apt_number": n, "Apartment_Facilities": [{"facility": f} for f in fs]}
+                                               for n, fs in apartments]}
+             for b, apartments in enumerate([[("1A", ["Gym"]), ("1B", [])], [("2A", []), ("2B", [])],
+                                             [("3A", ["Pool", "Gym"])]])]
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +57,8 @@ def world(tmp_path_factory):
                                                              "firms": {"company": FIRMS},
                                                              "housing": {"Student": RESIDENTS},
                                                              "racing": {"weekends": WEEKENDS},
-                                                             "shows": {"show": SHOWS}})
+                                                             "shows": {"show": SHOWS},
+                                                             "flats": {"Apartment_Buildings": BUILDINGS}})
 
 
 answer = rules_answer
@@ -168,3 +173,13 @@ def test_a_negation_denies_the_array_its_verb_or_activity_derives_from(world, qu
     the verb its name derives from (and 'coaching' the activity of `show_coach`)."""
     prediction, rows = answer(world, "shows", question)
     assert sorted(r["title"] for r in rows) == titles, prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["How many apartments do not have any facility?",
+                                      "What is the total number of apartments without any facilities?"])
+def test_a_negation_after_its_subject_empties_the_subjects_own_array(world, question):
+    """'apartments do not have any facility', apartments the elements of each building's
+    `Apartments`: each apartment's own facilities are empty, said of the subject before the
+    auxiliary (or before 'without'), as of a relative clause's."""
+    prediction, rows = answer(world, "flats", question)
+    assert rows == [{"count": 3}], prediction["pipeline"]

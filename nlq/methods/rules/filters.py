@@ -564,11 +564,22 @@ RELATIVES = frozenset({"who", "that", "which", "whose"})
 
 def _subject_before(q: Question, at: int) -> int:
     """The word a relative clause around `at` is said of ('customers who do not have ...':
-    customers), or -1."""
+    customers), or the subject right before the auxiliary the negation follows ('how many
+    apartments do not have ...': apartments) or before 'without', 'with no', or -1."""
     for j in range(at - 1, max(-1, at - 4), -1):
         if q.raw[j] in RELATIVES:
             return j - 1
+    if at >= 2 and q.raw[at - 1] in AUXILIARIES:
+        return at - 2
+    if at >= 1 and q.raw[at] == "without":  # 'apartments without any facilities'
+        return at - 1
+    if at >= 2 and q.raw[at - 1:at + 1] == ["with", "no"]:  # 'apartments with no facilities'
+        return at - 2
     return -1
+
+
+# Verbs a negation follows in a clause ('apartments do not have', 'products were not ordered').
+AUXILIARIES = frozenset({"do", "does", "did", "is", "are", "was", "were", "have", "has", "had"})
 
 
 HAVING_SOME = re.compile(r"\b(?:that|who|which)\s+(?:currently\s+|still\s+|actually\s+|already\s+|do\s+|does\s+)?"
