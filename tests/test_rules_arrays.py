@@ -35,6 +35,11 @@ ARENAS = [{"Stadium_ID": i, "Name": name, "concert": [{"concert_Name": c, "Year"
           for i, (name, concerts) in enumerate([("Arena", [("Aida", 2014), ("Bolero", 2015)]),
                                                 ("Bowl", [("Carmen", 2014), ("Tosca", 2014)]),
                                                 ("Dome", [("Norma", 2015)]), ("Hall", [("Faust", 2016)])])]
+BLOCKS = [{"building_id": b, "Apartments": [{"apt_number": n, "Apartment_Bookings": [{"booking_status_code": c}
+                                                                                   for c in codes]}
+                                            for n, codes in apartments]}
+          for b, apartments in enumerate([[("1A", ["Provisional"]), ("1B", ["Confirmed"])],
+                                          [("2A", ["Confirmed", "Provisional"]), ("2B", [])]])]
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +50,8 @@ def world(tmp_path_factory):
                                                            "depots": {"Depots": DEPOTS},
                                                            "home": {"Gadgets": GADGETS},
                                                            "league": {"country": NATIONS},
-                                                           "venues": {"stadium": ARENAS}})
+                                                           "venues": {"stadium": ARENAS},
+                                                           "rentals": {"Apartment_Buildings": BLOCKS}})
 
 
 def test_elements_named_by_their_identifier_are_counted(world):
@@ -156,3 +162,13 @@ def test_values_joined_by_and_are_each_held_by_an_element_of_the_document_shown(
     prediction, rows = rules_answer(world, "venues", "List the names of the concerts held in 2014 and 2015.")
     assert sorted(r["concert_Name"] for r in rows) == ["Aida", "Bolero", "Carmen", "Norma", "Tosca"], \
         prediction["pipeline"]
+
+
+def test_both_values_of_a_nested_array_are_held_by_one_element_of_the_array_around_it(world):
+    """'apartments with bookings both Provisional and Confirmed', bookings inside each apartment
+    inside each building: one apartment's bookings hold both — not the building's, and no one
+    booking (the bookings stay whole once the apartments are unwound)."""
+    question = 'Which apartments have bookings with both status codes "Provisional" and "Confirmed"? ' \
+               'Give me the apartment numbers.'
+    prediction, rows = rules_answer(world, "rentals", question)
+    assert rows == [{"apt_number": "2A"}], prediction["pipeline"]

@@ -344,9 +344,12 @@ def plan_unwinds(ir: IR) -> list[str]:
         for a in (f.field.arrays + f.other.arrays) if f.other else ():
             if a not in needed:
                 needed.append(a)
-        # a filter on an array nested in an unwound one is matched per element
+        # a filter on an array nested in an unwound one is matched per element (one on a whole
+        # array, '$all' of its values or no element meeting one, per element of those around it)
         if not f.size and any(a.startswith(n + ".") for a in f.field.arrays for n in needed):
-            for a in f.field.arrays:
+            whole = f.op in ("$elemMatch", "$all") or f.op == "$not" and f.field.kind == "array"
+            inner = [a for a in f.field.arrays if a != f.field.mql]
+            for a in (inner if f.field.kind == "array" else inner[:-1]) if whole else f.field.arrays:
                 if a not in needed:
                     needed.append(a)
     if ir.grain:
