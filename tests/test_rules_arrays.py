@@ -27,6 +27,19 @@ DEPOTS = [{"depot_id": 1, "Aisles": [{"aisle_id": 4, "Boxes": [{"box_id": b} for
 GADGETS = [{"gadget_id": 1, "gadget_name": "Lamp", "Owner_Gadgets": [{"since": y} for y in (2018, 2019, 2020)]},
            {"gadget_id": 2, "gadget_name": "Fan", "Owner_Gadgets": [{"since": 2021}]},
            {"gadget_id": 3, "gadget_name": "Kettle", "Owner_Gadgets": []}]
+NATIONS = [{"Country_id": i, "Country_name": name, "roster": [{"Player": p, "Position": pos} for p, pos in players]}
+           for i, (name, players) in enumerate([("Peru", [("Ana", "Forward"), ("Bea", "Defender"), ("Cid", "Forward")]),
+                                                ("Chad", [("Dov", "Forward"), ("Eli", "Forward")]),
+                                                ("Fiji", [("Fay", "Defender")])])]
+ARENAS = [{"Stadium_ID": i, "Name": name, "concert": [{"concert_Name": c, "Year": y} for c, y in concerts]}
+          for i, (name, concerts) in enumerate([("Arena", [("Aida", 2014), ("Bolero", 2015)]),
+                                                ("Bowl", [("Carmen", 2014), ("Tosca", 2014)]),
+                                                ("Dome", [("Norma", 2015)]), ("Hall", [("Faust", 2016)])])]
+BLOCKS = [{"building_id": b, "Apartments": [{"apt_number": n, "Apartment_Bookings": [{"booking_status_code": c}
+                                                                                   for c in codes]}
+                                            for n, codes in apartments]}
+          for b, apartments in enumerate([[("1A", ["Provisional"]), ("1B", ["Confirmed"])],
+                                          [("2A", ["Confirmed", "Provisional"]), ("2B", [])]])]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +48,10 @@ def world(tmp_path_factory):
                                                            "polls": {"voters": VOTERS},
                                                            "bank": {"Clients": CLIENTS},
                                                            "depots": {"Depots": DEPOTS},
-                                                           "home": {"Gadgets": GADGETS}})
+                                                           "home": {"Gadgets": GADGETS},
+                                                           "league": {"country": NATIONS},
+                                                           "venues": {"stadium": ARENAS},
+                                                           "rentals": {"Apartment_Buildings": BLOCKS}})
 
 
 def test_elements_named_by_their_identifier_are_counted(world):
@@ -133,3 +149,35 @@ def test_the_most_elements_of_an_array_nested_in_the_one_read_rank_its_elements(
     the size of their own array, not an array of the same name inside the aisles."""
     prediction, rows = rules_answer(world, "depots", question)
     assert rows == [{"delivery_id": 9 if "most" in question else 7}], prediction["pipeline"]
+
+
+def test_the_members_holding_both_values_are_not_shown(world):
+    """'countries that have players who occupy both the Forward and Defender positions': each
+    player holds one of the values, so no one player is the answer — the countries are shown,
+    once each, not every player of theirs."""
+    question = "Which countries have players who occupy both the Forward and Defender positions?"
+    prediction, rows = rules_answer(world, "league", question)
+    assert rows == [{"Country_name": "Peru"}], prediction["pipeline"]
+
+
+def test_values_joined_by_and_are_each_held_by_an_element_of_the_document_shown(world):
+    """'stadiums that hosted concerts in 2014 and 2015': each stadium holds its concerts, so
+    'and' asks for a concert of each year; 'or' offers them as alternatives, and so does
+    'and' of the concerts themselves (each held in one year)."""
+    prediction, rows = rules_answer(world, "venues", "Which stadiums hosted concerts in the years 2014 and 2015?")
+    assert rows == [{"Name": "Arena"}], prediction["pipeline"]
+    _, rows = rules_answer(world, "venues", "Which stadiums hosted concerts in the years 2014 or 2015?")
+    assert sorted(r["Name"] for r in rows) == ["Arena", "Bowl", "Dome"]
+    prediction, rows = rules_answer(world, "venues", "List the names of the concerts held in 2014 and 2015.")
+    assert sorted(r["concert_Name"] for r in rows) == ["Aida", "Bolero", "Carmen", "Norma", "Tosca"], \
+        prediction["pipeline"]
+
+
+def test_both_values_of_a_nested_array_are_held_by_one_element_of_the_array_around_it(world):
+    """'apartments with bookings both Provisional and Confirmed', bookings inside each apartment
+    inside each building: one apartment's bookings hold both — not the building's, and no one
+    booking (the bookings stay whole once the apartments are unwound)."""
+    question = 'Which apartments have bookings with both status codes "Provisional" and "Confirmed"? ' \
+               'Give me the apartment numbers.'
+    prediction, rows = rules_answer(world, "rentals", question)
+    assert rows == [{"apt_number": "2A"}], prediction["pipeline"]

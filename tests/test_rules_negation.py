@@ -38,6 +38,15 @@ RESIDENTS = [{"StuID": 1 + i, "Fname": name, "city_code": city, "Lives_in": [{"S
 WEEKENDS = [{"round": i, "red_flags": [{"lap": 3}] * flags, "marshals": [{"flag": colour}]}
             for i, (flags, colour) in enumerate([(1, "red"), (0, "red"), (0, "yellow"), (2, "blue")])]
 
+SHOWS = [{"show_id": i, "title": t, "Rating": [{"stars": v} for v in stars],
+          "show_coach": [{"coach_id": c} for c in coaches]}
+         for i, (t, stars, coaches) in enumerate([("Heat", [4, 5], [7]), ("Gone", [], [8]), ("Alien", [3], []),
+                                                  ("Brazil", [], [])])]
+BUILDINGS = [{"building_id": b, "Apartments": [{"apt_number": n, "Apartment_Facilities": [{"facility": f} for f in fs]}
+                                               for n, fs in apartments]}
+             for b, apartments in enumerate([[("1A", ["Gym"]), ("1B", [])], [("2A", []), ("2B", [])],
+                                             [("3A", ["Pool", "Gym"])]])]
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
@@ -47,7 +56,9 @@ def world(tmp_path_factory):
                                                              "pets": {"Student": OWNERS, "Pets": PETS},
                                                              "firms": {"company": FIRMS},
                                                              "housing": {"Student": RESIDENTS},
-                                                             "racing": {"weekends": WEEKENDS}})
+                                                             "racing": {"weekends": WEEKENDS},
+                                                             "shows": {"show": SHOWS},
+                                                             "flats": {"Apartment_Buildings": BUILDINGS}})
 
 
 answer = rules_answer
@@ -152,3 +163,23 @@ def test_a_stored_value_that_is_a_word_of_the_arrays_name_does_not_stop_the_nega
     `red_flags`, the array the negation empties."""
     prediction, rows = answer(world, "racing", "How many weekends had no red flags?")
     assert rows == [{"count": 2}], prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question, titles", [("What are the titles of all shows that have not been rated?",
+                                               ["Brazil", "Gone"]),
+                                              ("List the titles of shows that lack coaching.", ["Alien", "Brazil"])])
+def test_a_negation_denies_the_array_its_verb_or_activity_derives_from(world, question, titles):
+    """'shows that have not been rated', an array `Rating`: no array is named, but 'rated' is
+    the verb its name derives from (and 'coaching' the activity of `show_coach`)."""
+    prediction, rows = answer(world, "shows", question)
+    assert sorted(r["title"] for r in rows) == titles, prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["How many apartments do not have any facility?",
+                                      "What is the total number of apartments without any facilities?"])
+def test_a_negation_after_its_subject_empties_the_subjects_own_array(world, question):
+    """'apartments do not have any facility', apartments the elements of each building's
+    `Apartments`: each apartment's own facilities are empty, said of the subject before the
+    auxiliary (or before 'without'), as of a relative clause's."""
+    prediction, rows = answer(world, "flats", question)
+    assert rows == [{"count": 3}], prediction["pipeline"]

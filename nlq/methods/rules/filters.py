@@ -10,7 +10,7 @@ from nlq.methods.rules.vocabulary import (AGG_WORDS, BETWEEN, COMPARATORS, FIELD
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denial_of, is_year, maybe_number, plain_word, to_number, word_match
-from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_named, array_of_subject, array_phrase, element_numbers,
+from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_derived, array_named, array_of_subject, array_phrase, element_numbers,
                                          measure_field,
                                          in_named_array, number_fits, object_named, stored_number,
                                          year_field)
@@ -518,33 +518,44 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
 ABSENCE_REACH = 9
 
 
-def detect_absence(q: Question, fields: list[Field], consumed: set[int], literals: set[int] = frozenset()) -> list[Filter]:
+def detect_absence(q: Question, fields: list[Field], consumed: set[int], literals: set[int] = frozenset(),
+                   others: tuple[str, ...] = ()) -> list[Filter]:
     """'without any allergies', 'never received a complaint', 'has no players', 'an
     empty stock', 'whose record list is empty': the named array entity is empty
     (missing counts as empty). A literal said first is what the negation denies ('does
-    not own a cat as a pet': no pet is a cat), not the array after it."""
+    not own a cat as a pet': no pet is a cat), not the array after it. With no array
+    named, one the verb or activity denied derives from ('movies that have not been
+    rated', `Rating`: `array_derived`) — unless another collection is named after it (its
+    object: 'not visited any museums', the anti-join's), `others` the last words of their names."""
     filters = []
     for at, word in enumerate(q.raw):
         if word not in NEGATIONS and word != "empty" or word in SETTING_ASIDE or at in consumed:
             continue
         subject = _subject_before(q, at)
+        window = []
         for j in range(at + 1, min(at + (3 if word == "empty" else ABSENCE_REACH), len(q.raw))):
             if j in literals and array_phrase(q, j, fields) is None:
                 break  # (not a word of the array's own name: 'no red flags', `red_flags`)
-            array = array_of_subject(q, j, fields, subject) or array_named(q, j, fields)
-            if array is not None and j not in consumed:
-                filters.append(Filter(array, "$eq", 0, at, size=True))
-                consumed.update(range(at, j + 1))
+            window.append(j)
+        found = next(((j, a) for j in window if j not in consumed for a in (
+            array_of_subject(q, j, fields, subject) or array_named(q, j, fields),) if a is not None), None)
+        if found is None and word != "empty":  # (a noun naming an array comes first: 'not visited any museums')
+            found = next(((j, a) for j in window if j not in consumed
+                          for a in (array_derived(q, j, fields),) if a is not None and not any(
+                              word_match(q.stems[k], w) >= 0.8 for k in window if k > j for w in others)), None)
+        if found is not None:
+            j, array = found
+            filters.append(Filter(array, "$eq", 0, at, size=True))
+            consumed.update(range(at, j + 1))
+            continue
+        # 'whose record list is empty': the array named just before
+        for j in range(at - 1, max(-1, at - 4), -1) if word == "empty" else ():
+            array = array_named(q, j, fields)
+            if array is not None and j not in consumed and all(
+                    w in ("is", "are", "was", "were", "list", "lists", "set") for w in q.raw[j + 1:at]):
+                filters.append(Filter(array, "$eq", 0, j, size=True))
+                consumed.update(range(j, at + 1))
                 break
-        else:
-            # 'whose record list is empty': the array named just before
-            for j in range(at - 1, max(-1, at - 4), -1) if word == "empty" else ():
-                array = array_named(q, j, fields)
-                if array is not None and j not in consumed and all(
-                        w in ("is", "are", "was", "were", "list", "lists", "set") for w in q.raw[j + 1:at]):
-                    filters.append(Filter(array, "$eq", 0, j, size=True))
-                    consumed.update(range(j, at + 1))
-                    break
     return filters
 
 
@@ -553,11 +564,22 @@ RELATIVES = frozenset({"who", "that", "which", "whose"})
 
 def _subject_before(q: Question, at: int) -> int:
     """The word a relative clause around `at` is said of ('customers who do not have ...':
-    customers), or -1."""
+    customers), or the subject right before the auxiliary the negation follows ('how many
+    apartments do not have ...': apartments) or before 'without', 'with no', or -1."""
     for j in range(at - 1, max(-1, at - 4), -1):
         if q.raw[j] in RELATIVES:
             return j - 1
+    if at >= 2 and q.raw[at - 1] in AUXILIARIES:
+        return at - 2
+    if at >= 1 and q.raw[at] == "without":  # 'apartments without any facilities'
+        return at - 1
+    if at >= 2 and q.raw[at - 1:at + 1] == ["with", "no"]:  # 'apartments with no facilities'
+        return at - 2
     return -1
+
+
+# Verbs a negation follows in a clause ('apartments do not have', 'products were not ordered').
+AUXILIARIES = frozenset({"do", "does", "did", "is", "are", "was", "were", "have", "has", "had"})
 
 
 HAVING_SOME = re.compile(r"\b(?:that|who|which)\s+(?:currently\s+|still\s+|actually\s+|already\s+|do\s+|does\s+)?"

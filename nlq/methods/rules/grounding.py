@@ -194,6 +194,7 @@ def _merge_equalities(filters: list[Filter], q: Question | None = None) -> list[
         else:
             values = same.value if same.op in ("$in", "$all") else [same.value]
             both = same.op == "$all" or same.op == "$eq" and q is not None and conjoined(q, same.start, f.start)
+            same.joined_by_and = q is not None and and_joined(q, same.start, f.start)  # (all values said so far)
             same.op, same.value = "$all" if both else "$in", values + [f.value]
     return merged
 
@@ -205,6 +206,15 @@ def conjoined(q: Question, first: int, second: int) -> bool:
         return False
     between = q.raw[first:second]
     return "both" in q.raw[max(0, first - 6):first] and "and" in between and "or" not in between
+
+
+def and_joined(q: Question, first: int, second: int) -> bool:
+    """'in the years 2014 and 2015': 'and' between the two values, no 'or' ('either', 'any')
+    offering them as alternatives, no 'between' making them the ends of a range."""
+    if not 0 <= first < second:
+        return False
+    return "and" in q.raw[first:second] and not {"or", "either", "any", "between"} & set(
+        q.raw[max(0, first - 3):second])
 
 
 def number_alternatives(q: Question, filters: list[Filter], consumed: set[int]) -> list[Filter]:
@@ -309,6 +319,28 @@ def array_named(q: Question, at: int, fields: list[Field], top_level: bool = Tru
     named = [f for f in fields if f.kind == "array" and f.words and names_elements(q.stems[at], f)
              and (not top_level or "." not in f.mql)]
     return min(named, key=lambda f: (len(f.arrays), f.mql)) if named else None
+
+
+def array_derived(q: Question, at: int, fields: list[Field]) -> Field | None:
+    """The top-level array whose head noun the word at `at` is derived from, the verb or
+    the activity ('rated' of `Rating`, 'tweeted' of `tweets`, 'coaching' of `player_coach`,
+    'gaming' of `Plays_Games`, 'entrepreneurship' of `entrepreneur`), or said in the name's
+    place ('sports' of `SportsInfo`, whose last word names no element)."""
+    if at >= len(q.stems):
+        return None
+    root = _bare(q.stems[at])
+    named = [f for f in fields if f.kind == "array" and f.words and "." not in f.mql
+             and len(_head_word(f)) >= 4 and _bare(_head_word(f)) == root]
+    return min(named, key=lambda f: f.mql) if named and len(root) >= 3 else None
+
+
+# Verb and noun endings undone to compare a word with the noun it derives from.
+_DERIVATIONS = ("ship", "ing", "ial", "ed", "es", "s", "e")
+
+
+def _bare(word: str) -> str:
+    """The word without one derivational or inflectional ending ('rated', 'rating' -> 'rat')."""
+    return next((word[:-len(e)] for e in _DERIVATIONS if word.endswith(e) and len(word) - len(e) >= 3), word)
 
 
 def names_elements(stem: str, f: Field) -> bool:

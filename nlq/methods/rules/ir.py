@@ -76,6 +76,7 @@ class Filter:
     average: bool = False        # compare with the field's average over all documents (value unused)
     branch: int = 0              # 1 or 2: a side of the question's disjunction; 0: required
     other: Field | None = None   # compare with this other field of the same document (`$expr`; value unused)
+    joined_by_and: bool = False  # `$in` of literals joined by 'and' ('in 2014 and 2015'), not by 'or'
 
     @property
     def relative(self) -> bool:

@@ -364,9 +364,12 @@ def plan_unwinds(ir: IR) -> list[str]:
         for a in (f.field.arrays + f.other.arrays) if f.other else ():
             if a not in needed:
                 needed.append(a)
-        # a filter on an array nested in an unwound one is matched per element
+        # a filter on an array nested in an unwound one is matched per element (one on a whole
+        # array, '$all' of its values or no element meeting one, per element of those around it)
         if not f.size and any(a.startswith(n + ".") for a in f.field.arrays for n in needed):
-            for a in f.field.arrays:
+            whole = f.op in ("$elemMatch", "$all") or f.op == "$not" and f.field.kind == "array"
+            inner = [a for a in f.field.arrays if a != f.field.mql]
+            for a in (inner if f.field.kind == "array" else inner[:-1]) if whole else f.field.arrays:
                 if a not in needed:
                     needed.append(a)
     if ir.grain:
@@ -381,6 +384,39 @@ def plan_unwinds(ir: IR) -> list[str]:
              or f.op == "$not" and f.field.kind == "array"} | {f.mql for f in ir.sizes}
     needed = [a for a in needed if not any(a == w or a.startswith(w + ".") for w in whole)]
     return sorted(needed, key=lambda a: (a.count("."), a))
+
+
+def held_together(ir: IR) -> None:
+    """'the stadiums that hosted concerts in 2014 and 2015', each stadium's concerts an array:
+    values joined by 'and' on a field of an array's elements, the documents shown (nothing
+    inside that array), are each held by some element of one document (`$all`); of the
+    elements themselves, each holding one value, they are alternatives (`$in`)."""
+    if ir.count or ir.aggregates or ir.group_by:
+        return
+    for f in ir.filters:
+        if f.op == "$in" and f.joined_by_and and f.field.arrays and not f.branch and f.field.kind == "scalar" \
+                and not any(set(o.arrays) & set(f.field.arrays) for o in ir.outputs) and ir.outputs:
+            f.op = "$all"
+
+
+def members_of_both(ir: IR, mentions: list[Mention], entities: set[int]) -> list[Field]:
+    """'the countries that have players in both the Forward and the Defender position': a
+    document holds the values an `$all` asks for in different elements of one array, so no
+    one element is what is shown; the element fields named after what the document shows
+    (its field, or the entity word for its label: the members the condition is about,
+    'players') are dropped from the outputs."""
+    outputs = list(ir.outputs)
+    entity = min(entities, default=-1)
+    for f in ir.filters:
+        if f.op != "$all" or not f.field.arrays:
+            continue
+        inside = [o for o in outputs if o.arrays[:len(f.field.arrays)] == f.field.arrays]
+        outside = [o for o in outputs if o not in inside]
+        said = {o.mql: min((m.start for m in mentions if m.field.mql == o.mql), default=entity) for o in outputs}
+        first = min((said[o.mql] for o in outside if said[o.mql] >= 0), default=None)
+        if first is not None:
+            outputs = [o for o in outputs if o not in inside or said[o.mql] < first]
+    return outputs
 
 
 def names_array(q: Question, path: str) -> bool:

@@ -40,8 +40,9 @@ from nlq.methods.rules.joins import ASKING, asked_collection, reach
 from nlq.methods.rules.ordering import (ORDER_PHRASE, default_order, detect_limit, detect_order, entity_limit,
                                         orders_here, sortable, superlative_limit)
 from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
-                                       grain_of, intent_word, listed_beside, listed_with, names_array, plan_expansions,
-                                       plan_unwinds, owned_twice, plural_attribute, unlisted_outputs, unrepresented, validate)
+                                       grain_of, held_together, intent_word, listed_beside, listed_with, members_of_both,
+                                       names_array, plan_expansions, plan_unwinds, owned_twice, plural_attribute,
+                                       unlisted_outputs, unrepresented, validate)
 from nlq.methods.rules.question import (POSSESSIVES, Question, counts_entity, meaningful_mentions, mention_fields,
                                         name_span, names_quantity, order_words, quantity_noun, select_mentions,
                                         word_match)
@@ -186,7 +187,8 @@ def read_filters(s: State) -> None:
     ir.filters += detect_field_comparisons(q, s.mentions, s.fields, s.consumed, s.used)
     ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used)
     literals = witnessed_values(q, s.witnesses, s.collection, s.fields)  # what a negation before them denies
-    ir.filters += detect_absence(q, s.fields, s.consumed, literals)
+    others = tuple(split_name(c)[-1] for c in s.index.get("collections", {}) if c != s.collection and split_name(c))
+    ir.filters += detect_absence(q, s.fields, s.consumed, literals, others)
     ir.filters += detect_presence(q, s.fields, s.consumed, ir.filters)
     ir.anti_joins = detect_anti_join(q, s.index, s.collection, s.consumed, literals)  # embedded arrays came first
     ir.anti_joins, empty = joined_anti_joins(ir.anti_joins, ir.joins, s.fields)  # one $lookup per collection
@@ -506,7 +508,8 @@ def read_outputs(s: State) -> None:
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities,
                                         "identified" in s.variant) + ir.outputs
     distinct_listed(s)
-    ir.outputs = full_names(q, ir.outputs, fields, mentions, s.entities)
+    held_together(ir)
+    ir.outputs = full_names(q, members_of_both(ir, mentions, s.entities), fields, mentions, s.entities)
     summed_quantities(s)
     ir.grain = s.grain or count_grain(q, fields, s.collection, ir.group_by) if ir.count else None
     if ir.count and ir.grain and "." not in ir.grain and not (ir.outputs or ir.group_by or ir.aggregates

@@ -142,7 +142,11 @@ def _is_late(f: Filter, ir: IR) -> bool:
     if f.size:  # the size of an array inside another one waits for the outer one's unwind
         return bool({a for a in f.field.arrays if a != f.field.mql} & set(ir.unwinds))
     if f.op in ("$elemMatch", "$all") or f.op == "$not" and f.field.kind == "array":
-        return False  # a condition on the whole array ('$all': its elements hold every value; no element meets one)
+        # a condition on the whole array ('$all': its elements hold every value; no element meets one),
+        # of each element of an array it is inside once that one is unwound ('apartments with bookings
+        # both Provisional and Confirmed')
+        inner = [a for a in f.field.arrays if a != f.field.mql]
+        return bool(set(inner if f.field.kind == "array" else inner[:-1]) & set(ir.unwinds))
     return bool(set(f.field.arrays) & set(ir.unwinds)) or any(m in ir.expand for m in f.field.maps)
 
 
