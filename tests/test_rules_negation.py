@@ -38,6 +38,11 @@ RESIDENTS = [{"StuID": 1 + i, "Fname": name, "city_code": city, "Lives_in": [{"S
 WEEKENDS = [{"round": i, "red_flags": [{"lap": 3}] * flags, "marshals": [{"flag": colour}]}
             for i, (flags, colour) in enumerate([(1, "red"), (0, "red"), (0, "yellow"), (2, "blue")])]
 
+BUILDINGS = [{"building_id": 1, "Apartments": [{"apt_number": "A1", "Facilities": [{"facility_code": "Gym"}]},
+                                               {"apt_number": "A2", "Facilities": []}]},
+             {"building_id": 2, "Apartments": [{"apt_number": "B1", "Facilities": []}]},
+             {"building_id": 3, "Apartments": [{"apt_number": "C1", "Facilities": [{"facility_code": "Pool"}]}]}]
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
@@ -47,7 +52,8 @@ def world(tmp_path_factory):
                                                              "pets": {"Student": OWNERS, "Pets": PETS},
                                                              "firms": {"company": FIRMS},
                                                              "housing": {"Student": RESIDENTS},
-                                                             "racing": {"weekends": WEEKENDS}})
+                                                             "racing": {"weekends": WEEKENDS},
+                                                             "flats": {"Buildings": BUILDINGS}})
 
 
 answer = rules_answer
@@ -152,3 +158,13 @@ def test_a_stored_value_that_is_a_word_of_the_arrays_name_does_not_stop_the_nega
     `red_flags`, the array the negation empties."""
     prediction, rows = answer(world, "racing", "How many weekends had no red flags?")
     assert rows == [{"count": 2}], prediction["pipeline"]
+
+
+def test_a_negation_after_an_auxiliary_denies_the_array_of_its_subject(world):
+    """'how many apartments do not have any facility', apartments the elements of `Apartments`:
+    each apartment's own `Apartments.Facilities` is empty, not the building's apartments; a
+    first 'which' asks, it starts no relative clause."""
+    prediction, rows = answer(world, "flats", "How many apartments do not have any facility?")
+    assert rows == [{"count": 2}], prediction["pipeline"]
+    prediction, rows = answer(world, "flats", "Which apartments did not have any facilities? List the numbers.")
+    assert sorted(r["apt_number"] for r in rows) == ["A2", "B1"], prediction["pipeline"]

@@ -553,11 +553,17 @@ RELATIVES = frozenset({"who", "that", "which", "whose"})
 
 def _subject_before(q: Question, at: int) -> int:
     """The word a relative clause around `at` is said of ('customers who do not have ...':
-    customers), or -1."""
-    for j in range(at - 1, max(-1, at - 4), -1):
+    customers), or the subject right before the auxiliary the negation follows ('how many
+    apartments do not have any facility': apartments), or -1."""
+    for j in range(at - 1, max(0, at - 4), -1):  # (a first 'which' asks: 'which assets did not ...')
         if q.raw[j] in RELATIVES:
             return j - 1
+    if at >= 2 and q.raw[at - 1] in AUXILIARIES:
+        return at - 2
     return -1
+
+
+AUXILIARIES = frozenset({"do", "does", "did", "is", "are", "was", "were", "has", "have", "had"})
 
 
 HAVING_SOME = re.compile(r"\b(?:that|who|which)\s+(?:currently\s+|still\s+|actually\s+|already\s+|do\s+|does\s+)?"
