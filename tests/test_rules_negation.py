@@ -46,6 +46,10 @@ BUILDINGS = [{"building_id": b, "Apartments": [{"apt_number": n, "Apartment_Faci
                                                for n, fs in apartments]}
              for b, apartments in enumerate([[("1A", ["Gym"]), ("1B", [])], [("2A", []), ("2B", [])],
                                              [("3A", ["Pool", "Gym"])]])]
+BLOCKS = [{"building_id": 1, "Apartments": [{"apt_number": "A1", "Facilities": [{"facility_code": "Gym"}]},
+                                            {"apt_number": "A2", "Facilities": []}]},
+          {"building_id": 2, "Apartments": [{"apt_number": "B1", "Facilities": []}]},
+          {"building_id": 3, "Apartments": [{"apt_number": "C1", "Facilities": [{"facility_code": "Pool"}]}]}]
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +62,8 @@ def world(tmp_path_factory):
                                                              "housing": {"Student": RESIDENTS},
                                                              "racing": {"weekends": WEEKENDS},
                                                              "shows": {"show": SHOWS},
-                                                             "flats": {"Apartment_Buildings": BUILDINGS}})
+                                                             "flats": {"Apartment_Buildings": BUILDINGS},
+                                                             "blocks": {"Buildings": BLOCKS}})
 
 
 answer = rules_answer
@@ -183,3 +188,13 @@ def test_a_negation_after_its_subject_empties_the_subjects_own_array(world, ques
     auxiliary (or before 'without'), as of a relative clause's."""
     prediction, rows = answer(world, "flats", question)
     assert rows == [{"count": 3}], prediction["pipeline"]
+
+
+def test_a_negation_after_an_auxiliary_denies_the_array_of_its_subject(world):
+    """'how many apartments do not have any facility', apartments the elements of `Apartments`:
+    each apartment's own `Apartments.Facilities` is empty, not the building's apartments; a
+    first 'which' asks, it starts no relative clause."""
+    prediction, rows = answer(world, "blocks", "How many apartments do not have any facility?")
+    assert rows == [{"count": 2}], prediction["pipeline"]
+    prediction, rows = answer(world, "blocks", "Which apartments did not have any facilities? List the numbers.")
+    assert sorted(r["apt_number"] for r in rows) == ["A2", "B1"], prediction["pipeline"]

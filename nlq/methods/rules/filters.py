@@ -566,7 +566,7 @@ def _subject_before(q: Question, at: int) -> int:
     """The word a relative clause around `at` is said of ('customers who do not have ...':
     customers), or the subject right before the auxiliary the negation follows ('how many
     apartments do not have ...': apartments) or before 'without', 'with no', or -1."""
-    for j in range(at - 1, max(-1, at - 4), -1):
+    for j in range(at - 1, max(0, at - 4), -1):  # (a first 'which' asks: 'which assets did not ...')
         if q.raw[j] in RELATIVES:
             return j - 1
     if at >= 2 and q.raw[at - 1] in AUXILIARIES:

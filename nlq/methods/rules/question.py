@@ -205,7 +205,8 @@ def mention_fields(words: list[str], schema: dict[str, list[Field]]) -> list[Men
                 if best is not None:
                     end, matched = best
                     share = matched / len(f.words)
-                    if share >= 0.5 or _only_implicit_words_unmatched(f, words[start:end], coll_words):
+                    if share >= 0.5 or _only_implicit_words_unmatched(f, words[start:end], coll_words,
+                                                                      set(f.context) & present):
                         if f.years and words[end:end + 1] == ["year"]:
                             end += 1  # 'founded year' names a field of years
                         near = 0.1 if context & set(words[max(0, start - 3):end + 3]) else 0.0
@@ -416,14 +417,18 @@ PREPOSITIONS = frozenset({"by", "of", "in", "for", "to", "at", "on", "with", "fr
 NAMING_VERBS = frozenset({"named", "called", "titled", "labeled", "labelled"})
 
 
-def _only_implicit_words_unmatched(f: Field, span: list[str], collection: set[str]) -> bool:
+def _only_implicit_words_unmatched(f: Field, span: list[str], collection: set[str],
+                                   said_context: set[str] = frozenset()) -> bool:
     """The words a question leaves out of a field's name are weak ones, its
     collection's own, their initial or abbreviation ('category' names product_category_code
-    in products, 'phone' DPhone in departments, 'hire date' EMP_HIREDATE in employees), or
+    in products, 'phone' DPhone in departments, 'hire date' EMP_HIREDATE in employees), the
+    name of the array holding it when the question says that too (`said_context`: 'the
+    types of forms' names the forms' form_type_code), or
     what its stored values already are ('opened' names Open_Year when the field
     holds calendar years, 'hired' names hire_date of a date field), or the preposition
     it ends on ('director' names Directed_by)."""
-    implied = WEAK_FIELD_WORDS | collection | {w[0] for w in collection} | ({"year"} if f.years else set()) | (
+    implied = WEAK_FIELD_WORDS | collection | said_context | {w[0] for w in collection} | (
+        {"year"} if f.years else set()) | (
         {"date"} if f.type == "date" else set()) | unit_words(f.words, collection) | (
         set(f.words[-1:]) & PREPOSITIONS)
     named = {fw for fw in f.words if fw != "id" and any(word_match(w, fw) >= 0.7 and w not in NAMING_VERBS

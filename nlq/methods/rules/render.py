@@ -92,13 +92,29 @@ def _filter_doc(filters: list[Filter], ir: IR) -> dict:
     return doc
 
 
-def _conditions(filters: list[Filter], ir: IR) -> dict:
+def _conditions(filters: list[Filter], ir: IR, element: bool = False) -> dict:
+    """The conditions of some filters; `element`: they are all met by one element."""
     doc: dict = {}
     exprs = []
-    for f in filters:
+    qualifying = {} if element else _qualifying(filters, ir)
+    held = {id(f) for met in qualifying.values() for f in met}
+    together = {} if element else _one_element([f for f in filters if id(f) not in held], ir)
+    for array, met in together.items():
+        inner = _conditions(met, ir, element=True)
+        match = {path[len(array) + 1:]: condition for path, condition in inner.items()}
+        if array in doc:
+            doc.setdefault("$and", []).append({array: {"$elemMatch": match}})
+        else:
+            doc[array] = {"$elemMatch": match}
+    held |= {id(f) for met in together.values() for f in met}
+    for f in (f for f in filters if id(f) not in held):
         path = physical(f.field.mql, ir, key=f.field.kind == "key")
         if f.size:
-            exprs.append({f.op: [{"$size": {"$ifNull": ["$" + path, []]}}, f.value]})
+            elements = {"$ifNull": ["$" + path, []]}
+            if qualifying.get(f.field.mql):
+                elements = {"$filter": {"input": elements, "as": "element", "cond": _element_expr(
+                    f.field.mql, qualifying[f.field.mql])}}
+            exprs.append({f.op: [{"$size": elements}, f.value]})
         elif f.average:
             exprs.append({f.op: ["$" + path, "$" + AVERAGE_FIELD]})
         elif f.other is not None:
@@ -125,6 +141,78 @@ def _conditions(filters: list[Filter], ir: IR) -> dict:
     if exprs:
         doc["$expr"] = exprs[0] if len(exprs) == 1 else {"$and": exprs}
     return doc
+
+
+# The conditions an array's element meets as a value of its own (not its array's size or a pattern).
+ELEMENT_OPS = frozenset({"$eq", "$in", "$gt", "$gte", "$lt", "$lte"})
+
+
+def _one_element(filters: list[Filter], ir: IR) -> dict[str, list[Filter]]:
+    """'customers having an order with shipping method FedEx and status Paid', 'an enrollment
+    between 2000 and 2010': conditions on the fields of the elements of one array that is not
+    unwound are met by one element (`$elemMatch`), where conditions on dotted paths would each
+    be met by any element. Equalities of one field alone ('concerts in 2014 and 2015') are
+    values of different elements: left as they are. By the array's stored path."""
+    by_array: dict[str, list[Filter]] = {}
+    for f in filters:
+        if not _element_condition(f):
+            continue
+        array = next((a for a in f.field.arrays if a not in ir.unwinds), None)
+        if array is not None:
+            by_array.setdefault(physical(array, ir), []).append(f)
+    return {array: met for array, met in by_array.items() if len(met) > 1 and _one_can_meet(met) and not (
+        len({f.field.mql for f in met}) == 1 and all(f.op in ("$eq", "$in") for f in met))}
+
+
+def _qualifying(filters: list[Filter], ir: IR) -> dict[str, list[Filter]]:
+    """'customers who have at least 2 mailshots with outcome code Order': conditions on the
+    fields of the elements of an array whose size is bounded qualify the elements counted
+    (the size of the array's elements that meet them), not the document. By the array's
+    logical path."""
+    sized = {f.field.mql for f in filters if f.size and not f.relative and f.field.mql not in ir.unwinds
+             and not f.field.maps}
+    by_array: dict[str, list[Filter]] = {}
+    for f in filters:
+        if _element_condition(f) and f.field.arrays and f.field.arrays[-1] in sized \
+                and f.field.arrays[-1] not in ir.unwinds:
+            by_array.setdefault(f.field.arrays[-1], []).append(f)
+    return by_array
+
+
+def _element_condition(f: Filter) -> bool:
+    """A condition on a value an array's element holds (not the array's size, a pattern, a key)."""
+    return f.op in ELEMENT_OPS and not (f.size or f.relative or f.key_of is not None or f.field.maps
+                                        or f.field.kind == "array" or f.field.parts)
+
+
+def _element_expr(array: str, filters: list[Filter]) -> dict:
+    """The expression an element (`$$element`) of `array` meeting every filter satisfies; a
+    value it lacks meets no bound (as in a query, where an aggregation expression would
+    order a missing value below every number)."""
+    terms = []
+    for f in filters:
+        ref = "$$element." + f.field.mql[len(array) + 1:]
+        if f.op == "$in":
+            terms.append({"$in": [ref, list(f.value)]})
+        else:
+            terms.append({f.op: [ref, f.value]})
+        if f.op in ("$lt", "$lte"):
+            terms.append({"$gt": [ref, None]})
+    return terms[0] if len(terms) == 1 else {"$and": terms}
+
+
+def _one_can_meet(filters: list[Filter]) -> bool:
+    """No field is bounded below by more than it is bounded above: 'both a museum opened
+    before 2009 and one opened after 2011' are two elements, no one element is both."""
+    for path in {f.field.mql for f in filters}:
+        lows = [f.value for f in filters if f.field.mql == path and f.op in ("$gt", "$gte")]
+        highs = [f.value for f in filters if f.field.mql == path and f.op in ("$lt", "$lte")]
+        try:
+            if lows and highs and max(lows) >= min(highs):
+                return False
+        except TypeError:  # bounds of different types: nothing says they are apart
+            continue
+    return True
 
 
 def _traversal(ir: IR) -> list[tuple[str, str]]:
