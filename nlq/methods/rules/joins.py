@@ -71,16 +71,29 @@ def asked_collection(q: Question, index: dict, schema: dict, best: str, mentions
     if not q.raw or q.raw[0] not in ASKING:
         return best
     firm = {i for m in mentions if m.field.collection == best and m.share >= 1.0 for i in range(m.start, m.end)}
+    counted = counted_nouns(q)
     for i, stem in enumerate(q.stems[:8]):
         named = sorted(c for c in schema if split_name(c) and word_match(stem, split_name(c)[-1]) >= 0.85)
         if not named:
             continue
-        if best in named or i in firm or any(f.words and word_match(stem, f.words[-1]) >= 0.85 for f in schema[best]):
+        if i in counted:
+            return best  # counted per what is asked ('the dormitory with the fewest amenities')
+        if best in named or i in firm or any(f.words and word_match(stem, f.words[-1]) >= 0.85
+                                             and names_field(q, f) for f in schema[best]):
             return best  # the collection asked for, or a word naming one of its fields ('customer IDs', 'states')
         if q.raw[i] != stem or q.raw[i - 1:i] in (["the"], ["all"], ["each"], ["which"], ["what"]):
             joined = [c for c in named if join_edge(index, c, best) is not None]
             return joined[0] if len(joined) == 1 else best
     return best
+
+
+def names_field(q: Question, f: Field) -> bool:
+    """The question names the field, whose last word it has: a scalar field ('states', 'customer
+    IDs'), or an array named for another collection only with another word of its name ('the
+    members of the club' of `Member_of_club`, not 'the clubs' it links students to)."""
+    if f.kind not in ("array", "object"):
+        return True
+    return any(word_match(stem, w) >= 0.85 for w in f.words[:-1] if len(w) > 3 for stem in q.stems)
 
 
 def counted_nouns(q: Question) -> dict[int, tuple[int, bool]]:
