@@ -209,3 +209,20 @@ def test_documents_counted_per_the_document_asked_for_do_not_name_the_collection
     prediction, rows = answer(dorms, "campus", "Identify the dormitory with the fewest amenities and give its name.")
     assert prediction["collection"] == "Dorm", prediction["pipeline"]
     assert rows == [{"dorm_name": "Fawlty Towers"}], prediction["pipeline"]
+
+
+MEMBERSHIPS = [(1, 10, "President"), (2, 10, "CTO"), (3, 11, "President"), (2, 11, "Treasurer")]
+CLUBS = [{"ClubID": c, "ClubName": n, "Member_of_club": [{"StuID": s, "ClubID": c, "Position": p}
+                                                         for s, club, p in MEMBERSHIPS if club == c]}
+         for c, n in [(10, "Bootup Baltimore"), (11, "Hopkins Student Enterprises")]]
+STUDENTS = [{"StuID": s, "Fname": f, "LName": l, "Member_of_club": [{"StuID": s, "ClubID": c, "Position": p}
+                                                                    for who, c, p in MEMBERSHIPS if who == s]}
+            for s, f, l in [(1, "Linda", "Smith"), (2, "Tracy", "Kim"), (3, "Shiela", "Jones")]]
+
+
+def test_a_longer_name_in_another_collection_reads_the_words_of_a_shorter_one_here(tmp_path):
+    """'the last names of the members of the club ...' over clubs: 'last names' is the
+    students' `LName`, not the clubs' own name the word 'names' alone would show."""
+    world = rules_world(tmp_path, {"clubs": {"Club": CLUBS, "Student": STUDENTS}})
+    prediction, rows = answer(world, "clubs", 'Find the last names of the members of the club "Bootup Baltimore".')
+    assert sorted(r["LName"] for r in rows) == ["Kim", "Smith"], prediction["pipeline"]

@@ -171,6 +171,11 @@ def qualified_by(q: Question, mentions: list[Mention], named: set[int]) -> set[i
     return out
 
 
+def within_longer(inner: Mention, outer: Mention) -> bool:
+    """`inner`'s words lie inside `outer`'s longer span."""
+    return outer.start <= inner.start and inner.end <= outer.end and inner.end - inner.start < outer.end - outer.start
+
+
 def reach(q: Question, index: dict, grounding: Grounding, collection: str, fields: list[Field],
           mentions: list[Mention], all_mentions: list[Mention], entities: set[int], witnesses: list[dict]):
     """The join a question asks for beyond `collection`, if any: ([(alias, other, local,
@@ -183,6 +188,8 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
     own = {str(w.get("term")) for w in witnesses
            if any(m.get("collection") == collection for m in w.get("matches", []))}
     best, counted = None, counted_nouns(q)
+    counting_words = {i for c in COUNT_PATTERNS.finditer(q.text.lower())
+                      for i in range(q.word_at(c.start()), q.word_at(c.end()))}
     # each element's own joined document ('each rating's movie'), unless a negation asks for whole documents
     weak = {i for m in mentions if m.share < 1.0 for i in range(m.start, m.end)}
     within = frozenset(m.field.arrays[0] for m in mentions if m.field.arrays) if not NEGATIONS & set(q.raw) \
@@ -208,6 +215,10 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
             # the other's own name may begin its field's ('the customer first name'): then the
             # mention also reads words a partial mention here covered
             blocked = taken - (named | weak) if m.start in named and not span <= named else taken
+            # a longer name reads the words of a shorter one here ('the last names' of `LName`, not
+            # the club's name), unless it spans a count phrase ('the number of trains', not `train_number`)
+            if not span & counting_words:
+                blocked -= {i for o in mentions if within_longer(o, m) for i in range(o.start, o.end)} - set(entities)
             if target is not None and not span & blocked:
                 found.append(replace(m, field=target))
                 taken |= span
@@ -228,7 +239,8 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
         {**m, "collection": collection, "path": f"{alias}[].{m['path']}"}
         for m in w.get("matches", []) if m.get("collection") == other]} if w in literals else w for w in witnesses]
     read = named | {i for m in found for i in range(m.start, m.end)}
-    kept = [m for m in mentions if m.share >= 1.0 or not set(range(m.start, m.end)) & read]
+    kept = [m for m in mentions if (m.share >= 1.0 or not set(range(m.start, m.end)) & read)
+            and not any(within_longer(m, f) for f in found if not set(range(f.start, f.end)) & counting_words)]
     return ([(alias, other, local, foreign)], fields + virtual, sorted(kept + found, key=lambda m: m.start),
             placed, named)
 
