@@ -183,3 +183,46 @@ def test_an_ordering_word_is_no_literal_a_stored_value_spells(tmp_path_factory):
     world = rules_world(tmp_path_factory.mktemp("shop"), {"shop": {"clients": CLIENTS}})
     prediction, rows = answer(world, "shop", "List the names of all clients and order by name.")
     assert [r["name"] for r in rows] == ["Al", "Bo", "Cy", "Di"], prediction["pipeline"]
+
+
+DORMS = [{"dormid": 100 + i, "dorm_name": n, "Has_amenity": [{"dormid": 100 + i, "amenid": a} for a in amenities]}
+         for i, (n, amenities) in enumerate([("Smith Hall", [900, 902]), ("Fawlty Towers", [901]),
+                                             ("Dreamland", [900, 901, 902])])]
+AMENITIES = [{"amenid": 900 + i, "amenity_name": n} for i, n in enumerate(["TV Lounge", "Study Room", "Gym"])]
+
+
+@pytest.fixture(scope="module")
+def dorms(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("dorms"), {"campus": {"Dorm": DORMS, "Dorm_amenity": AMENITIES}})
+
+
+def test_an_array_linking_to_another_collection_does_not_name_this_one(dorms):
+    """'what amenities does Smith Hall offer': the amenities are asked for, though the dorms'
+    array `Has_amenity`, which links them, ends with the word."""
+    prediction, rows = answer(dorms, "campus", "What amenities does Smith Hall offer?")
+    assert prediction["collection"] == "Dorm_amenity", prediction["pipeline"]
+    assert sorted(r["amenity_name"] for r in rows) == ["Gym", "TV Lounge"]
+
+
+def test_documents_counted_per_the_document_asked_for_do_not_name_the_collection_asked(dorms):
+    """'the dorm with the fewest amenities': dorms are asked for, amenities counted per dorm."""
+    prediction, rows = answer(dorms, "campus", "Identify the dormitory with the fewest amenities and give its name.")
+    assert prediction["collection"] == "Dorm", prediction["pipeline"]
+    assert rows == [{"dorm_name": "Fawlty Towers"}], prediction["pipeline"]
+
+
+MEMBERSHIPS = [(1, 10, "President"), (2, 10, "CTO"), (3, 11, "President"), (2, 11, "Treasurer")]
+CLUBS = [{"ClubID": c, "ClubName": n, "Member_of_club": [{"StuID": s, "ClubID": c, "Position": p}
+                                                         for s, club, p in MEMBERSHIPS if club == c]}
+         for c, n in [(10, "Bootup Baltimore"), (11, "Hopkins Student Enterprises")]]
+STUDENTS = [{"StuID": s, "Fname": f, "LName": l, "Member_of_club": [{"StuID": s, "ClubID": c, "Position": p}
+                                                                    for who, c, p in MEMBERSHIPS if who == s]}
+            for s, f, l in [(1, "Linda", "Smith"), (2, "Tracy", "Kim"), (3, "Shiela", "Jones")]]
+
+
+def test_a_longer_name_in_another_collection_reads_the_words_of_a_shorter_one_here(tmp_path):
+    """'the last names of the members of the club ...' over clubs: 'last names' is the
+    students' `LName`, not the clubs' own name the word 'names' alone would show."""
+    world = rules_world(tmp_path, {"clubs": {"Club": CLUBS, "Student": STUDENTS}})
+    prediction, rows = answer(world, "clubs", 'Find the last names of the members of the club "Bootup Baltimore".')
+    assert sorted(r["LName"] for r in rows) == ["Kim", "Smith"], prediction["pipeline"]

@@ -71,16 +71,29 @@ def asked_collection(q: Question, index: dict, schema: dict, best: str, mentions
     if not q.raw or q.raw[0] not in ASKING:
         return best
     firm = {i for m in mentions if m.field.collection == best and m.share >= 1.0 for i in range(m.start, m.end)}
+    counted = counted_nouns(q)
     for i, stem in enumerate(q.stems[:8]):
         named = sorted(c for c in schema if split_name(c) and word_match(stem, split_name(c)[-1]) >= 0.85)
         if not named:
             continue
-        if best in named or i in firm or any(f.words and word_match(stem, f.words[-1]) >= 0.85 for f in schema[best]):
+        if i in counted:
+            return best  # counted per what is asked ('the dormitory with the fewest amenities')
+        if best in named or i in firm or any(f.words and word_match(stem, f.words[-1]) >= 0.85
+                                             and names_field(q, f) for f in schema[best]):
             return best  # the collection asked for, or a word naming one of its fields ('customer IDs', 'states')
         if q.raw[i] != stem or q.raw[i - 1:i] in (["the"], ["all"], ["each"], ["which"], ["what"]):
             joined = [c for c in named if join_edge(index, c, best) is not None]
             return joined[0] if len(joined) == 1 else best
     return best
+
+
+def names_field(q: Question, f: Field) -> bool:
+    """The question names the field, whose last word it has: a scalar field ('states', 'customer
+    IDs'), or an array named for another collection only with another word of its name ('the
+    members of the club' of `Member_of_club`, not 'the clubs' it links students to)."""
+    if f.kind not in ("array", "object"):
+        return True
+    return any(word_match(stem, w) >= 0.85 for w in f.words[:-1] if len(w) > 3 for stem in q.stems)
 
 
 def counted_nouns(q: Question) -> dict[int, tuple[int, bool]]:
@@ -158,6 +171,11 @@ def qualified_by(q: Question, mentions: list[Mention], named: set[int]) -> set[i
     return out
 
 
+def within_longer(inner: Mention, outer: Mention) -> bool:
+    """`inner`'s words lie inside `outer`'s longer span."""
+    return outer.start <= inner.start and inner.end <= outer.end and inner.end - inner.start < outer.end - outer.start
+
+
 def reach(q: Question, index: dict, grounding: Grounding, collection: str, fields: list[Field],
           mentions: list[Mention], all_mentions: list[Mention], entities: set[int], witnesses: list[dict]):
     """The join a question asks for beyond `collection`, if any: ([(alias, other, local,
@@ -170,6 +188,8 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
     own = {str(w.get("term")) for w in witnesses
            if any(m.get("collection") == collection for m in w.get("matches", []))}
     best, counted = None, counted_nouns(q)
+    counting_words = {i for c in COUNT_PATTERNS.finditer(q.text.lower())
+                      for i in range(q.word_at(c.start()), q.word_at(c.end()))}
     # each element's own joined document ('each rating's movie'), unless a negation asks for whole documents
     weak = {i for m in mentions if m.share < 1.0 for i in range(m.start, m.end)}
     within = frozenset(m.field.arrays[0] for m in mentions if m.field.arrays) if not NEGATIONS & set(q.raw) \
@@ -195,6 +215,10 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
             # the other's own name may begin its field's ('the customer first name'): then the
             # mention also reads words a partial mention here covered
             blocked = taken - (named | weak) if m.start in named and not span <= named else taken
+            # a longer name reads the words of a shorter one here ('the last names' of `LName`, not
+            # the club's name), unless it spans a count phrase ('the number of trains', not `train_number`)
+            if not span & counting_words:
+                blocked -= {i for o in mentions if within_longer(o, m) for i in range(o.start, o.end)} - set(entities)
             if target is not None and not span & blocked:
                 found.append(replace(m, field=target))
                 taken |= span
@@ -215,7 +239,8 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
         {**m, "collection": collection, "path": f"{alias}[].{m['path']}"}
         for m in w.get("matches", []) if m.get("collection") == other]} if w in literals else w for w in witnesses]
     read = named | {i for m in found for i in range(m.start, m.end)}
-    kept = [m for m in mentions if m.share >= 1.0 or not set(range(m.start, m.end)) & read]
+    kept = [m for m in mentions if (m.share >= 1.0 or not set(range(m.start, m.end)) & read)
+            and not any(within_longer(m, f) for f in found if not set(range(f.start, f.end)) & counting_words)]
     return ([(alias, other, local, foreign)], fields + virtual, sorted(kept + found, key=lambda m: m.start),
             placed, named)
 
