@@ -157,3 +157,11 @@ def test_order_of_after_a_sort_verb_names_the_key_not_the_verbs_object(tmp_path,
     expected = ["fig", "pear", "kiwi", "apple"]
     assert names == (expected[::-1] if "descending" in question else expected)
     assert all(set(r) == {"name"} for r in rows)
+
+
+def test_reverse_alphabetical_order_sorts_the_names_from_z_to_a(tmp_path):
+    world = rules_world(tmp_path, {"league": {"club": [{"name": n} for n in ("Bats", "Apes", "Cats")]}})
+    _, rows = rules_answer(world, "league", "Show all the club names sorted in reverse alphabetical order.")
+    assert [r["name"] for r in rows] == ["Cats", "Bats", "Apes"]
+    _, rows = rules_answer(world, "league", "Show all the club names sorted in alphabetical order.")
+    assert [r["name"] for r in rows] == ["Apes", "Bats", "Cats"]

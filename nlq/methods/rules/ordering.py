@@ -89,7 +89,8 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
             target = head  # 'in ascending order of school enrollment': the compound's head orders
         shown = [mm for mm in mentions if mm.start not in used and mm.field.type == "string"]
         if target is None and re.search(r"\balphabetic", window) and shown:
-            return [(shown[0].field, 1)]  # 'names ... in alphabetic order': the names shown, not a filter's field
+            # 'names ... in alphabetic order': the names shown, not a filter's field
+            return [(shown[0].field, _alphabetic_direction(lower))]
         if target is None:
             target = next((mm for mm in reversed(mentions) if mm.end <= at), None)
         if target:
@@ -97,7 +98,7 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                 used.add(target.start)  # "names in order of age": age orders, names are shown
             return [(target.field, aged_direction(window, target.field, direction))]
         if "alphabetic" in lower and mentions:
-            return [(mentions[0].field, 1)]
+            return [(mentions[0].field, _alphabetic_direction(lower))]
     price = PRICE_PHRASE.search(lower)
     if price:
         f = measure_field(fields, "price")
@@ -161,6 +162,11 @@ def aged_direction(window: str, key: Field, direction: int) -> int:
     if aged is None or not (key.dated or key.years or {"date", "year"} & set(key.words) or BIRTH_WORDS & set(key.words)):
         return direction
     return 1 if aged.group(1) == "oldest" else -1
+
+
+def _alphabetic_direction(lower: str) -> int:
+    """-1 for 'in reverse (or descending) alphabetical order', Z to A; else 1."""
+    return -1 if re.search(r"\b(?:reverse|descending)\s+alphabetic", lower) else 1
 
 
 def _direction(window: str) -> int:
