@@ -234,6 +234,19 @@ def test_a_count_the_reading_does_not_count_is_left_out():
     assert _left_out(question, IR(collection="bank", sort=[("count", -1)], limit=1), {"number": "count"}) == []
 
 
+def test_a_count_of_the_one_row_of_statistics_is_left_out():
+    from nlq.methods.rules.ir import Field, IR
+
+    tables = Field(collection="player", path="final_tables", mql="final_tables", arrays=(), kind="scalar", type="int",
+                   words=("final", "tables"), context=())
+    question = "What is the highest number of final tables"  # a maximum, and a count of its one row (always 1)
+    assert _left_out(question, IR(collection="player", count=True, aggregates=[("$max", tables)]),
+                     {"number": "count"}) == [("number", "operation")]
+    # per group, the count counts each group's documents
+    assert _left_out(question, IR(collection="player", count=True, aggregates=[("$max", tables)], group_by=[tables]),
+                     {"number": "count"}) == []
+
+
 def test_a_grouping_over_one_total_is_left_out():
     from nlq.methods.rules.ir import Field, IR
 

@@ -167,10 +167,13 @@ def unordered_limit(ir: IR) -> bool:
 
 def carried_out(operation: str | None, ir: IR) -> bool:
     """The reading does what an asked `operation` says (None: nothing asked): a "count" counts
-    (documents, elements, per group, or ranks by a count); a "distinct" count counts distinct
+    (documents, elements, per group, or ranks by a count; not the one row of statistics over every
+    document, which is always one); a "distinct" count counts distinct
     values; a "group" forms groups, or sizes
     arrays per document, or summarizes nothing (so 'the name of each player' lists them)."""
     if operation == "count":
+        if ir.count and ir.aggregates and not ir.group_by and not (ir.distinct and ir.outputs):
+            return False  # 'the highest number of final tables' as a maximum, then its one row counted
         return bool(ir.count or ir.sizes or ir.having or ir.conditions) or any(
             op in ("$sum", "$count") for op, _ in ir.aggregates) or any(
             k == "count" or isinstance(k, tuple) for k, _ in ir.sort)
