@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from nlq.methods.rules.vocabulary import (AGG_WORDS, BETWEEN, COMPARATORS, FIELD_COMPARATIVES, MONTHS, NEGATIONS,
-                                          NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE, STOPWORDS, SYNONYMS)
+from nlq.methods.rules.vocabulary import (AGG_WORDS, BETWEEN, COMPARATORS, FIELD_COMPARATIVES, IRREGULAR_PARTICIPLES,
+                                          MONTHS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE, STOPWORDS,
+                                          SYNONYMS)
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denial_of, is_year, maybe_number, plain_word, to_number, word_match
@@ -567,8 +568,10 @@ def _subject_before(q: Question, at: int) -> int:
     return -1
 
 
+# ('users who have posted tweets', 'customers who have taken a loan': a participle may name the act)
 HAVING_SOME = re.compile(r"\b(?:that|who|which)\s+(?:currently\s+|still\s+|actually\s+|already\s+|do\s+|does\s+)?"
                          r"(?:has|have|had|own|owns|contain|contains|include|includes)\s+"
+                         r"(?:(?:[a-z]{3,}ed|" + "|".join(IRREGULAR_PARTICIPLES) + r")\s+)?"
                          r"(?:any\s+|some\s+|at least one\s+|one or more\s+|an?\s+)?")
 
 
