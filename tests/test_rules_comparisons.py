@@ -150,3 +150,11 @@ def test_speed_names_a_velocity(tmp_path):
     world = rules_world(tmp_path, {"air": {"plane": PLANES}})
     prediction, rows = rules_answer(world, "air", "Which planes fly at a speed under 200?")
     assert rows == [{"plane": "P1"}], prediction["pipeline"]
+
+
+def test_a_comparator_naming_its_measure_bounds_it_not_the_field_before(people):
+    # 'taller' is a height even with the weight named first; 'whose height is taller' still a height
+    prediction, rows = rules_answer(people, "poll", "What is the average weight of people who are taller than 190?")
+    assert rows == [{"avg_weight": 85}], prediction["pipeline"]
+    _, rows = rules_answer(people, "poll", "List the weights of people whose height is taller than 200.")
+    assert rows == [{"weight": 80}]

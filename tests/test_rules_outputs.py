@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from nlq.methods import rules
 from nlq.methods.rules.question import word_match
+from tests.helpers import rules_answer, rules_world
 
 
 def entry(collection, path, kind="scalar", types=None, present=4):
@@ -276,3 +277,16 @@ def test_the_name_of_something_else_is_not_the_entitys_whole_name():
               "values": {}}
     shown = outputs_of_index("What are the names of the advisors for students?", pupils)
     assert "Advisor" in shown and not {"Fname", "LName"} <= set(shown)
+
+
+CLUBS = [{"club_name": "Chess", "club_location": "Hall A", "members": 12},
+         {"club_name": "Tennis", "club_location": "Court 2", "members": 30}]
+
+
+def test_a_question_opening_with_where_shows_where_the_entity_is(tmp_path):
+    world = rules_world(tmp_path, {"campus": {"club": CLUBS}})
+    for question in ('Where can I find the "Tennis" club?', "Where is the club with the most members?"):
+        prediction, rows = rules_answer(world, "campus", question)
+        assert rows == [{"club_location": "Court 2"}], (question, prediction["pipeline"])
+    _, rows = rules_answer(world, "campus", 'What is the name of the club with the most members?')
+    assert rows == [{"club_name": "Tennis"}]  # (not a 'where' question)

@@ -562,7 +562,10 @@ def test_the_values_of_an_entity_kept_in_an_array_are_of_documents_holding_one(q
 
 
 @pytest.mark.parametrize("question", ["Show the names of peaks that have a guide.",
-                                      "Show the names of peaks that have some guides."])
+                                      "Show the names of peaks that have some guides.",
+                                      # a participle naming the act ('users who have posted tweets')
+                                      "Show the names of peaks that have hired a guide.",
+                                      "What is the average height of peaks that have taken guides?"])
 def test_having_a_named_array_element_is_presence(question):
     assert ("guide", "$gte", 1, 0) in filters_of(question)
 

@@ -234,6 +234,34 @@ def test_a_count_the_reading_does_not_count_is_left_out():
     assert _left_out(question, IR(collection="bank", sort=[("count", -1)], limit=1), {"number": "count"}) == []
 
 
+def test_a_count_of_the_one_row_of_statistics_is_left_out():
+    from nlq.methods.rules.ir import Field, IR
+
+    tables = Field(collection="player", path="final_tables", mql="final_tables", arrays=(), kind="scalar", type="int",
+                   words=("final", "tables"), context=())
+    question = "What is the highest number of final tables"  # a maximum, and a count of its one row (always 1)
+    assert _left_out(question, IR(collection="player", count=True, aggregates=[("$max", tables)]),
+                     {"number": "count"}) == [("number", "operation")]
+    # per group, the count counts each group's documents
+    assert _left_out(question, IR(collection="player", count=True, aggregates=[("$max", tables)], group_by=[tables]),
+                     {"number": "count"}) == []
+
+
+def test_a_ranking_of_the_one_row_of_statistics_is_left_out():
+    from nlq.methods.rules.ir import Field, IR
+
+    hours = Field(collection="game", path="hours", mql="hours", arrays=(), kind="scalar", type="int",
+                  words=("hours",), context=())
+    name = Field(collection="game", path="name", mql="name", arrays=(), kind="scalar", type="string",
+                 words=("name",), context=())
+    question = "Which game has the highest total hours"  # the total over every game, 'ranked'
+    total = dict(aggregates=[("$sum", hours)], sort=[(hours, -1)], limit=1)
+    assert _left_out(question, IR(collection="game", **total)) == [("highest", "operation")]
+    assert _left_out(question, IR(collection="game", group_by=[name], **total)) == []  # each game's total, ranked
+    # the one row of a maximum is the highest
+    assert _left_out("What is the highest hours", IR(collection="game", aggregates=[("$max", hours)], limit=1)) == []
+
+
 def test_a_grouping_over_one_total_is_left_out():
     from nlq.methods.rules.ir import Field, IR
 

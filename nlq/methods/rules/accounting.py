@@ -159,18 +159,27 @@ def ranks(ir: IR) -> bool:
 
 def unordered_limit(ir: IR) -> bool:
     """The reading keeps the first rows of nothing: a limit over rows no key orders ('the top 3'
-    read as any three) — unless it is the one row of a maximum or minimum over all documents
+    read as any three) or over the one row of statistics over every document — unless it is the one row of a maximum or minimum over all documents
     (a maximum per group ranks no group; one row holds no top 3)."""
     extreme = any(op in ("$max", "$min") for op, _ in ir.aggregates) and not ir.group_by and ir.limit == 1
-    return ir.limit is not None and not sorts(ir) and not extreme
+    return ir.limit is not None and (not sorts(ir) or one_row(ir)) and not extreme
+
+
+def one_row(ir: IR) -> bool:
+    """The reading's statistics summarize every document as one row ('which game has the highest
+    total hours' read as the total over all games): an order of it ranks nothing."""
+    return bool(ir.aggregates) and not ir.group_by and not (ir.distinct and ir.outputs)
 
 
 def carried_out(operation: str | None, ir: IR) -> bool:
     """The reading does what an asked `operation` says (None: nothing asked): a "count" counts
-    (documents, elements, per group, or ranks by a count); a "distinct" count counts distinct
+    (documents, elements, per group, or ranks by a count; not the one row of statistics over every
+    document, which is always one); a "distinct" count counts distinct
     values; a "group" forms groups, or sizes
     arrays per document, or summarizes nothing (so 'the name of each player' lists them)."""
     if operation == "count":
+        if ir.count and ir.aggregates and not ir.group_by and not (ir.distinct and ir.outputs):
+            return False  # 'the highest number of final tables' as a maximum, then its one row counted
         return bool(ir.count or ir.sizes or ir.having or ir.conditions) or any(
             op in ("$sum", "$count") for op, _ in ir.aggregates) or any(
             k == "count" or isinstance(k, tuple) for k, _ in ir.sort)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from nlq.methods.rules.vocabulary import (AGG_WORDS, BETWEEN, COMPARATORS, FIELD_COMPARATIVES, MONTHS, NEGATIONS,
-                                          NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE, STOPWORDS)
+from nlq.methods.rules.vocabulary import (AGG_WORDS, BETWEEN, COMPARATORS, FIELD_COMPARATIVES, IRREGULAR_PARTICIPLES,
+                                          MONTHS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE, STOPWORDS,
+                                          SYNONYMS)
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denial_of, is_year, maybe_number, plain_word, to_number, word_match
@@ -470,6 +471,11 @@ OWN_MEASURES = {"older": "age", "younger": "age", "taller": "height", "cheaper":
                 "lighter": "weight"}
 
 
+def _measures(f: Field, measure: str) -> bool:
+    """The field is named by the measure word or a synonym of it ('cost' for 'price')."""
+    return bool(set(SYNONYMS.get(measure, (measure,))) & set(f.words))
+
+
 def _comparison_field(q: Question, at: int, value, numeric: list[Mention], fields: list[Field],
                       percent: bool = False):
     """(mention, field) a comparison at word `at` constrains, or (None, None):
@@ -484,9 +490,11 @@ def _comparison_field(q: Question, at: int, value, numeric: list[Mention], field
     if len(before) > 1 and before[1].end == before[0].start and in_named_array(q, before[1].field, fields) \
             and not in_named_array(q, before[0].field, fields):
         before[:2] = before[1::-1]  # 'budget entries ... a budgeted amount over 3000': the budget's, not an endowment's
-    own = measure_field(fields, OWN_MEASURES[word]) if word in OWN_MEASURES and not before else None
-    if own is not None:  # 'drivers older than 40 years': an age, and 'years' (its mention used up) the unit
-        return (after[0] if after else None), own
+    own = measure_field(fields, OWN_MEASURES[word]) if word in OWN_MEASURES else None
+    # ('the earnings of players taller than 200': the comparator's own measure, not the field before
+    # it, unless that field is one of the measure: 'whose height is taller than 190')
+    if own is not None and not (before and _measures(before[0].field, OWN_MEASURES[word])):
+        return (after[0] if after else None), own  # 'drivers older than 40 years': 'years' the unit
     # 'more than 2000 distance', 'at least 100 share count': the field named right after the number
     number = next((i for i in range(at + 1, min(at + 5, len(q.raw))) if maybe_number(q.raw[i]) == value), None)
     unit = [m for m in after if number is not None and m.start == number + 1 and "id" not in m.field.words]
@@ -582,8 +590,10 @@ def _subject_before(q: Question, at: int) -> int:
 AUXILIARIES = frozenset({"do", "does", "did", "is", "are", "was", "were", "have", "has", "had"})
 
 
+# ('users who have posted tweets', 'customers who have taken a loan': a participle may name the act)
 HAVING_SOME = re.compile(r"\b(?:that|who|which)\s+(?:currently\s+|still\s+|actually\s+|already\s+|do\s+|does\s+)?"
                          r"(?:has|have|had|own|owns|contain|contains|include|includes)\s+"
+                         r"(?:(?:[a-z]{3,}ed|" + "|".join(IRREGULAR_PARTICIPLES) + r")\s+)?"
                          r"(?:any\s+|some\s+|at least one\s+|one or more\s+|an?\s+)?")
 
 

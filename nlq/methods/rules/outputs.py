@@ -279,6 +279,29 @@ def asks_for_entity(q: Question, collection: str) -> bool:
         not after or after[0] in TEXT_STOPWORDS or after[0].endswith("ed"))
 
 
+# Words naming where a thing is, most specific first: a question opening with 'where' asks for one.
+PLACE_WORDS = (frozenset({"location", "address", "place", "site", "venue"}), frozenset({"city", "town"}),
+               frozenset({"country", "region", "state"}))
+_WHERE_VERBS = frozenset({"is", "are", "was", "were", "can", "could", "do", "does", "did", "us"})
+
+
+def asked_place(q: Question, outputs: list[Field], fields: list[Field]) -> Field | None:
+    """'Where is the history department?', 'Where can I find the "Tennis Club"?': the field that
+    says where the entity shown is (its location, else address, ...; one field of the first such
+    kind its documents hold), when the question opens with 'where' and nothing shown says it."""
+    if q.raw[:1] != ["where"] or q.raw[1:2] and q.raw[1] not in _WHERE_VERBS or not outputs:
+        return None
+    if any(words & set(f.words) for f in outputs for words in PLACE_WORDS):
+        return None
+    grain = outputs[0].arrays
+    for words in PLACE_WORDS:
+        places = [f for f in fields if f.kind == "scalar" and f.arrays == grain and f.type == "string"
+                  and words & set(f.words)]
+        if places:
+            return places[0] if len(places) == 1 else None
+    return None
+
+
 def plural_attribute(q: Question, mentions: list[Mention], f: Field, plural: set[int]) -> bool:
     """The field is named in the plural and is an attribute, not a name or identifier."""
     named = [m for m in mentions if m.field is f]

@@ -39,10 +39,10 @@ from nlq.methods.rules.ir import IR, Field, Filter, Mention
 from nlq.methods.rules.joins import ASKING, asked_collection, reach
 from nlq.methods.rules.ordering import (ORDER_PHRASE, default_order, detect_limit, detect_order, entity_limit,
                                         orders_here, sortable, superlative_limit)
-from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
-                                       grain_of, held_together, intent_word, listed_beside, listed_with, members_of_both,
-                                       names_array, plan_expansions, plan_unwinds, owned_twice, plural_attribute,
-                                       unlisted_outputs, unrepresented, validate)
+from nlq.methods.rules.outputs import (asked_place, asks_all_fields, asks_for_entity, count_grain, entity_outputs,
+                                       full_names, grain_of, held_together, intent_word, listed_beside, listed_with,
+                                       members_of_both, names_array, plan_expansions, plan_unwinds, owned_twice,
+                                       plural_attribute, unlisted_outputs, unrepresented, validate)
 from nlq.methods.rules.question import (POSSESSIVES, Question, counts_entity, meaningful_mentions, mention_fields,
                                         name_span, names_quantity, order_words, quantity_noun, select_mentions,
                                         word_match)
@@ -507,6 +507,9 @@ def read_outputs(s: State) -> None:
             # a bare entity; 'which 5 drivers log the most hours': the entities, beside what ranks them
             ir.outputs = entity_outputs(s.index, s.collection, fields, q, s.entities,
                                         "identified" in s.variant) + ir.outputs
+        place = asked_place(q, ir.outputs, fields) if not (ir.count or ir.aggregates or ir.group_by) else None
+        if place is not None:  # 'where is the festival ...': where it is, not its name
+            ir.outputs = [place]
     distinct_listed(s)
     held_together(ir)
     ir.outputs = full_names(q, members_of_both(ir, mentions, s.entities), fields, mentions, s.entities)
