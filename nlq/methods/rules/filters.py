@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from nlq.methods.rules.vocabulary import (AGG_WORDS, BETWEEN, COMPARATORS, FIELD_COMPARATIVES, IRREGULAR_PARTICIPLES,
-                                          MONTHS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE, SETTING_ASIDE, STOPWORDS,
-                                          SYNONYMS)
+from nlq.methods.rules.vocabulary import (AGG_WORDS, BETWEEN, COMPARATORS, DISTINCT_WORDS, FIELD_COMPARATIVES,
+                                          IRREGULAR_PARTICIPLES, MONTHS, NEGATIONS, NUMBER, OR_BOUND, OR_MORE,
+                                          SETTING_ASIDE, STOPWORDS, SYNONYMS)
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
 from nlq.methods.rules.question import Question, denial_of, is_year, maybe_number, plain_word, to_number, word_match
@@ -656,7 +656,7 @@ NEVER_PRESENT = re.compile(r"\b(?:never|at all|missing|absent|not collected|neve
 
 
 def detect_missing(q: Question, mentions: list[Mention], fields: list[Field], consumed: set[int],
-                   used: set[int]) -> list[Filter]:
+                   used: set[int], index: dict | None = None) -> list[Filter]:
     """'has no address', 'no end date yet', 'never gave an email address':
     the field named after the negation is null or absent. The lattice says
     which the data holds; when it holds both, 'never ... at all' means absent
@@ -671,9 +671,10 @@ def detect_missing(q: Question, mentions: list[Mention], fields: list[Field], co
             j += 1
         # the field, or the field after one modifier word ('no final score')
         modifier = j not in named and j < len(q.raw) and plain_word(q, j)
-        # (a flag denied is detect_flags' `$ne: true`, not a missing value)
+        # (a flag denied is detect_flags' `$ne: true` or `$ne` of its yes, not a missing value)
         target = next((m for m in mentions if (m.start == j or m.start == j + 1 and modifier)
-                       and m.field.kind != "array" and m.field.type != "bool"), None)
+                       and m.field.kind != "array" and m.field.type != "bool" and text_flag(index, m.field) is None),
+                      None)
         if target is None or target.start in used or j in consumed:
             target = object_named(q, j, fields)  # 'no vitals': an embedded document
         if target is None or target.start in used or j in consumed:
@@ -746,18 +747,45 @@ def _names_a_value_after(q: Question, at: int) -> bool:
     return word[:1].isupper() or word[:1].isdigit() or q.text[start - 1:start] in "\"'“‘" and start > 0
 
 
-def detect_flags(q: Question, mentions: list[Mention], consumed: set[int], used: set[int]) -> list[Filter]:
+def detect_flags(q: Question, mentions: list[Mention], consumed: set[int], used: set[int],
+                 index: dict | None = None) -> list[Filter]:
     """A boolean field named as a predicate ('cancelled orders', 'those
     cancelled') holds true; negated ('not counting cancelled ones') it does
-    not (`$ne: true` keeps the documents where the flag is false or absent)."""
+    not (`$ne: true` keeps the documents where the flag is false or absent). A text
+    field storing only a yes and a no ('Y'/'N', 'Yes'/'No', 'T'/'F': 'students on
+    scholarship', `OnScholarship`) is such a flag, its yes the true."""
     filters = []
     for m in mentions:
-        if m.field.type != "bool" or m.start in used or m.start in consumed:
+        true = True if m.field.type == "bool" else text_flag(index, m.field)
+        if true is None or m.start in used or m.start in consumed or true is not True and _counted_here(q, m.start):
             continue
         negated = any(w in NEGATIONS for w in q.raw[max(0, m.start - 4):m.start])
-        filters.append(Filter(m.field, "$ne" if negated else "$eq", True, m.start))
+        filters.append(Filter(m.field, "$ne" if negated else "$eq", true, m.start))
         used.add(m.start)
     return filters
+
+
+def _counted_here(q: Question, at: int) -> bool:
+    """The word at `at` is what a count phrase right before it counts ('how many acting
+    statuses', 'the number of unique acting statuses'): the values named, no predicate."""
+    j = at - 1
+    while j >= 0 and (q.raw[j] in KINDS or q.raw[j] in DISTINCT_WORDS or q.raw[j] in ("of", "the")):
+        j -= 1
+    return j >= 0 and (q.raw[j] == "many" or q.raw[j] in ("number", "count") and q.raw[j + 1:j + 2] == ["of"])
+
+
+# The pairs of stored texts that write a yes and a no (lowercase; the yes first).
+YES_NO = (("y", "n"), ("yes", "no"), ("t", "f"), ("true", "false"))
+
+
+def text_flag(index: dict | None, f: Field) -> str | None:
+    """The stored yes of a text field whose witnessed values are exactly a yes and a no, or None."""
+    if index is None or f.type != "string":
+        return None
+    stored = {m["stored"] for matches in index.get("values", {}).values() for m in matches
+              if m.get("collection") == f.collection and m.get("path") == f.path and isinstance(m.get("stored"), str)}
+    folded = {v.lower(): v for v in stored}
+    return next((folded[yes] for yes, no in YES_NO if set(folded) == {yes, no}), None)
 
 
 # verbs that say a text holds a piece of text, and the nouns naming that piece

@@ -185,7 +185,7 @@ def read_filters(s: State) -> None:
     ir.filters += detect_text_filters(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_average_comparisons(q, s.mentions, s.consumed, s.used)
     ir.filters += detect_field_comparisons(q, s.mentions, s.fields, s.consumed, s.used)
-    ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used)
+    ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used, s.index)
     literals = witnessed_values(q, s.witnesses, s.collection, s.fields)  # what a negation before them denies
     others = tuple(split_name(c)[-1] for c in s.index.get("collections", {}) if c != s.collection and split_name(c))
     ir.filters += detect_absence(q, s.fields, s.consumed, literals, others)
@@ -220,7 +220,7 @@ def read_literals(s: State) -> None:
         consumed.update(i for i, w in enumerate(q.raw) if w == "both")
     ir.witnesses_bound = len(s.bound)
     bind_bag_attributes(q, ir, s.fields, s.limit_direction)
-    ir.filters += detect_flags(q, mentions, consumed, used)
+    ir.filters += detect_flags(q, mentions, consumed, used, s.index)
     ir.bound_keys = {f.field.mql: f.value for f in s.bound if f.key_of is not None}
 
 
