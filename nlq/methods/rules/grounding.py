@@ -201,11 +201,17 @@ def _merge_equalities(filters: list[Filter], q: Question | None = None) -> list[
 
 def conjoined(q: Question, first: int, second: int) -> bool:
     """'both A and B', 'both the A committee and the B committee': 'both' shortly before
-    the first value, 'and' (no 'or') between the two."""
+    the first value, 'and' (no 'or') between the two; or the second value added as one
+    more ('A, as well as B', 'by A and also by B')."""
     if not 0 <= first < second:
         return False
     between = q.raw[first:second]
-    return "both" in q.raw[max(0, first - 6):first] and "and" in between and "or" not in between
+    if "or" in between:
+        return False
+    if "both" in q.raw[max(0, first - 6):first] and "and" in between:
+        return True
+    text = f" {' '.join(between)} "
+    return " as well as " in text or " and also " in text
 
 
 def and_joined(q: Question, first: int, second: int) -> bool:
