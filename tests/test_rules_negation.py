@@ -46,6 +46,9 @@ BUILDINGS = [{"building_id": b, "Apartments": [{"apt_number": n, "Apartment_Faci
                                                for n, fs in apartments]}
              for b, apartments in enumerate([[("1A", ["Gym"]), ("1B", [])], [("2A", []), ("2B", [])],
                                              [("3A", ["Pool", "Gym"])]])]
+FIRMS_ASSETS = [{"company_id": c, "Assets": [{"asset_id": a, "asset_model": m, "Fault_Log": [{"fault": f} for f in fs]}
+                                             for a, m, fs in assets]}
+                for c, assets in enumerate([[(1, "X1", ["jam"]), (2, "X2", [])], [(3, "Y1", []), (4, "Y2", ["leak"])]])]
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +61,8 @@ def world(tmp_path_factory):
                                                              "housing": {"Student": RESIDENTS},
                                                              "racing": {"weekends": WEEKENDS},
                                                              "shows": {"show": SHOWS},
-                                                             "flats": {"Apartment_Buildings": BUILDINGS}})
+                                                             "flats": {"Apartment_Buildings": BUILDINGS},
+                                                             "upkeep": {"Third_Party_Companies": FIRMS_ASSETS}})
 
 
 answer = rules_answer
@@ -183,3 +187,14 @@ def test_a_negation_after_its_subject_empties_the_subjects_own_array(world, ques
     auxiliary (or before 'without'), as of a relative clause's."""
     prediction, rows = answer(world, "flats", question)
     assert rows == [{"count": 3}], prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["Which assets did not incur any fault log? List the asset model.",
+                                      "Can you list the asset models that have not recorded any fault log?"])
+def test_a_negation_is_said_of_the_asked_entity_or_a_compound_naming_it(world, question):
+    """'which assets did not incur any fault log', 'the asset models that have not recorded
+    any fault log': each asset's own fault log is empty — the question's 'which' is no
+    relative pronoun, 'asset' in 'asset models' names the elements, and the negation reaches
+    no word of the next sentence ('List the asset model')."""
+    prediction, rows = answer(world, "upkeep", question)
+    assert sorted(r["asset_model"] for r in rows) == ["X2", "Y1"], prediction["pipeline"]

@@ -536,6 +536,8 @@ def detect_absence(q: Question, fields: list[Field], consumed: set[int], literal
         for j in range(at + 1, min(at + (3 if word == "empty" else ABSENCE_REACH), len(q.raw))):
             if j in literals and array_phrase(q, j, fields) is None:
                 break  # (not a word of the array's own name: 'no red flags', `red_flags`)
+            if set(q.text[q.spans[j - 1][1]:q.spans[j][0]]) & set(".?!;"):
+                break  # the sentence ends ('... any fault log? List the asset model.')
             window.append(j)
         found = next(((j, a) for j in window if j not in consumed for a in (
             array_of_subject(q, j, fields, subject) or array_named(q, j, fields),) if a is not None), None)
@@ -566,16 +568,18 @@ def _subject_before(q: Question, at: int) -> int:
     """The word a relative clause around `at` is said of ('customers who do not have ...':
     customers), or the subject right before the auxiliary the negation follows ('how many
     apartments do not have ...': apartments) or before 'without', 'with no', or -1."""
-    for j in range(at - 1, max(-1, at - 4), -1):
+    for j in range(at - 1, max(0, at - 4), -1):  # (not the question's own 'which': 'which assets did not')
         if q.raw[j] in RELATIVES:
             return j - 1
     if at >= 2 and q.raw[at - 1] in AUXILIARIES:
-        return at - 2
-    if at >= 1 and q.raw[at] == "without":  # 'apartments without any facilities'
-        return at - 1
-    if at >= 2 and q.raw[at - 1:at + 1] == ["with", "no"]:  # 'apartments with no facilities'
-        return at - 2
-    return -1
+        subject = at - 2
+    elif at >= 1 and q.raw[at] == "without":  # 'apartments without any facilities'
+        subject = at - 1
+    elif at >= 2 and q.raw[at - 1:at + 1] == ["with", "no"]:  # 'apartments with no facilities'
+        subject = at - 2
+    else:
+        return -1
+    return subject if q.raw[subject] not in STOPWORDS else -1  # (not 'logs and do not have')
 
 
 # Verbs a negation follows in a clause ('apartments do not have', 'products were not ordered').

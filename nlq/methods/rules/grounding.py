@@ -535,10 +535,12 @@ def _names_noun(q: Question, at: int, noun: tuple[str, ...]) -> bool:
 def array_of_subject(q: Question, at: int, fields: list[Field], subject_at: int) -> Field | None:
     """The array the word at `at` names inside the entity the word at `subject_at` names
     ('customers who have some loans', customers the elements of `customer[]`: each
-    customer's own `customer.loan[]`, not the document's `loan[]`), or None."""
+    customer's own `customer.loan[]`, not the document's `loan[]`), or None. The subject may
+    be a compound noun's modifier ('asset models that have ...': the elements of `Assets`)."""
     if subject_at < 0 or at >= len(q.stems):
         return None
-    subject = array_named(q, subject_at, fields, top_level=False)
+    subject = array_named(q, subject_at, fields, top_level=False) or (
+        array_named(q, subject_at - 1, fields, top_level=False) if subject_at >= 1 else None)
     if subject is None:
         return None
     named = [f for f in fields if f.kind == "array" and f.words and f.mql.startswith(subject.mql + ".")
