@@ -198,3 +198,10 @@ def test_a_negation_is_said_of_the_asked_entity_or_a_compound_naming_it(world, q
     no word of the next sentence ('List the asset model')."""
     prediction, rows = answer(world, "upkeep", question)
     assert sorted(r["asset_model"] for r in rows) == ["X2", "Y1"], prediction["pipeline"]
+
+
+def test_a_negation_empties_a_nested_array_whose_enclosing_arrays_were_named(world):
+    """'how many apartments are there that lack facilities': the relative clause is said of
+    'there', but the apartments, named before it, hold the facilities: each one's own are empty."""
+    prediction, rows = answer(world, "flats", "How many apartments are there that lack facilities?")
+    assert rows == [{"count": 3}], prediction["pipeline"]

@@ -540,7 +540,8 @@ def detect_absence(q: Question, fields: list[Field], consumed: set[int], literal
                 break  # the sentence ends ('... any fault log? List the asset model.')
             window.append(j)
         found = next(((j, a) for j in window if j not in consumed for a in (
-            array_of_subject(q, j, fields, subject) or array_named(q, j, fields),) if a is not None), None)
+            array_of_subject(q, j, fields, subject) or array_named(q, j, fields)
+            or _inside_named(q, j, fields, at),) if a is not None), None)
         if found is None and word != "empty":  # (a noun naming an array comes first: 'not visited any museums')
             found = next(((j, a) for j in window if j not in consumed
                           for a in (array_derived(q, j, fields),) if a is not None and not any(
@@ -559,6 +560,18 @@ def detect_absence(q: Question, fields: list[Field], consumed: set[int], literal
                 consumed.update(range(j, at + 1))
                 break
     return filters
+
+
+def _inside_named(q: Question, j: int, fields: list[Field], at: int) -> Field | None:
+    """The nested array the word at `j` names, inside arrays each named before the negation
+    at `at` ('documents with the type code CV that do not have expenses': each document's
+    own `Documents.Documents_with_Expenses`), or None."""
+    array = array_named(q, j, fields, top_level=False)
+    if array is None or "." not in array.mql:
+        return None
+    outer = [f for f in fields if f.kind == "array" and f.mql in array.arrays and f.mql != array.mql]
+    named = {a.mql for i in range(at) for a in (array_named(q, i, fields, top_level=False),) if a is not None}
+    return array if outer and all(f.mql in named for f in outer) else None
 
 
 RELATIVES = frozenset({"who", "that", "which", "whose"})
