@@ -181,3 +181,14 @@ def test_both_values_of_a_nested_array_are_held_by_one_element_of_the_array_arou
                'Give me the apartment numbers.'
     prediction, rows = rules_answer(world, "rentals", question)
     assert rows == [{"apt_number": "2A"}], prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", [
+    "Return the names of countries that have players that play the Forward position, as well as players who "
+    "play the Defender position.",
+    "Which countries have players in the Forward position and also in the Defender position?"])
+def test_a_value_added_as_one_more_is_required_too(world, question):
+    """'A, as well as B', 'A and also B': the second value is one more the document must hold
+    (as after 'both'), not an alternative to the first."""
+    prediction, rows = rules_answer(world, "league", question)
+    assert rows == [{"Country_name": "Peru"}], prediction["pipeline"]

@@ -50,6 +50,9 @@ BLOCKS = [{"building_id": 1, "Apartments": [{"apt_number": "A1", "Facilities": [
                                             {"apt_number": "A2", "Facilities": []}]},
           {"building_id": 2, "Apartments": [{"apt_number": "B1", "Facilities": []}]},
           {"building_id": 3, "Apartments": [{"apt_number": "C1", "Facilities": [{"facility_code": "Pool"}]}]}]
+FIRMS_ASSETS = [{"company_id": c, "Assets": [{"asset_id": a, "asset_model": m, "Fault_Log": [{"fault": f} for f in fs]}
+                                             for a, m, fs in assets]}
+                for c, assets in enumerate([[(1, "X1", ["jam"]), (2, "X2", [])], [(3, "Y1", []), (4, "Y2", ["leak"])]])]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +66,8 @@ def world(tmp_path_factory):
                                                              "racing": {"weekends": WEEKENDS},
                                                              "shows": {"show": SHOWS},
                                                              "flats": {"Apartment_Buildings": BUILDINGS},
-                                                             "blocks": {"Buildings": BLOCKS}})
+                                                             "blocks": {"Buildings": BLOCKS},
+                                                             "upkeep": {"Third_Party_Companies": FIRMS_ASSETS}})
 
 
 answer = rules_answer
@@ -198,3 +202,21 @@ def test_a_negation_after_an_auxiliary_denies_the_array_of_its_subject(world):
     assert rows == [{"count": 2}], prediction["pipeline"]
     prediction, rows = answer(world, "blocks", "Which apartments did not have any facilities? List the numbers.")
     assert sorted(r["apt_number"] for r in rows) == ["A2", "B1"], prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["Which assets did not incur any fault log? List the asset model.",
+                                      "Can you list the asset models that have not recorded any fault log?"])
+def test_a_negation_is_said_of_the_asked_entity_or_a_compound_naming_it(world, question):
+    """'which assets did not incur any fault log', 'the asset models that have not recorded
+    any fault log': each asset's own fault log is empty — the question's 'which' is no
+    relative pronoun, 'asset' in 'asset models' names the elements, and the negation reaches
+    no word of the next sentence ('List the asset model')."""
+    prediction, rows = answer(world, "upkeep", question)
+    assert sorted(r["asset_model"] for r in rows) == ["X2", "Y1"], prediction["pipeline"]
+
+
+def test_a_negation_empties_a_nested_array_whose_enclosing_arrays_were_named(world):
+    """'how many apartments are there that lack facilities': the relative clause is said of
+    'there', but the apartments, named before it, hold the facilities: each one's own are empty."""
+    prediction, rows = answer(world, "flats", "How many apartments are there that lack facilities?")
+    assert rows == [{"count": 3}], prediction["pipeline"]

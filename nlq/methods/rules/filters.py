@@ -544,9 +544,12 @@ def detect_absence(q: Question, fields: list[Field], consumed: set[int], literal
         for j in range(at + 1, min(at + (3 if word == "empty" else ABSENCE_REACH), len(q.raw))):
             if j in literals and array_phrase(q, j, fields) is None:
                 break  # (not a word of the array's own name: 'no red flags', `red_flags`)
+            if set(q.text[q.spans[j - 1][1]:q.spans[j][0]]) & set(".?!;"):
+                break  # the sentence ends ('... any fault log? List the asset model.')
             window.append(j)
         found = next(((j, a) for j in window if j not in consumed for a in (
-            array_of_subject(q, j, fields, subject) or array_named(q, j, fields),) if a is not None), None)
+            array_of_subject(q, j, fields, subject) or array_named(q, j, fields)
+            or _inside_named(q, j, fields, at),) if a is not None), None)
         if found is None and word != "empty":  # (a noun naming an array comes first: 'not visited any museums')
             found = next(((j, a) for j in window if j not in consumed
                           for a in (array_derived(q, j, fields),) if a is not None and not any(
@@ -567,6 +570,18 @@ def detect_absence(q: Question, fields: list[Field], consumed: set[int], literal
     return filters
 
 
+def _inside_named(q: Question, j: int, fields: list[Field], at: int) -> Field | None:
+    """The nested array the word at `j` names, inside arrays each named before the negation
+    at `at` ('documents with the type code CV that do not have expenses': each document's
+    own `Documents.Documents_with_Expenses`), or None."""
+    array = array_named(q, j, fields, top_level=False)
+    if array is None or "." not in array.mql:
+        return None
+    outer = [f for f in fields if f.kind == "array" and f.mql in array.arrays and f.mql != array.mql]
+    named = {a.mql for i in range(at) for a in (array_named(q, i, fields, top_level=False),) if a is not None}
+    return array if outer and all(f.mql in named for f in outer) else None
+
+
 RELATIVES = frozenset({"who", "that", "which", "whose"})
 
 
@@ -578,12 +593,14 @@ def _subject_before(q: Question, at: int) -> int:
         if q.raw[j] in RELATIVES:
             return j - 1
     if at >= 2 and q.raw[at - 1] in AUXILIARIES:
-        return at - 2
-    if at >= 1 and q.raw[at] == "without":  # 'apartments without any facilities'
-        return at - 1
-    if at >= 2 and q.raw[at - 1:at + 1] == ["with", "no"]:  # 'apartments with no facilities'
-        return at - 2
-    return -1
+        subject = at - 2
+    elif at >= 1 and q.raw[at] == "without":  # 'apartments without any facilities'
+        subject = at - 1
+    elif at >= 2 and q.raw[at - 1:at + 1] == ["with", "no"]:  # 'apartments with no facilities'
+        subject = at - 2
+    else:
+        return -1
+    return subject if q.raw[subject] not in STOPWORDS else -1  # (not 'logs and do not have')
 
 
 # Verbs a negation follows in a clause ('apartments do not have', 'products were not ordered').

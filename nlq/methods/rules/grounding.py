@@ -201,11 +201,17 @@ def _merge_equalities(filters: list[Filter], q: Question | None = None) -> list[
 
 def conjoined(q: Question, first: int, second: int) -> bool:
     """'both A and B', 'both the A committee and the B committee': 'both' shortly before
-    the first value, 'and' (no 'or') between the two."""
+    the first value, 'and' (no 'or') between the two; or the second value added as one
+    more ('A, as well as B', 'by A and also by B')."""
     if not 0 <= first < second:
         return False
     between = q.raw[first:second]
-    return "both" in q.raw[max(0, first - 6):first] and "and" in between and "or" not in between
+    if "or" in between:
+        return False
+    if "both" in q.raw[max(0, first - 6):first] and "and" in between:
+        return True
+    text = f" {' '.join(between)} "
+    return " as well as " in text or " and also " in text
 
 
 def and_joined(q: Question, first: int, second: int) -> bool:
@@ -529,10 +535,12 @@ def _names_noun(q: Question, at: int, noun: tuple[str, ...]) -> bool:
 def array_of_subject(q: Question, at: int, fields: list[Field], subject_at: int) -> Field | None:
     """The array the word at `at` names inside the entity the word at `subject_at` names
     ('customers who have some loans', customers the elements of `customer[]`: each
-    customer's own `customer.loan[]`, not the document's `loan[]`), or None."""
+    customer's own `customer.loan[]`, not the document's `loan[]`), or None. The subject may
+    be a compound noun's modifier ('asset models that have ...': the elements of `Assets`)."""
     if subject_at < 0 or at >= len(q.stems):
         return None
-    subject = array_named(q, subject_at, fields, top_level=False)
+    subject = array_named(q, subject_at, fields, top_level=False) or (
+        array_named(q, subject_at - 1, fields, top_level=False) if subject_at >= 1 else None)
     if subject is None:
         return None
     named = [f for f in fields if f.kind == "array" and f.words and f.mql.startswith(subject.mql + ".")
