@@ -226,3 +226,13 @@ def test_a_longer_name_in_another_collection_reads_the_words_of_a_shorter_one_he
     world = rules_world(tmp_path, {"clubs": {"Club": CLUBS, "Student": STUDENTS}})
     prediction, rows = answer(world, "clubs", 'Find the last names of the members of the club "Bootup Baltimore".')
     assert sorted(r["LName"] for r in rows) == ["Kim", "Smith"], prediction["pipeline"]
+
+
+def test_a_loose_holder_of_a_value_stored_whole_elsewhere_is_no_piece_of_text(world):
+    """'papers that have "Olin Shivers" as one of their authors': a first and a last name the
+    authors store, reached through the join — not a piece of text in the papers' titles."""
+    prediction, rows = answer(world, "papers", 'What are the titles of the papers that have "Olin Shivers" as one of '
+                                               'their authors?')
+    assert [r["title"] for r in rows] == ["Nameless Painless"], prediction["pipeline"]
+    prediction, rows = answer(world, "papers", 'Which papers have titles with the word "Closures"?')
+    assert [r["title"] for r in rows] == ["Typed Closures"], prediction["pipeline"]

@@ -826,10 +826,17 @@ TEXT_PATTERNS = [
 ]
 
 
-def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int], used: set[int]) -> list[Filter]:
+# Verbs that only say a document has something: with a stored value, they name it, not a piece of text.
+LOOSE_HOLDERS = frozenset({"with", "has", "have", "having"})
+
+
+def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int], used: set[int],
+                        witnesses: list[dict] = ()) -> list[Filter]:
     """'whose name contains "a"', 'starting with M': case-insensitive regexes on
-    the nearest string field mentioned before (or right after) the phrase."""
+    the nearest string field mentioned before (or right after) the phrase — not 'papers
+    with the "Google" institution', where a loose holder names a value stored whole."""
     strings = [m for m in mentions if m.field.type == "string"]
+    whole = stored_whole(witnesses)
     filters = []
     for pattern, anchor in TEXT_PATTERNS:
         for m in re.finditer(pattern, q.text, flags=re.IGNORECASE):
@@ -837,6 +844,8 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
             if at in consumed:
                 continue
             end = q.word_at(m.end())
+            if anchor == "contains" and _names_stored_value(q, m, at, end, whole):
+                continue
             before = [mm for mm in strings if mm.end <= at and at - mm.end <= 8]
             # "have 'x' in their titles", "the word 'x' featured in their titles"
             after = [mm for mm in strings if mm.start >= end and mm.start - end <= 4]
@@ -869,6 +878,31 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
 
 # 'as their', 'as one of its', 'as a': what follows a quoted literal names the field it is the value of
 VALUE_AS = re.compile(r"\s+as\s+(?:(?:one\s+of\s+)?(?:their|its|his|her|the)\s+|an?\s+)?(?=\w)", re.IGNORECASE)
+
+
+def stored_whole(witnesses: list[dict]) -> set[str]:
+    """The quoted literals some collection stores as a whole value, spelled the same, or word
+    by word ('"Olin Shivers"': a first name and a last name)."""
+    def stored(w: dict) -> bool:
+        return any(m.get("kind") == "value" and str(m.get("stored", "")) == str(w.get("term"))
+                   for m in w.get("matches", []))
+    parts = [w for w in witnesses if w.get("source") == "quoted_part"]
+    out = set()
+    for w in witnesses:
+        if w.get("source") != "quoted":
+            continue
+        term = str(w.get("term"))
+        pieces = [p for p in parts if str(p.get("term")) in term.split()]
+        if stored(w) or pieces and len(pieces) == len(term.split()) and all(stored(p) for p in pieces):
+            out.add(term)
+    return out
+
+
+def _names_stored_value(q: Question, m: re.Match, at: int, end: int, whole: set[str]) -> bool:
+    """'with the "Google" institution': a loose holder, no word for a piece of text, and a
+    literal stored whole — a value ('has "ROY" in part' is still a piece of a first name)."""
+    return q.raw[at:at + 1] != [] and q.raw[at] in LOOSE_HOLDERS and m.group("s") in whole \
+        and not re.search(PIECE, m.group(0), flags=re.IGNORECASE) and q.raw[end:end + 1] != ["in"]
 
 
 def _value_as(q: Question, m: re.Match, strings: list[Mention]) -> Mention | None:
