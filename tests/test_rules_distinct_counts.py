@@ -175,3 +175,18 @@ def test_each_with_a_word_of_a_field_named_before_groups_by_that_field(traded):
                                                      "different customers hold each type?")
     counts = {r["card_type_code"]: r["count"] for r in rows}
     assert counts == {"Credit": 2, "Debit": 2}, prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["Give the number of people of different jobs.",
+                                      "What is the number of people with different jobs?",
+                                      "How many people are there at various jobs?"])
+def test_a_count_for_different_values_is_one_count_per_value(people, question):
+    """'the number of people of different jobs': a count per job, not the number of jobs."""
+    prediction, rows = rules_answer(people, "network", question)
+    assert {r["job"]: r["count"] for r in rows} == {"student": 2, "engineer": 2, "doctor": 1}, prediction["pipeline"]
+
+
+def test_the_number_of_different_values_is_still_their_count(people):
+    """'the number of different jobs': the 'of' of the count phrase groups nothing."""
+    prediction, rows = rules_answer(people, "network", "Count the number of different jobs.")
+    assert count_of(rows) == 3, prediction["pipeline"]
