@@ -190,3 +190,27 @@ def test_the_number_of_different_values_is_still_their_count(people):
     """'the number of different jobs': the 'of' of the count phrase groups nothing."""
     prediction, rows = rules_answer(people, "network", "Count the number of different jobs.")
     assert count_of(rows) == 3, prediction["pipeline"]
+
+
+def test_a_count_per_group_of_a_reference_plural_counts_each_once(cards):
+    """'the number of customers holding cards in each type': customers, not their cards."""
+    prediction, rows = rules_answer(cards, "cards", "Show all card type codes and the number of customers "
+                                                    "holding cards in each type.")
+    assert {r["card_type_code"]: r["count"] for r in rows} == {"Credit": 2, "Debit": 2}, prediction["pipeline"]
+
+
+GROCERIES = [{"category_code": "Food", "Products": [
+    {"product_id": 1, "product_name": "Apple", "Order_Items": [{"order_id": 7}, {"order_id": 7}, {"order_id": 8}]},
+    {"product_id": 2, "product_name": "Bread", "Order_Items": [{"order_id": 7}]}]}]
+
+
+@pytest.fixture(scope="module")
+def orders(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("orders"), {"shop": {"Product_Categories": GROCERIES}})
+
+
+def test_a_count_per_inner_group_of_the_enclosing_elements_counts_each_once(orders):
+    """'the number of products in each order', order items inside products: order 7 holds two
+    products (Apple twice), not three items."""
+    prediction, rows = rules_answer(orders, "shop", "Show order ids and the number of products in each order.")
+    assert {r["order_id"]: r["count"] for r in rows} == {7: 2, 8: 1}, prediction["pipeline"]

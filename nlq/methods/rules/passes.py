@@ -586,7 +586,8 @@ def distinct_listed(s: State) -> None:
 def read_distinct_counts(s: State) -> None:
     """'how many unique customers hold each card type': each group's count counts the distinct
     values of what the distinct word after the count phrase names (a field, or the `<noun>_id`
-    reference its plural names), not the group's documents."""
+    reference its plural names), not the group's documents; so does a count of a plural naming
+    such a reference or the elements enclosing the group's, with no distinct word."""
     q, ir = s.q, s.ir
     if not (ir.count and ir.group_by) or ir.aggregates:
         return
@@ -598,6 +599,15 @@ def read_distinct_counts(s: State) -> None:
                 ir.distinct_count = counted
                 ir.outputs = [f for f in ir.outputs if f is not counted]
                 s.consumed.add(at + 1)
+            return
+        if at not in s.plural or names_own_documents(s, at) or any(m.start == at for m in s.mentions):
+            continue
+        # 'the number of customers holding cards of each type', 'the number of products in each
+        # order': things other than the rows grouped (a reference, the enclosing elements), each once
+        array = array_named(q, at, s.fields, top_level=False) if at in s.entities else None
+        counted = outer_key(s, array) if array is not None else named_reference(s, at)
+        if counted is not None:
+            ir.distinct_count = counted
             return
 
 
@@ -633,14 +643,30 @@ def distinct_field(s: State, at: int) -> Field | None:
         return None
     array = array_named(s.q, at, s.fields, top_level=False) if at in s.entities else None
     if array is not None:
-        # 'how many different products in each order', orders inside products: one row per order of a
-        # product, so what names each product is counted (groups outside the elements count them)
-        key = element_key(array, s.fields)
-        inside = all(any(a.startswith(array.mql + ".") for a in g.arrays) for g in s.ir.group_by)
-        return key if inside and key is not None and key not in s.ir.group_by else None
+        return outer_key(s, array)
+    return named_reference(s, at)
+
+
+def names_own_documents(s: State, at: int) -> bool:
+    """The word at `at` is the collection's head noun ('cards' in `Customers_Cards`)."""
+    head = split_name(s.collection)[-1:]
+    return bool(head) and word_match(s.q.stems[at], head[0]) >= 0.85
+
+
+def named_reference(s: State, at: int) -> Field | None:
+    """The one `<noun>_id` reference, not grouped by, the word at `at` names ('customers': `customer_id`)."""
     refs = [f for f in s.fields if f.kind != "array" and len(f.words) == 2 and f.words[1] == "id"
             and word_match(s.q.stems[at], f.words[0]) >= 0.85 and f not in s.ir.group_by]
     return refs[0] if len(refs) == 1 else None
+
+
+def outer_key(s: State, array: Field) -> Field | None:
+    """'how many (different) products in each order', orders inside products: one row per order
+    of a product, so what names each product is counted, each once (groups outside the elements
+    count them: None)."""
+    key = element_key(array, s.fields)
+    inside = all(any(a.startswith(array.mql + ".") for a in g.arrays) for g in s.ir.group_by)
+    return key if inside and key is not None and key not in s.ir.group_by else None
 
 
 def count_distinct_words(s: State) -> list[int]:
