@@ -214,3 +214,21 @@ def test_a_count_per_inner_group_of_the_enclosing_elements_counts_each_once(orde
     products (Apple twice), not three items."""
     prediction, rows = rules_answer(orders, "shop", "Show order ids and the number of products in each order.")
     assert {r["order_id"]: r["count"] for r in rows} == {7: 2, 8: 1}, prediction["pipeline"]
+
+
+EMPLOYEES = [{"eid": i, "name": name, "certificate": [{"aid": a} for a in aids]}
+             for i, (name, aids) in enumerate([("Ann", [1, 2]), ("Bob", []), ("Cy", [3]), ("Di", [])])]
+
+
+@pytest.fixture(scope="module")
+def staff(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("staff"), {"flights": {"employee": EMPLOYEES}})
+
+
+@pytest.mark.parametrize("question, count", [("How many employees hold a certificate?", 2),
+                                             ("What is the count of distinct employees with certificates?", 2),
+                                             ("How many employees are there?", 4)])
+def test_counted_documents_holding_an_array_named_after_them_have_elements(staff, question, count):
+    """'how many employees hold a certificate': those whose `certificate` array has one."""
+    prediction, rows = rules_answer(staff, "flights", question)
+    assert count_of(rows) == count, prediction["pipeline"]

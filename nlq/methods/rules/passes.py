@@ -921,11 +921,15 @@ def read_entity_presence(s: State) -> None:
     entity is the array's elements, the values shown are their documents', so a document
     stands for one only if its array has an element. Only when the reading reads nothing
     inside any array (a condition, a value shown, a count of elements: then those elements
-    may be what the question is about) and the whole array name is said, as a plural."""
+    may be what the question is about) and the whole array name is said, as a plural. A count
+    of the documents is of those holding such an array named after them (`counted_holding`)."""
     q, ir, names = s.q, s.ir, split_name(s.collection)
     named = {i for m in s.mentions for i in range(m.start, m.end)}  # words naming a field of the documents
     used = ir.read_fields()
-    if ir.count or not ir.outputs or any(f.arrays or f.kind == "array" for f in used):
+    if ir.count:
+        counted_holding(s, named)
+        return
+    if not ir.outputs or any(f.arrays or f.kind == "array" for f in used):
         return
     for at in sorted(s.entities & s.plural):
         array = array_named(q, at, s.fields)
@@ -939,6 +943,27 @@ def read_entity_presence(s: State) -> None:
                 _show_elements(s, array, at)
             else:
                 ir.filters.append(Filter(array, "$gte", 1, at, size=True))
+            return
+
+
+def counted_holding(s: State, named: set[int]) -> None:
+    """'how many employees hold a certificate', `certificate` an array of each employee: the
+    documents counted (the entity named right after the count phrase, no array) are those
+    whose array, named in full after them, has an element."""
+    q, ir = s.q, s.ir
+    if ir.group_by or ir.outputs or ir.grain or ir.aggregates or ir.distinct_count is not None \
+            or any(f.field.arrays or f.field.kind == "array" for f in ir.filters):
+        return
+    starts = [q.word_at(c.end()) for c in count_phrases(s)]
+    starts = [at + (q.raw[at:at + 1] != [] and q.raw[at] in DISTINCT_WORDS) for at in starts]
+    if len(starts) != 1 or starts[0] not in s.entities or array_named(q, starts[0], s.fields) is not None:
+        return
+    for at in sorted(i for i in s.entities if i > starts[0] + 1 and i not in named and q.raw[i] not in STOPWORDS):
+        array = array_named(q, at, s.fields)
+        words = [w for w in array.words if w not in STOPWORDS] if array is not None else []
+        said = q.stems[max(0, at - len(words) + 1):at + 1]
+        if words and len(said) == len(words) and all(word_match(a, b) >= 0.85 for a, b in zip(said, words)):
+            ir.filters.append(Filter(array, "$gte", 1, at, size=True))
             return
 
 
