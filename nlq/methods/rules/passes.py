@@ -41,7 +41,8 @@ from nlq.methods.rules.ordering import (ORDER_PHRASE, default_order, detect_limi
                                         orders_here, sortable, superlative_limit)
 from nlq.methods.rules.outputs import (asks_all_fields, asks_for_entity, count_grain, entity_outputs, full_names,
                                        grain_of, intent_word, listed_beside, listed_with, names_array, plan_expansions,
-                                       plan_unwinds, owned_twice, plural_attribute, unlisted_outputs, unrepresented, validate)
+                                       plan_unwinds, owned_twice, plural_attribute, unlisted_outputs, unrepresented,
+                                       validate)
 from nlq.methods.rules.question import (POSSESSIVES, Question, counts_entity, meaningful_mentions, mention_fields,
                                         name_span, names_quantity, order_words, quantity_noun, select_mentions,
                                         word_match)
@@ -575,7 +576,7 @@ def distinct_listed(s: State) -> None:
     ir = s.ir
     if not ir.distinct or ir.count or ir.aggregates or ir.group_by:
         return
-    heads = [m for m in s.mentions if m.field in ir.outputs and m.start > 0 and s.q.raw[m.start - 1] in DISTINCT_WORDS]
+    heads = after_distinct(s.q, s.mentions, ir.outputs)
     if not heads:
         return
     shown = [m for m in s.mentions if m.start not in s.used and m.field in ir.outputs]
@@ -686,7 +687,12 @@ def distinct_named(q: Question, mentions: list[Mention], outputs: list[Field]) -
     """The shown fields a distinct word stands right before ('unique cities', 'different
     status codes'): the values a count of distinct values counts (the others, said after
     them, are what those values' documents have)."""
-    return [m.field for m in mentions if m.field in outputs and m.start > 0 and q.raw[m.start - 1] in DISTINCT_WORDS]
+    return [m.field for m in after_distinct(q, mentions, outputs)]
+
+
+def after_distinct(q: Question, mentions: list[Mention], outputs: list[Field]) -> list[Mention]:
+    """The mentions of shown fields a distinct word stands right before."""
+    return [m for m in mentions if m.field in outputs and m.start > 0 and q.raw[m.start - 1] in DISTINCT_WORDS]
 
 
 # Nouns naming the sorts of a thing ('how many types of jobs': the jobs' values).
