@@ -175,3 +175,60 @@ def test_each_with_a_word_of_a_field_named_before_groups_by_that_field(traded):
                                                      "different customers hold each type?")
     counts = {r["card_type_code"]: r["count"] for r in rows}
     assert counts == {"Credit": 2, "Debit": 2}, prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["Give the number of people of different jobs.",
+                                      "What is the number of people with different jobs?",
+                                      "How many people are there at various jobs?"])
+def test_a_count_for_different_values_is_one_count_per_value(people, question):
+    """'the number of people of different jobs': a count per job, not the number of jobs."""
+    prediction, rows = rules_answer(people, "network", question)
+    assert {r["job"]: r["count"] for r in rows} == {"student": 2, "engineer": 2, "doctor": 1}, prediction["pipeline"]
+
+
+def test_the_number_of_different_values_is_still_their_count(people):
+    """'the number of different jobs': the 'of' of the count phrase groups nothing."""
+    prediction, rows = rules_answer(people, "network", "Count the number of different jobs.")
+    assert count_of(rows) == 3, prediction["pipeline"]
+
+
+def test_a_count_per_group_of_a_reference_plural_counts_each_once(cards):
+    """'the number of customers holding cards in each type': customers, not their cards."""
+    prediction, rows = rules_answer(cards, "cards", "Show all card type codes and the number of customers "
+                                                    "holding cards in each type.")
+    assert {r["card_type_code"]: r["count"] for r in rows} == {"Credit": 2, "Debit": 2}, prediction["pipeline"]
+
+
+GROCERIES = [{"category_code": "Food", "Products": [
+    {"product_id": 1, "product_name": "Apple", "Order_Items": [{"order_id": 7}, {"order_id": 7}, {"order_id": 8}]},
+    {"product_id": 2, "product_name": "Bread", "Order_Items": [{"order_id": 7}]}]}]
+
+
+@pytest.fixture(scope="module")
+def orders(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("orders"), {"shop": {"Product_Categories": GROCERIES}})
+
+
+def test_a_count_per_inner_group_of_the_enclosing_elements_counts_each_once(orders):
+    """'the number of products in each order', order items inside products: order 7 holds two
+    products (Apple twice), not three items."""
+    prediction, rows = rules_answer(orders, "shop", "Show order ids and the number of products in each order.")
+    assert {r["order_id"]: r["count"] for r in rows} == {7: 2, 8: 1}, prediction["pipeline"]
+
+
+EMPLOYEES = [{"eid": i, "name": name, "certificate": [{"aid": a} for a in aids]}
+             for i, (name, aids) in enumerate([("Ann", [1, 2]), ("Bob", []), ("Cy", [3]), ("Di", [])])]
+
+
+@pytest.fixture(scope="module")
+def staff(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("staff"), {"flights": {"employee": EMPLOYEES}})
+
+
+@pytest.mark.parametrize("question, count", [("How many employees hold a certificate?", 2),
+                                             ("What is the count of distinct employees with certificates?", 2),
+                                             ("How many employees are there?", 4)])
+def test_counted_documents_holding_an_array_named_after_them_have_elements(staff, question, count):
+    """'how many employees hold a certificate': those whose `certificate` array has one."""
+    prediction, rows = rules_answer(staff, "flights", question)
+    assert count_of(rows) == count, prediction["pipeline"]

@@ -26,8 +26,8 @@ def world(tmp_path_factory):
 
 def test_the_values_a_distinct_word_names_are_shown_alone(world):
     """'the distinct positions of the players from ...': positions, not players beside them."""
-    prediction, rows = rules_answer(world, "soccer",
-                                    "What are the distinct positions of the players from a country whose capital is Dublin?")
+    prediction, rows = rules_answer(world, "soccer", "What are the distinct positions of the players from a "
+                                                     "country whose capital is Dublin?")
     assert sorted(tuple(r.values()) for r in rows) == [("Defender",), ("Midfielder",)], prediction["pipeline"]
 
 

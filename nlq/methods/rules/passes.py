@@ -581,7 +581,7 @@ def distinct_listed(s: State) -> None:
     ir = s.ir
     if not ir.distinct or ir.count or ir.aggregates or ir.group_by:
         return
-    heads = [m for m in s.mentions if m.field in ir.outputs and m.start > 0 and s.q.raw[m.start - 1] in DISTINCT_WORDS]
+    heads = after_distinct(s.q, s.mentions, ir.outputs)
     if not heads:
         return
     shown = [m for m in s.mentions if m.start not in s.used and m.field in ir.outputs]
@@ -592,7 +592,8 @@ def distinct_listed(s: State) -> None:
 def read_distinct_counts(s: State) -> None:
     """'how many unique customers hold each card type': each group's count counts the distinct
     values of what the distinct word after the count phrase names (a field, or the `<noun>_id`
-    reference its plural names), not the group's documents."""
+    reference its plural names), not the group's documents; so does a count of a plural naming
+    such a reference or the elements enclosing the group's, with no distinct word."""
     q, ir = s.q, s.ir
     if not (ir.count and ir.group_by) or ir.aggregates:
         return
@@ -604,6 +605,15 @@ def read_distinct_counts(s: State) -> None:
                 ir.distinct_count = counted
                 ir.outputs = [f for f in ir.outputs if f is not counted]
                 s.consumed.add(at + 1)
+            return
+        if at not in s.plural or names_own_documents(s, at) or any(m.start == at for m in s.mentions):
+            continue
+        # 'the number of customers holding cards of each type', 'the number of products in each
+        # order': things other than the rows grouped (a reference, the enclosing elements), each once
+        array = array_named(q, at, s.fields, top_level=False) if at in s.entities else None
+        counted = outer_key(s, array) if array is not None else named_reference(s, at)
+        if counted is not None:
+            ir.distinct_count = counted
             return
 
 
@@ -639,14 +649,30 @@ def distinct_field(s: State, at: int) -> Field | None:
         return None
     array = array_named(s.q, at, s.fields, top_level=False) if at in s.entities else None
     if array is not None:
-        # 'how many different products in each order', orders inside products: one row per order of a
-        # product, so what names each product is counted (groups outside the elements count them)
-        key = element_key(array, s.fields)
-        inside = all(any(a.startswith(array.mql + ".") for a in g.arrays) for g in s.ir.group_by)
-        return key if inside and key is not None and key not in s.ir.group_by else None
+        return outer_key(s, array)
+    return named_reference(s, at)
+
+
+def names_own_documents(s: State, at: int) -> bool:
+    """The word at `at` is the collection's head noun ('cards' in `Customers_Cards`)."""
+    head = split_name(s.collection)[-1:]
+    return bool(head) and word_match(s.q.stems[at], head[0]) >= 0.85
+
+
+def named_reference(s: State, at: int) -> Field | None:
+    """The one `<noun>_id` reference, not grouped by, the word at `at` names ('customers': `customer_id`)."""
     refs = [f for f in s.fields if f.kind != "array" and len(f.words) == 2 and f.words[1] == "id"
             and word_match(s.q.stems[at], f.words[0]) >= 0.85 and f not in s.ir.group_by]
     return refs[0] if len(refs) == 1 else None
+
+
+def outer_key(s: State, array: Field) -> Field | None:
+    """'how many (different) products in each order', orders inside products: one row per order
+    of a product, so what names each product is counted, each once (groups outside the elements
+    count them: None)."""
+    key = element_key(array, s.fields)
+    inside = all(any(a.startswith(array.mql + ".") for a in g.arrays) for g in s.ir.group_by)
+    return key if inside and key is not None and key not in s.ir.group_by else None
 
 
 def count_distinct_words(s: State) -> list[int]:
@@ -666,7 +692,12 @@ def distinct_named(q: Question, mentions: list[Mention], outputs: list[Field]) -
     """The shown fields a distinct word stands right before ('unique cities', 'different
     status codes'): the values a count of distinct values counts (the others, said after
     them, are what those values' documents have)."""
-    return [m.field for m in mentions if m.field in outputs and m.start > 0 and q.raw[m.start - 1] in DISTINCT_WORDS]
+    return [m.field for m in after_distinct(q, mentions, outputs)]
+
+
+def after_distinct(q: Question, mentions: list[Mention], outputs: list[Field]) -> list[Mention]:
+    """The mentions of shown fields a distinct word stands right before."""
+    return [m for m in mentions if m.field in outputs and m.start > 0 and q.raw[m.start - 1] in DISTINCT_WORDS]
 
 
 # Nouns naming the sorts of a thing ('how many types of jobs': the jobs' values).
@@ -947,11 +978,15 @@ def read_entity_presence(s: State) -> None:
     entity is the array's elements, the values shown are their documents', so a document
     stands for one only if its array has an element. Only when the reading reads nothing
     inside any array (a condition, a value shown, a count of elements: then those elements
-    may be what the question is about) and the whole array name is said, as a plural."""
+    may be what the question is about) and the whole array name is said, as a plural. A count
+    of the documents is of those holding such an array named after them (`counted_holding`)."""
     q, ir, names = s.q, s.ir, split_name(s.collection)
     named = {i for m in s.mentions for i in range(m.start, m.end)}  # words naming a field of the documents
     used = ir.read_fields()
-    if ir.count or not ir.outputs or any(f.arrays or f.kind == "array" for f in used):
+    if ir.count:
+        counted_holding(s, named)
+        return
+    if not ir.outputs or any(f.arrays or f.kind == "array" for f in used):
         return
     for at in sorted(s.entities & s.plural):
         array = array_named(q, at, s.fields)
@@ -965,6 +1000,27 @@ def read_entity_presence(s: State) -> None:
                 _show_elements(s, array, at)
             else:
                 ir.filters.append(Filter(array, "$gte", 1, at, size=True))
+            return
+
+
+def counted_holding(s: State, named: set[int]) -> None:
+    """'how many employees hold a certificate', `certificate` an array of each employee: the
+    documents counted (the entity named right after the count phrase, no array) are those
+    whose array, named in full after them, has an element."""
+    q, ir = s.q, s.ir
+    if ir.group_by or ir.outputs or ir.grain or ir.aggregates or ir.distinct_count is not None \
+            or any(f.field.arrays or f.field.kind == "array" for f in ir.filters):
+        return
+    starts = [q.word_at(c.end()) for c in count_phrases(s)]
+    starts = [at + (q.raw[at:at + 1] != [] and q.raw[at] in DISTINCT_WORDS) for at in starts]
+    if len(starts) != 1 or starts[0] not in s.entities or array_named(q, starts[0], s.fields) is not None:
+        return
+    for at in sorted(i for i in s.entities if i > starts[0] + 1 and i not in named and q.raw[i] not in STOPWORDS):
+        array = array_named(q, at, s.fields)
+        words = [w for w in array.words if w not in STOPWORDS] if array is not None else []
+        said = q.stems[max(0, at - len(words) + 1):at + 1]
+        if words and len(said) == len(words) and all(word_match(a, b) >= 0.85 for a, b in zip(said, words)):
+            ir.filters.append(Filter(array, "$gte", 1, at, size=True))
             return
 
 

@@ -36,7 +36,8 @@ DISTINCT_PHRASES = re.compile(r"\b(?:without|with no|no|removing|excluding|elimi
 GROUP_PATTERNS = re.compile(r"\b(?:(?:for|in|of|by|on|at|to|with|from|under|within|among|across|does|do|did|"
                             r"has|have|had) (?:each|every)|per|grouped by|group by|"
                             r"broken down by|count by|counts by|"
-                            r"(?:for|across|from|among|under|in) (?:the )?(?:different|various)|"
+                            r"(?:for|across|from|among|under|in|at|during|with|(?<!number )(?<!numbers )(?<!count )of) "
+                            r"(?:the )?(?:different|various)|"
                             r"(?:classified|categori[sz]ed|separated|split|grouped|broken down|sorted into) "
                             r"(?:by|according to|into|under)(?: (?:their|its|the))?)\s+")
 
