@@ -167,3 +167,18 @@ def test_a_descending_alphabetical_order_runs_from_z_to_a(tmp_path, question, or
     world = rules_world(tmp_path, {"league": {"club": [{"Club_ID": i, "name": n} for i, n in enumerate(["Bo", "Al", "Cy"])]}})
     prediction, rows = rules_answer(world, "league", question)
     assert [r["name"] for r in rows] == order, prediction["pipeline"]
+
+
+def test_first_and_last_rank_in_time_by_the_date_named_around_them(tmp_path):
+    """'the customer who last made an order', 'the employee born first': 'first'/'last' pick the
+    earliest or latest by a date the words around them name."""
+    customers = [{"customer_id": 1, "customer_name": "Ann", "Orders": [{"order_date": "2021-03-01"}]},
+                 {"customer_id": 2, "customer_name": "Bob", "Orders": [{"order_date": "2022-07-09"}]},
+                 {"customer_id": 3, "customer_name": "Cid", "Orders": [{"order_date": "2020-05-05"}]}]
+    staff = [{"staff_id": i, "name": f, "date_of_birth": d}
+             for i, (f, d) in enumerate([("Al", "1990-01-01"), ("Bea", "1970-06-30"), ("Cy", "1985-12-12")])]
+    world = rules_world(tmp_path, {"shop": {"Customers": customers}, "office": {"Staff": staff}})
+    prediction, rows = rules_answer(world, "shop", "Identify the name of the customer who last made an order.")
+    assert rows == [{"customer_name": "Bob"}], prediction["pipeline"]
+    prediction, rows = rules_answer(world, "office", "What is the name of the staff member born first?")
+    assert rows == [{"name": "Bea"}], prediction["pipeline"]
