@@ -182,3 +182,16 @@ def test_first_and_last_rank_in_time_by_the_date_named_around_them(tmp_path):
     assert rows == [{"customer_name": "Bob"}], prediction["pipeline"]
     prediction, rows = rules_answer(world, "office", "What is the name of the staff member born first?")
     assert rows == [{"name": "Bea"}], prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["What is the average rating stars and title for the oldest movie?",
+                                      "What is the average stars of the ratings of the movie with the highest budget?"])
+def test_a_statistic_of_the_top_documents_elements_ranks_the_documents_first(tmp_path, question):
+    """'the average rating of the oldest movie': the movie is picked by its own field, then its
+    ratings averaged — not the average of every movie's, nor one group per title cut at one."""
+    movies = [{"mID": 1, "title": "Ada", "year": 1990, "budget": 5, "Rating": [{"stars": 2}, {"stars": 4}]},
+              {"mID": 2, "title": "Bo", "year": 1950, "budget": 9, "Rating": [{"stars": 5}, {"stars": 4}]},
+              {"mID": 3, "title": "Cy", "year": 2000, "budget": 1, "Rating": [{"stars": 1}]}]
+    world = rules_world(tmp_path, {"films": {"Movie": movies}})
+    prediction, rows = rules_answer(world, "films", question)
+    assert [r.get("avg_Rating_stars") for r in rows] == [4.5], prediction["pipeline"]

@@ -339,7 +339,9 @@ def sortable(ir: IR) -> list[tuple[object, int]]:
         return []  # one number: nothing to order
     kept: list[tuple[object, int]] = []
     for key, direction in ir.sort:
-        if grouped and isinstance(key, Field) and key not in keys \
+        if ir.ranks_before_grouping(key):
+            pass  # 'the average rating of the oldest movie': the documents ranked, then their elements measured
+        elif grouped and isinstance(key, Field) and key not in keys \
                 and not any(f is key for _, f in ir.aggregates):
             key = "count" if ir.count and key.arrays and not ir.aggregates else None
         elif key == "count" and not (grouped and ir.count) or isinstance(key, tuple) and grouped:
