@@ -41,6 +41,10 @@ def pipeline_of(question):
     ("ships with multiple captains", "ships with more than one captains"),
     ("pilots who lack any records", "pilots who without any records"),
     ("the most prevalent allergy", "the most common allergy"),
+    ("the most widely used flag", "the most common flag"),
+    ("the least commonly reported allergy", "the least common allergy"),
+    ("the nationality most represented among journalists", "the nationality most common among journalists"),
+    ("the type that appears most commonly", "the type that appears most commonly"),  # (a trailing 'most commonly')
     ("the advisor with the highest student count", "the advisor with the most number of student"),
     ("names that exclude the letter M", "names that not containing the letter M"),
     ("names ordered by age from highest to lowest", "names ordered by age in descending order"),
@@ -71,6 +75,7 @@ def test_quoted_literals_are_never_rewritten():
     ("Show the names of students with salary more than 999.", "List the names of students whose salaries exceed 999."),
     ("Find the names of students without any allergies.", "Find the names of students who lack any allergies."),
     ("What is the most common major?", "What is the most prevalent major?"),
+    ("What is the most common major?", "Which major is the most widely represented?"),
     ("How many students are there for each advisor?", "How many students does each advisor have?"),
     ("Show the names of students in alphabetical order.", "Show the names of students, organized alphabetically."),
     ("Show the names of students with age between 20 and 30.",

@@ -167,3 +167,31 @@ def test_a_descending_alphabetical_order_runs_from_z_to_a(tmp_path, question, or
     world = rules_world(tmp_path, {"league": {"club": [{"Club_ID": i, "name": n} for i, n in enumerate(["Bo", "Al", "Cy"])]}})
     prediction, rows = rules_answer(world, "league", question)
     assert [r["name"] for r in rows] == order, prediction["pipeline"]
+
+
+def test_first_and_last_rank_in_time_by_the_date_named_around_them(tmp_path):
+    """'the customer who last made an order', 'the employee born first': 'first'/'last' pick the
+    earliest or latest by a date the words around them name."""
+    customers = [{"customer_id": 1, "customer_name": "Ann", "Orders": [{"order_date": "2021-03-01"}]},
+                 {"customer_id": 2, "customer_name": "Bob", "Orders": [{"order_date": "2022-07-09"}]},
+                 {"customer_id": 3, "customer_name": "Cid", "Orders": [{"order_date": "2020-05-05"}]}]
+    staff = [{"staff_id": i, "name": f, "date_of_birth": d}
+             for i, (f, d) in enumerate([("Al", "1990-01-01"), ("Bea", "1970-06-30"), ("Cy", "1985-12-12")])]
+    world = rules_world(tmp_path, {"shop": {"Customers": customers}, "office": {"Staff": staff}})
+    prediction, rows = rules_answer(world, "shop", "Identify the name of the customer who last made an order.")
+    assert rows == [{"customer_name": "Bob"}], prediction["pipeline"]
+    prediction, rows = rules_answer(world, "office", "What is the name of the staff member born first?")
+    assert rows == [{"name": "Bea"}], prediction["pipeline"]
+
+
+@pytest.mark.parametrize("question", ["What is the average rating stars and title for the oldest movie?",
+                                      "What is the average stars of the ratings of the movie with the highest budget?"])
+def test_a_statistic_of_the_top_documents_elements_ranks_the_documents_first(tmp_path, question):
+    """'the average rating of the oldest movie': the movie is picked by its own field, then its
+    ratings averaged — not the average of every movie's, nor one group per title cut at one."""
+    movies = [{"mID": 1, "title": "Ada", "year": 1990, "budget": 5, "Rating": [{"stars": 2}, {"stars": 4}]},
+              {"mID": 2, "title": "Bo", "year": 1950, "budget": 9, "Rating": [{"stars": 5}, {"stars": 4}]},
+              {"mID": 3, "title": "Cy", "year": 2000, "budget": 1, "Rating": [{"stars": 1}]}]
+    world = rules_world(tmp_path, {"films": {"Movie": movies}})
+    prediction, rows = rules_answer(world, "films", question)
+    assert [r.get("avg_Rating_stars") for r in rows] == [4.5], prediction["pipeline"]

@@ -136,6 +136,15 @@ class IR:
             f for _, f in self.aggregates if f is not None] + [k for k, _ in self.sort if isinstance(k, Field)] + [
             k[1] for k, _ in self.sort if isinstance(k, tuple)]
 
+    def ranks_before_grouping(self, key) -> bool:
+        """'the average rating of the oldest movie': `key`, a field of the documents themselves and
+        no group's key, ranks the documents and the limit picks them before their elements are
+        aggregated — when every aggregate totals or averages elements of an array (nothing is
+        counted; an extreme is read by the same superlatives: 'the highest support rate')."""
+        return isinstance(key, Field) and key.kind == "scalar" and not key.arrays and bool(self.limit) \
+            and not self.count and bool(self.aggregates) and key not in self.group_by \
+            and all(op in ("$avg", "$sum") and f is not None and f.arrays and f is not key for op, f in self.aggregates)
+
     def to_json(self) -> dict:
         return {
             "collection": self.collection,

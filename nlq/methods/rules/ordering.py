@@ -132,7 +132,50 @@ def detect_order(q: Question, lower: str, mentions: list[Mention], fields: list[
                 f = birth_date(fields, mentions) or measure_field(fields, "year") or measure_field(fields, "date", False)
                 if f is not None:
                     return [(f, -measure[1])]
+    ordinal = time_ordinal(q, mentions)
+    f = ordinal_date(q, ordinal[0], fields, mentions) if ordinal is not None else None
+    if f is not None:  # 'the first asset acquired': the earliest by the date the words around it name
+        return [(f, ordinal[1])]
     return []
+
+
+def ordinal_date(q: Question, i: int, fields: list[Field], mentions: list[Mention]) -> Field | None:
+    """The date 'first'/'last' at word `i` ranks by: a date of birth after 'born' ('the employee born
+    first'), else the field of dates the words around it name (`dated_near`; a field of years is
+    no date: 'the first author' ranks by no year-like number)."""
+    if BIRTH_WORDS & set(q.raw[i - 1:i]):
+        return birth_date(fields, mentions)
+    f = dated_near(q, i, fields)
+    return f if f is not None and f.dated else None
+
+
+# 'first' and 'last' ranking in time ('the first asset acquired', 'the film released first', 'the
+# customer who last made an order'), in the direction of their date.
+ORDINALS = {"first": 1, "last": -1}
+# Words after 'first'/'last' that make it no rank in time ('the first name', 'sorted first by', 'the first 3').
+_NOT_IN_TIME = frozenset({"name", "names", "and", "or", "by", "of", "one", "ones", "time", "times"})
+
+
+def time_ordinal(q: Question, mentions: list[Mention]) -> tuple[int, int] | None:
+    """(position, direction) of the first 'first' or 'last' that may rank in time: not a word of a
+    field's name ('first name', `First_Climbed`), not before a name, a list or a number ('first,
+    middle and last names', 'sorted first by name', 'the first 3'), not an order's direction
+    ('the highest listed first'). `ordinal_date` tells whether a date is named around it."""
+    for i, word in enumerate(q.raw):
+        if word not in ORDINALS or any(m.start <= i < m.end for m in mentions):
+            continue
+        after = q.raw[i + 1] if i + 1 < len(q.raw) else ""
+        gap = q.text[q.spans[i][1]:q.spans[i + 1][0]] if after else ""
+        if after in _NOT_IN_TIME or "," in gap or maybe_number(after) is not None \
+                or q.raw[i - 1:i] and (q.raw[i - 1] in SUPERLATIVES or q.raw[i - 1] in _LISTED):
+            continue
+        return i, ORDINALS[word]
+    return None
+
+
+# Verbs before 'first' that place rows in an order ('listed first', 'shown first'): a direction, not a rank.
+_LISTED = frozenset({"listed", "shown", "showing", "sorted", "ordered", "ranked", "arranged", "displayed", "appear",
+                     "appears", "appearing", "come", "comes", "coming", "placed", "put"})
 
 
 # Words every date or year field shares: they say nothing of which one.
@@ -259,9 +302,10 @@ def entity_limit(q: Question, entities: set[int], mentions: list[Mention]) -> in
     return None
 
 
-def superlative_limit(q: Question) -> int | None:
-    """1 when a superlative picks one ('the greatest average', 'the busiest'; any of `SUPERLATIVES`)."""
-    if any(w in SUPERLATIVES or w in ("maximum", "minimum") for w in q.raw):
+def superlative_limit(q: Question, mentions: list[Mention] = ()) -> int | None:
+    """1 when a superlative picks one ('the greatest average', 'the busiest'; any of `SUPERLATIVES`,
+    or 'first'/'last' ranking in time: `time_ordinal`)."""
+    if any(w in SUPERLATIVES or w in ("maximum", "minimum") for w in q.raw) or time_ordinal(q, mentions):
         # "most common first", "highest first", explicit orderings and "list every X" rank; they do not pick one
         if not any(w == "order" and asks_order(q, i) for i, w in enumerate(q.raw)) and not re.search(
                 r"\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
@@ -295,7 +339,9 @@ def sortable(ir: IR) -> list[tuple[object, int]]:
         return []  # one number: nothing to order
     kept: list[tuple[object, int]] = []
     for key, direction in ir.sort:
-        if grouped and isinstance(key, Field) and key not in keys \
+        if ir.ranks_before_grouping(key):
+            pass  # 'the average rating of the oldest movie': the documents ranked, then their elements measured
+        elif grouped and isinstance(key, Field) and key not in keys \
                 and not any(f is key for _, f in ir.aggregates):
             key = "count" if ir.count and key.arrays and not ir.aggregates else None
         elif key == "count" and not (grouped and ir.count) or isinstance(key, tuple) and grouped:

@@ -123,6 +123,9 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (r"\bmost (?:prevalent|frequent(?:ly)?(?: (?:occurring|used|appearing|seen))?|often occurring|widespread)\b",
      r"most common"),
     (r"\bleast (?:prevalent|frequent(?:ly)?(?: (?:occurring|used|appearing|seen))?)\b", r"least common"),
+    # 'the most widely used flag', 'the most commonly reported allergy', 'the most represented nationality'
+    (r"\b(most|least) (?:(?:widely|commonly) (?:used|reported|represented|found|seen|held|chosen|occurring|"
+     r"performed|owned|spoken|adopted|selected)|represented)\b", r"\1 common"),
     (r"\b(?:highest|greatest|largest|biggest|maximum) (?:frequency|occurrence|number of occurrences)\b",
      r"most common"),
     (r"\b(?:lowest|smallest|minimum) (?:frequency|occurrence|number of occurrences)\b", r"least common"),

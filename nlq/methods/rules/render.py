@@ -382,6 +382,8 @@ def _ranks_documents(ir: IR, late: list[Filter]) -> bool:
     """The limit picks whole documents by document-level keys, before any array is
     unwound or distinct values are taken ('the distinct ranges of the top 3 mountains')."""
     keys = [k[1] if isinstance(k, tuple) else k for k, _ in ir.sort]
+    if keys and not late and all(ir.ranks_before_grouping(k) for k in keys):
+        return True  # 'the average rating of the oldest movie': pick the movie, then measure its ratings
     if not (ir.limit and keys) or late or ir.group_by or ir.aggregates or ir.count:
         return False
     top_level = all(isinstance(k, Field) and not k.maps and (not k.arrays or k.arrays == (k.mql,)) for k in keys)
