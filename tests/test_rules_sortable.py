@@ -165,3 +165,12 @@ def test_reverse_alphabetical_order_sorts_the_names_from_z_to_a(tmp_path):
     assert [r["name"] for r in rows] == ["Cats", "Bats", "Apes"]
     _, rows = rules_answer(world, "league", "Show all the club names sorted in alphabetical order.")
     assert [r["name"] for r in rows] == ["Apes", "Bats", "Cats"]
+
+
+def test_a_superlative_in_an_asked_order_keeps_every_row(tmp_path):
+    makers = [{"name": "Acme", "revenue": 50}, {"name": "Bolt", "revenue": 90}, {"name": "Cog", "revenue": 70}]
+    world = rules_world(tmp_path, {"trade": {"maker": makers}})
+    _, rows = rules_answer(world, "trade", "List the names of makers, sorted with the highest revenue first.")
+    assert [r["name"] for r in rows] == ["Bolt", "Cog", "Acme"]
+    _, rows = rules_answer(world, "trade", "Which maker has the highest revenue?")
+    assert [r["name"] for r in rows] == ["Bolt"]

@@ -267,12 +267,17 @@ def superlative_limit(q: Question) -> int | None:
     if any(w in MEASURE_SUPERLATIVES or w in ("highest", "lowest", "largest", "smallest", "most", "least",
                                               "fewest", "maximum", "minimum", "best", "worst")
            for w in q.raw):
-        # "most common first", "highest first", explicit orderings and "list every X" rank; they do not pick one
-        if not any(w == "order" and asks_order(q, i) for i, w in enumerate(q.raw)) and not re.search(
-                r"\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
-                r"|\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(?:first|last)\b", q.text.lower()):
+        if not ranks_all(q):
             return 1
     return None
+
+
+def ranks_all(q: Question) -> bool:
+    """"most common first", "highest first", explicit orderings and "list every X" rank every
+    row; a superlative in them picks no one."""
+    return any(w == "order" and asks_order(q, i) for i, w in enumerate(q.raw)) or bool(re.search(
+        r"\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
+        r"|\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(?:first|last)\b", q.text.lower()))
 
 
 def default_order(ir: IR, key: Field | None) -> list[tuple[object, int]]:
