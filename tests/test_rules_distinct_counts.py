@@ -132,3 +132,15 @@ def test_a_distinct_word_before_a_modifier_of_another_noun_is_read(world):
     """'how many different bank kinds': the documents' name modifies what is counted; unread, it is said."""
     prediction, _ = rules_answer(world, "loans", "How many different bank kinds are there?")
     assert {"word": "different", "kind": "operation"} in prediction["unresolved"], prediction["pipeline"]
+
+
+KINDS_OF_CARDS = [{"card_id": i, "card_type_code": kind}
+                  for i, kind in enumerate(["Credit", "Debit", "Credit", "Credit"])]
+
+
+@pytest.mark.parametrize("question", ["Show the number of card types.", "How many types of cards are there?",
+                                      "How many different card types are there?"])
+def test_a_count_of_types_counts_the_kinds_there_are(tmp_path, question):
+    world = rules_world(tmp_path, {"bank": {"cards": KINDS_OF_CARDS}})
+    prediction, rows = rules_answer(world, "bank", question)
+    assert count_of(rows) == 2, prediction["pipeline"]
