@@ -730,6 +730,14 @@ def shown_per_group(s: State) -> list[Field]:
             and not any(word_match(w, h) >= 0.85 for w in f.words for h in head)]
 
 
+def values_each(q: Question, ir: IR) -> list[Field]:
+    """'the average age for male and female students', 'the audience for the years 2008 and 2010':
+    a statistic for values joined by 'and' is one for each of them (joined by 'or', one over
+    them all), so the values' field is a group key."""
+    f = next((f for f in ir.filters if f.op == "$in" and not f.field.arrays and not f.branch), None)
+    return [f.field] if f is not None and q.raw[f.start + 1:f.start + 2] == ["and"] else []
+
+
 def read_per_group(s: State) -> None:
     """What aggregates are computed per, HAVING on aggregates, the top document
     per group, and the default order when none is asked."""
@@ -748,6 +756,8 @@ def read_per_group(s: State) -> None:
             # statistic, which one row over every document cannot show, is what it is computed per
             ir.group_by = shown_per_group(s)
             ir.outputs = [f for f in ir.outputs if f not in ir.group_by]
+        if not ir.group_by and not ir.count:
+            ir.group_by = values_each(q, ir)
     if ir.group_by and ir.aggregates:
         ir.conditions = aggregate_conditions(q, ir, s.mentions)
     if ir.group_by and not (ir.aggregates or ir.count) and ir.limit == 1 and len(ir.sort) == 1 \
