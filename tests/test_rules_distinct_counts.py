@@ -232,3 +232,15 @@ def test_counted_documents_holding_an_array_named_after_them_have_elements(staff
     """'how many employees hold a certificate': those whose `certificate` array has one."""
     prediction, rows = rules_answer(staff, "flights", question)
     assert count_of(rows) == count, prediction["pipeline"]
+
+
+KINDS_OF_CARDS = [{"card_id": i, "card_type_code": kind}
+                  for i, kind in enumerate(["Credit", "Debit", "Credit", "Credit"])]
+
+
+@pytest.mark.parametrize("question", ["Show the number of card types.", "How many types of cards are there?",
+                                      "How many different card types are there?"])
+def test_a_count_of_types_counts_the_kinds_there_are(tmp_path, question):
+    world = rules_world(tmp_path, {"bank": {"cards": KINDS_OF_CARDS}})
+    prediction, rows = rules_answer(world, "bank", question)
+    assert count_of(rows) == 2, prediction["pipeline"]

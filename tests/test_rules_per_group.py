@@ -4,6 +4,7 @@ array's elements counted), 'each course' (an array's elements), 'play each sport
 from __future__ import annotations
 
 from nlq.methods import rules
+from tests.helpers import rules_answer, rules_world
 
 
 def entry(collection, path, kind="scalar", types=None, present=4):
@@ -79,3 +80,16 @@ def test_a_statistic_ranked_to_pick_an_entity_is_computed_per_entity(tmp_path):
     assert [r["game_name"] for r in rows] == ["Chess"], prediction["pipeline"]
     prediction, rows = rules_answer(world, "atlas", "Name the region that has the highest average town score.")
     assert [r["region_name"] for r in rows] == ["South"], prediction["pipeline"]
+
+
+PUPILS = [{"name": n, "sex": sex, "age": age} for n, sex, age in
+          [("Ann", "F", 20), ("Bea", "F", 22), ("Cal", "M", 19), ("Dan", "M", 23), ("Eve", "X", 40)]]
+
+
+def test_a_statistic_for_values_joined_by_and_is_one_for_each(tmp_path):
+    world = rules_world(tmp_path, {"school": {"pupil": PUPILS}})
+    prediction, rows = rules_answer(world, "school", 'Show the average age for "M" and "F" pupils.')
+    assert sorted((r["sex"], r["avg_age"]) for r in rows) == [("F", 21), ("M", 21)], prediction["pipeline"]
+    # joined by 'or': one statistic over them all
+    _, rows = rules_answer(world, "school", 'What is the average age of pupils whose sex is "M" or "F"?')
+    assert rows == [{"avg_age": 21}]

@@ -195,3 +195,12 @@ def test_a_statistic_of_the_top_documents_elements_ranks_the_documents_first(tmp
     world = rules_world(tmp_path, {"films": {"Movie": movies}})
     prediction, rows = rules_answer(world, "films", question)
     assert [r.get("avg_Rating_stars") for r in rows] == [4.5], prediction["pipeline"]
+
+
+def test_a_superlative_in_an_asked_order_keeps_every_row(tmp_path):
+    makers = [{"name": "Acme", "revenue": 50}, {"name": "Bolt", "revenue": 90}, {"name": "Cog", "revenue": 70}]
+    world = rules_world(tmp_path, {"trade": {"maker": makers}})
+    _, rows = rules_answer(world, "trade", "List the names of makers, sorted with the highest revenue first.")
+    assert [r["name"] for r in rows] == ["Bolt", "Cog", "Acme"]
+    _, rows = rules_answer(world, "trade", "Which maker has the highest revenue?")
+    assert [r["name"] for r in rows] == ["Bolt"]

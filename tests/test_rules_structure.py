@@ -565,7 +565,9 @@ def test_the_values_of_an_entity_kept_in_an_array_are_of_documents_holding_one(q
                                       "Show the names of peaks that have some guides.",
                                       # a participle naming the act ('users who have posted tweets')
                                       "Show the names of peaks that have hired a guide.",
-                                      "What is the average height of peaks that have taken guides?"])
+                                      "What is the average height of peaks that have taken guides?",
+                                      # the documents themselves said right before 'have' or 'with'
+                                      "How many peaks have guides?", "How many peaks with guides are there?"])
 def test_having_a_named_array_element_is_presence(question):
     assert ("guide", "$gte", 1, 0) in filters_of(question)
 

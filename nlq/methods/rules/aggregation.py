@@ -10,7 +10,7 @@ from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import split_name
 from nlq.methods.rules.question import Question, quantity_noun, to_number, word_match
 from nlq.methods.rules.grounding import array_named, array_phrase, counted_noun, element_numbers, own_quantity
-from nlq.methods.rules.ordering import entity_limit
+from nlq.methods.rules.ordering import entity_limit, ranks_all
 
 
 def detect_rounding(q: Question, consumed: set[int]) -> int | None:
@@ -189,7 +189,8 @@ def detect_aggregates(q: Question, ir: IR, mentions: list[Mention], fields: list
                 and _is_superlative(q, i, mentions, target, used):
             if not ir.sort:
                 ir.sort = [(target.field, -1 if op == "$max" else 1)]
-                ir.limit = ir.limit or entity_limit(q, entities, mentions) or 1  # 'which 2 ships ...'
+                # 'which 2 ships ...'; 'sorted with the highest revenue first' keeps every row
+                ir.limit = ir.limit or entity_limit(q, entities, mentions) or (None if ranks_all(q) else 1)
 
             used.add(target.start)
             continue

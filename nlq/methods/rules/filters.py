@@ -614,12 +614,24 @@ HAVING_SOME = re.compile(r"\b(?:that|who|which)\s+(?:currently\s+|still\s+|actua
                          r"(?:any\s+|some\s+|at least one\s+|one or more\s+|an?\s+)?")
 
 
+# 'how many employees have certificates', 'employees with certificates': the collection's
+# documents, said right before 'have' or 'with'
+SUBJECT_HAVING = re.compile(r"\b(?P<subject>[a-z]+)\s+(?:has|have|had|with)\s+(?:any\s+|some\s+|an?\s+)?")
+
+
+def _documents_having(q: Question, fields: list[Field]) -> list[re.Match]:
+    """The 'have' ('with') phrases whose subject is the word naming the collection's own documents."""
+    head = split_name(fields[0].collection)[-1:] if fields else []
+    return [m for m in SUBJECT_HAVING.finditer(q.text.lower()) if head
+            and word_match(q.stems[q.word_at(m.start("subject"))], head[0]) >= 0.85]
+
+
 def detect_presence(q: Question, fields: list[Field], consumed: set[int], filters: list[Filter]) -> list[Filter]:
-    """'departments that have employees', 'shops that currently have some devices': the
-    named array entity has elements — unless another condition already reads it
+    """'departments that have employees', 'shops that currently have some devices', 'employees
+    with certificates': the named array entity has elements — unless another condition already reads it
     ('that have more than 2 employees', 'that have employees earning ...')."""
     found = []
-    for m in HAVING_SOME.finditer(q.text.lower()):
+    for m in [*HAVING_SOME.finditer(q.text.lower()), *_documents_having(q, fields)]:
         j = q.word_at(m.end())
         array = array_of_subject(q, j, fields, q.word_at(m.start()) - 1) or array_named(q, j, fields)
         if array is None or j in consumed or any(array.mql in (f.field.mql, *f.field.arrays) for f in filters):

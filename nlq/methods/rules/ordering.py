@@ -304,14 +304,19 @@ def entity_limit(q: Question, entities: set[int], mentions: list[Mention]) -> in
 
 def superlative_limit(q: Question, mentions: list[Mention] = ()) -> int | None:
     """1 when a superlative picks one ('the greatest average', 'the busiest'; any of `SUPERLATIVES`,
-    or 'first'/'last' ranking in time: `time_ordinal`)."""
+    or 'first'/'last' ranking in time: `time_ordinal`), unless the question ranks every row (`ranks_all`)."""
     if any(w in SUPERLATIVES or w in ("maximum", "minimum") for w in q.raw) or time_ordinal(q, mentions):
-        # "most common first", "highest first", explicit orderings and "list every X" rank; they do not pick one
-        if not any(w == "order" and asks_order(q, i) for i, w in enumerate(q.raw)) and not re.search(
-                r"\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
-                r"|\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(?:first|last)\b", q.text.lower()):
+        if not ranks_all(q):
             return 1
     return None
+
+
+def ranks_all(q: Question) -> bool:
+    """"most common first", "highest first", explicit orderings and "list every X" rank every
+    row; a superlative in them picks no one."""
+    return any(w == "order" and asks_order(q, i) for i, w in enumerate(q.raw)) or bool(re.search(
+        r"\b(?:sorted|ordered|arranged|organi[sz]ed)\b|\b(?:list|show|give) (?:every|all|each)\b"
+        r"|\b(?:" + "|".join(sorted(SUPERLATIVES)) + r")(?:\s+\w+)?\s+(?:first|last)\b", q.text.lower()))
 
 
 def default_order(ir: IR, key: Field | None) -> list[tuple[object, int]]:

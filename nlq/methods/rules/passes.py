@@ -874,6 +874,14 @@ def own_key(index: dict, collection: str, fields: list[Field]) -> list[Field]:
     return [key] if key is not None else []
 
 
+def values_each(q: Question, ir: IR) -> list[Field]:
+    """'the average age for male and female students', 'the audience for the years 2008 and 2010':
+    a statistic for values joined by 'and' is one for each of them (joined by 'or', one over
+    them all), so the values' field is a group key."""
+    f = next((f for f in ir.filters if f.op == "$in" and not f.field.arrays and not f.branch), None)
+    return [f.field] if f is not None and q.raw[f.start + 1:f.start + 2] == ["and"] else []
+
+
 def read_per_group(s: State) -> None:
     """What aggregates are computed per, HAVING on aggregates, the top document
     per group, and the default order when none is asked."""
@@ -897,6 +905,8 @@ def read_per_group(s: State) -> None:
             # entity is computed per entity, not once over every document
             ir.group_by = ranked_entity(s)
             ir.outputs = [f for f in ir.outputs if f not in ir.group_by]
+        if not ir.group_by and not ir.count:
+            ir.group_by = values_each(q, ir)
     if ir.group_by and ir.aggregates:
         ir.conditions = aggregate_conditions(q, ir, s.mentions)
     if ir.group_by and not (ir.aggregates or ir.count) and ir.limit == 1 and len(ir.sort) == 1 \

@@ -30,7 +30,9 @@ DISTINCT_WORDS = {"distinct", "different", "unique", "various", "individual"}
 # 'without duplicates', 'with no repeats', 'each listed once': a set of values
 DISTINCT_PHRASES = re.compile(r"\b(?:without|with no|no|removing|excluding|eliminating) (?:any )?"
                               r"(?:duplicates?|duplicated (?:values|entries|rows)|repeats?|repetitions?)\b"
-                              r"|\b(?:de-?duplicated|listed only once|each listed once|only once each)\b")
+                              r"|\b(?:de-?duplicated|listed only once|each listed once|only once each)\b"
+                              # 'the number of card types', 'how many types of jobs': the kinds there are
+                              r"|\b(?:how many|number of|count of)\s+(?:\w+\s+)?(?:types?|kinds?|sorts?|varieties)\b")
 
 
 GROUP_PATTERNS = re.compile(r"\b(?:(?:for|in|of|by|on|at|to|with|from|under|within|among|across|does|do|did|"
