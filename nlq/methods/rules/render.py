@@ -285,13 +285,25 @@ def render(ir: IR) -> list[dict]:
         pipeline += _ranking(ir)
     pending = list(ir.joins)
     sized = [f for f in late if f.size and not f.branch and any(f.field.mql == j[0] for j in ir.joins)]
-    late = [f for f in late if f not in sized]
+    # 'apartments that have confirmed bookings': the size of an array that is itself unwound is
+    # counted before its unwind (after it, each element is an object of its own, no array)
+    counted = [f for f in late if f.size and not f.branch and f.field.mql in ir.unwinds and f not in sized]
+    late = [f for f in late if f not in sized and f not in counted]
+    # one side of an 'or' waits with the other for every unwind: the size is kept as a field
+    kept = {f.field.mql for f in late if f.size and f.field.mql in ir.unwinds}
+    late = [_kept_size(f) if f.size and f.field.mql in kept else f for f in late]
     pipeline += _joins_ready(ir, pending, set(), sized)
     done: set[str] = set()
     for kind, path in _traversal(ir):
         if any(path == j[0] for j in ir.joins):
             continue  # unwound right after its `$lookup`
         if kind == "unwind":
+            counts = [f for f in counted if f.field.mql == path]
+            if counts:
+                pipeline.append({"$match": _filter_doc(counts, ir)})
+            if path in kept:
+                pipeline.append({"$addFields": {_size_name(path): {
+                    "$size": {"$ifNull": ["$" + physical(path, ir), []]}}}})
             pipeline.append({"$unwind": "$" + physical(path, ir)})
             done.add(path)
             pipeline += _joins_ready(ir, pending, done, sized)
@@ -371,6 +383,17 @@ def render(ir: IR) -> list[dict]:
 
 
 AVERAGE_FIELD = "_average"
+
+
+def _size_name(array: str) -> str:
+    """The field an array's size is kept in before the array is unwound."""
+    return "_size_" + re.sub(r"[^0-9A-Za-z_]+", "_", array).strip("_")
+
+
+def _kept_size(f: Filter) -> Filter:
+    """A condition on an array's size read off the field that kept it (`_size_name`)."""
+    name = _size_name(f.field.mql)
+    return replace(f, size=False, field=replace(f.field, path=name, mql=name, arrays=(), maps=(), kind="scalar"))
 
 
 def _average_window(f: Filter, ir: IR) -> dict:

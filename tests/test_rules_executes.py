@@ -1,0 +1,49 @@
+"""Every pipeline `rules` emits runs: the size of an array is counted before that array is
+unwound."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import rules_answer, rules_world
+
+BLOCKS = [{"building_id": b, "Apartments": [{"apt_number": n, "Apartment_Bookings": [{"booking_status_code": c}
+                                                                                   for c in codes]}
+                                            for n, codes in apartments]}
+          for b, apartments in enumerate([[("1A", ["Provisional"]), ("1B", ["Confirmed"])],
+                                          [("2A", ["Confirmed", "Provisional"]), ("2B", [])]])]
+CITIES = [{"City": c, "temperature": [{"Feb": feb, "Jun": jun}], "hosting_city": [{"Year": y, "Host_City": c}
+                                                                                  for y in hosts]}
+          for c, feb, jun, hosts in [("Oslo", 10, 20, [2008]), ("Lima", 25, 18, []), ("Rome", 5, 25, []),
+                                     ("Cairo", 30, 28, [2010])]]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("executes"), {"rentals": {"Apartment_Buildings": BLOCKS},
+                                                             "towns": {"city": CITIES}})
+
+
+def test_the_size_of_an_unwound_array_is_counted_before_its_unwind(world):
+    """'apartments that have confirmed bookings', the bookings of each apartment unwound to
+    read their status: that the apartment has bookings is matched before they are unwound
+    (after it each booking is an object, no array a `$size` could count)."""
+    prediction, rows = rules_answer(world, "rentals",
+                                    "What are the apartment numbers of the apartments that have confirmed bookings?")
+    stages = prediction["pipeline"]
+    unwind = stages.index({"$unwind": "$Apartments.Apartment_Bookings"})
+    assert all("$size" not in str(stage) for stage in stages[unwind:])
+    assert sorted(r["apt_number"] for r in rows) == ["1B", "2A"]
+
+
+def test_a_size_on_one_side_of_an_or_is_kept_before_the_unwind(world):
+    """'cities ... or that have served as host cities', the host cities unwound to be shown and
+    the 'or' waiting for the temperatures' unwind: the number of host cities is kept in a field
+    before they are unwound, and the `$or` reads it."""
+    prediction, rows = rules_answer(world, "towns", "Which cities have higher temperature in Feb than in Jun "
+                                                    "or have once served as host cities?")
+    stages = prediction["pipeline"]
+    unwind = stages.index({"$unwind": "$hosting_city"})
+    assert all("$size" not in str(stage) for stage in stages[unwind:])
+    assert {"Oslo", "Cairo"} <= {r["City"] for r in rows}
+
