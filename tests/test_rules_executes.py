@@ -1,5 +1,6 @@
 """Every pipeline `rules` emits runs: the size of an array is counted before that array is
-unwound."""
+unwound, and an equality next to an operator document joins its operators (no
+operator document inside `$in`)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,15 @@ CITIES = [{"City": c, "temperature": [{"Feb": feb, "Jun": jun}], "hosting_city":
                                                                                   for y in hosts]}
           for c, feb, jun, hosts in [("Oslo", 10, 20, [2008]), ("Lima", 25, 18, []), ("Rome", 5, 25, []),
                                      ("Cairo", 30, 28, [2010])]]
+NATIONS = [{"Name": "Austria", "Languages": ["German"]}, {"Name": "Peru", "Languages": ["Spanish"]},
+           {"Name": "Fiji"}]
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return rules_world(tmp_path_factory.mktemp("executes"), {"rentals": {"Apartment_Buildings": BLOCKS},
-                                                             "towns": {"city": CITIES}})
+                                                             "towns": {"city": CITIES},
+                                                             "geo": {"country": NATIONS}})
 
 
 def test_the_size_of_an_unwound_array_is_counted_before_its_unwind(world):
@@ -46,4 +50,12 @@ def test_a_size_on_one_side_of_an_or_is_kept_before_the_unwind(world):
     unwind = stages.index({"$unwind": "$hosting_city"})
     assert all("$size" not in str(stage) for stage in stages[unwind:])
     assert {"Oslo", "Cairo"} <= {r["City"] for r in rows}
+
+
+def test_an_equality_next_to_an_operator_document_is_one_of_its_operators(world):
+    """Two conditions read on one field, one an operator document ('not ...', 'missing'):
+    the value joins its operators; an operator document in `$in` would not run."""
+    prediction, rows = rules_answer(world, "geo", 'Identify countries where "German" is not a spoken language.')
+    assert "'$in': [{" not in str(prediction["pipeline"])
+    assert isinstance(rows, list)
 

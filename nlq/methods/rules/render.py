@@ -131,8 +131,7 @@ def _conditions(filters: list[Filter], ir: IR, element: bool = False) -> dict:
         elif f.op == "$all":  # every value, each met by some element: the $and the manual defines $all as
             doc.setdefault("$and", []).extend({path: v} for v in f.value)
         elif f.op == "$eq":
-            existing = doc.get(path)
-            doc[path] = f.value if existing is None else {"$in": [existing, f.value]}
+            _add_equality(doc, path, f.value)
         else:
             slot = doc.setdefault(path, {})
             if not isinstance(slot, dict):
@@ -141,6 +140,23 @@ def _conditions(filters: list[Filter], ir: IR, element: bool = False) -> dict:
     if exprs:
         doc["$expr"] = exprs[0] if len(exprs) == 1 else {"$and": exprs}
     return doc
+
+
+def _add_equality(doc: dict, path: str, value) -> None:
+    """A value `path` equals, next to those it already has: two values are either one (`$in`); next
+    to an operator document ('not photo', 'fewer than 3') the value is one more of its operators
+    (an operator document is no value `$in` could hold)."""
+    existing = doc.get(path)
+    if existing is None:
+        doc[path] = value
+    elif not isinstance(existing, dict):
+        doc[path] = {"$in": [existing, value]}
+    elif "$in" in existing:
+        existing["$in"] = [*existing["$in"], value]
+    elif "$eq" in existing:
+        existing["$in"] = [existing.pop("$eq"), value]
+    else:
+        existing["$eq"] = value
 
 
 # The conditions an array's element meets as a value of its own (not its array's size or a pattern).
