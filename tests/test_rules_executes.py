@@ -1,6 +1,6 @@
 """Every pipeline `rules` emits runs: the size of an array is counted before that array is
-unwound, and an equality next to an operator document joins its operators (no
-operator document inside `$in`)."""
+unwound, an equality next to an operator document joins its operators (no operator document
+inside `$in`), and an array whose size is aggregated stays whole."""
 
 from __future__ import annotations
 
@@ -59,3 +59,19 @@ def test_an_equality_next_to_an_operator_document_is_one_of_its_operators(world)
     assert "'$in': [{" not in str(prediction["pipeline"])
     assert isinstance(rows, list)
 
+
+def test_an_array_whose_size_is_aggregated_stays_whole():
+    """'the total number of discipline enrollments' counted per element of the array (its grain):
+    the sum adds up each document's array size, so the array is not unwound (after an unwind
+    each element is an object, no array `$size` could count)."""
+    from nlq.methods.rules.ir import IR, Field
+    from nlq.methods.rules.outputs import plan_unwinds
+    from nlq.methods.rules.render import render
+
+    array = Field("Campuses", "discipline_enrollments[]", "discipline_enrollments", ("discipline_enrollments",),
+                  "array", "array", ("discipline", "enrollments"), ())
+    ir = IR("Campuses", aggregates=[("$sum", array)], grain="discipline_enrollments",
+            array_paths=frozenset({"discipline_enrollments"}))
+    ir.unwinds = plan_unwinds(ir)
+    assert ir.unwinds == []
+    assert {"$unwind": "$discipline_enrollments"} not in render(ir)
