@@ -401,10 +401,11 @@ def plan_unwinds(ir: IR) -> list[str]:
             if a not in needed:
                 needed.append(a)
     # an array the question asserts empty, none of whose elements may meet a condition, or
-    # whose size is output, stays whole; one only required to have some elements ('at least
-    # one committee') is unwound as needed
+    # whose size is output or aggregated ('the total number of enrollments'), stays whole; one
+    # only required to have some elements ('at least one committee') is unwound as needed
     whole = {f.field.mql for f in ir.filters if f.size and f.op == "$eq" and f.value == 0
              or f.op == "$not" and f.field.kind == "array"} | {f.mql for f in ir.sizes}
+    whole |= {f.mql for _, f in ir.aggregates if f is not None and f.kind == "array"}
     needed = [a for a in needed if not any(a == w or a.startswith(w + ".") for w in whole)]
     return sorted(needed, key=lambda a: (a.count("."), a))
 

@@ -131,8 +131,7 @@ def _conditions(filters: list[Filter], ir: IR, element: bool = False) -> dict:
         elif f.op == "$all":  # every value, each met by some element: the $and the manual defines $all as
             doc.setdefault("$and", []).extend({path: v} for v in f.value)
         elif f.op == "$eq":
-            existing = doc.get(path)
-            doc[path] = f.value if existing is None else {"$in": [existing, f.value]}
+            _add_equality(doc, path, f.value)
         else:
             slot = doc.setdefault(path, {})
             if not isinstance(slot, dict):
@@ -141,6 +140,23 @@ def _conditions(filters: list[Filter], ir: IR, element: bool = False) -> dict:
     if exprs:
         doc["$expr"] = exprs[0] if len(exprs) == 1 else {"$and": exprs}
     return doc
+
+
+def _add_equality(doc: dict, path: str, value) -> None:
+    """A value `path` equals, next to those it already has: two values are either one (`$in`); next
+    to an operator document ('not photo', 'fewer than 3') the value is one more of its operators
+    (an operator document is no value `$in` could hold)."""
+    existing = doc.get(path)
+    if existing is None:
+        doc[path] = value
+    elif not isinstance(existing, dict):
+        doc[path] = {"$in": [existing, value]}
+    elif "$in" in existing:
+        existing["$in"] = [*existing["$in"], value]
+    elif "$eq" in existing:
+        existing["$in"] = [existing.pop("$eq"), value]
+    else:
+        existing["$eq"] = value
 
 
 # The conditions an array's element meets as a value of its own (not its array's size or a pattern).
@@ -285,13 +301,25 @@ def render(ir: IR) -> list[dict]:
         pipeline += _ranking(ir)
     pending = list(ir.joins)
     sized = [f for f in late if f.size and not f.branch and any(f.field.mql == j[0] for j in ir.joins)]
-    late = [f for f in late if f not in sized]
+    # 'apartments that have confirmed bookings': the size of an array that is itself unwound is
+    # counted before its unwind (after it, each element is an object of its own, no array)
+    counted = [f for f in late if f.size and not f.branch and f.field.mql in ir.unwinds and f not in sized]
+    late = [f for f in late if f not in sized and f not in counted]
+    # one side of an 'or' waits with the other for every unwind: the size is kept as a field
+    kept = {f.field.mql for f in late if f.size and f.field.mql in ir.unwinds}
+    late = [_kept_size(f) if f.size and f.field.mql in kept else f for f in late]
     pipeline += _joins_ready(ir, pending, set(), sized)
     done: set[str] = set()
     for kind, path in _traversal(ir):
         if any(path == j[0] for j in ir.joins):
             continue  # unwound right after its `$lookup`
         if kind == "unwind":
+            counts = [f for f in counted if f.field.mql == path]
+            if counts:
+                pipeline.append({"$match": _filter_doc(counts, ir)})
+            if path in kept:
+                pipeline.append({"$addFields": {_size_name(path): {
+                    "$size": {"$ifNull": ["$" + physical(path, ir), []]}}}})
             pipeline.append({"$unwind": "$" + physical(path, ir)})
             done.add(path)
             pipeline += _joins_ready(ir, pending, done, sized)
@@ -371,6 +399,17 @@ def render(ir: IR) -> list[dict]:
 
 
 AVERAGE_FIELD = "_average"
+
+
+def _size_name(array: str) -> str:
+    """The field an array's size is kept in before the array is unwound."""
+    return "_size_" + re.sub(r"[^0-9A-Za-z_]+", "_", array).strip("_")
+
+
+def _kept_size(f: Filter) -> Filter:
+    """A condition on an array's size read off the field that kept it (`_size_name`)."""
+    name = _size_name(f.field.mql)
+    return replace(f, size=False, field=replace(f.field, path=name, mql=name, arrays=(), maps=(), kind="scalar"))
 
 
 def _average_window(f: Filter, ir: IR) -> dict:
