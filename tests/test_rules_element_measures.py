@@ -102,3 +102,11 @@ def test_the_most_tallies_sum_them_per_value(tmp_path):
     world = rules_world(tmp_path, {"prizes": {"towns": towns}})
     prediction, rows = rules_answer(world, "prizes", "In which year were the most awards given?")
     assert [r["Year"] for r in rows] == [2003], prediction["pipeline"]
+
+
+def test_elements_compared_with_their_average_are_compared_one_at_a_time(world):
+    """'fees above the average fee', each campus's fees an array: the average is over every
+    element (300) and each element is compared with it, not the arrays (which `$avg` skips and
+    `$gt` orders above any number)."""
+    prediction, rows = rules_answer(world, "fees", "Which campuses have a campus fee above the average campus fee?")
+    assert sorted(r["Campus"] for r in rows) == ["East"], prediction["pipeline"]

@@ -236,3 +236,23 @@ def test_a_loose_holder_of_a_value_stored_whole_elsewhere_is_no_piece_of_text(wo
     assert [r["title"] for r in rows] == ["Nameless Painless"], prediction["pipeline"]
     prediction, rows = answer(world, "papers", 'Which papers have titles with the word "Closures"?')
     assert [r["title"] for r in rows] == ["Typed Closures"], prediction["pipeline"]
+
+
+PET_OWNERS = [{"StuID": 1, "LName": "Ann", "Sex": "F", "Has_Pet": [{"PetID": 10}, {"PetID": 11}]},
+              {"StuID": 2, "LName": "Bo", "Sex": "M", "Has_Pet": [{"PetID": 12}]},
+              {"StuID": 3, "LName": "Cat", "Sex": "F", "Has_Pet": [{"PetID": 13}]}]
+PETS = [{"PetID": 10 + i, "PetType": t} for i, t in enumerate(["dog", "dog", "dog", "cat"])]
+
+
+@pytest.fixture(scope="module")
+def pets(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("pets"), {"pets": {"Student": PET_OWNERS, "Pets": PETS}})
+
+
+def test_joined_documents_a_condition_reads_are_what_a_count_of_them_counts(pets):
+    """'the number of dogs kept by female students': the joined pets that are dogs, counted (Ann's
+    two), not the students who keep one; 'how many female students have dogs' counts students."""
+    _, rows = answer(pets, "pets", "Count the number of dogs that are kept by students who are female.")
+    assert rows == [{"count": 2}]
+    _, rows = answer(pets, "pets", "How many female students have dogs?")
+    assert rows == [{"count": 1}]

@@ -36,7 +36,7 @@ from nlq.methods.rules.grounding import (array_named, bind_bag_attributes, bind_
 from nlq.methods.rules.grouping import (detect_by_grouping, group_by_date_part, is_order_phrase, top_per_group,
                                         which_entity)
 from nlq.methods.rules.ir import IR, Field, Filter, Mention
-from nlq.methods.rules.joins import ASKING, asked_collection, reach
+from nlq.methods.rules.joins import ASKING, asked_collection, counted_nouns, reach
 from nlq.methods.rules.ordering import (ORDER_PHRASE, default_order, detect_limit, detect_order, entity_limit,
                                         orders_here, sortable, superlative_limit)
 from nlq.methods.rules.outputs import (asked_place, asks_all_fields, asks_for_entity, count_grain, entity_outputs,
@@ -515,6 +515,7 @@ def read_outputs(s: State) -> None:
     ir.outputs = full_names(q, members_of_both(ir, mentions, s.entities), fields, mentions, s.entities)
     summed_quantities(s)
     ir.grain = s.grain or count_grain(q, fields, s.collection, ir.group_by) if ir.count else None
+    ir.grain = ir.grain or joined_grain(s)
     if ir.count and ir.grain and "." not in ir.grain and not (ir.outputs or ir.group_by or ir.aggregates
                                                               or ir.distinct or ir.filters):
         # "all products and the number of complaints each has received": the entity,
@@ -571,6 +572,24 @@ def read_outputs(s: State) -> None:
     if ir.count and ir.grain and ir.group_by and not s.grain:
         # (the keys now known: of several arrays the count's noun names, the one inside their elements)
         ir.grain = count_grain(q, fields, s.collection, ir.group_by) or ir.grain
+
+
+def joined_grain(s: State) -> str | None:
+    """'the number of dogs kept by female students' over Students, each joined to its pets: the
+    joined documents a condition reads are what is counted, when the counted noun does not name
+    the collection's own documents (the students would be 'how many students have a dog')."""
+    ir = s.ir
+    if not ir.count or ir.aggregates or ir.distinct or not ir.joins:
+        return None
+    counted = [(start, head) for head, (start, compared) in counted_nouns(s.q).items() if not compared]
+    own = split_name(s.collection)[-1:]
+    # (the words from the phrase's first to its head: 'the number of cards held by ...' names the cards)
+    if not counted or not own or any(word_match(s.q.stems[i], own[0]) >= 0.85
+                                     for start, head in counted for i in range(start, head + 1)):
+        return None
+    read = {f.field.arrays[0] for f in ir.filters if f.field.arrays and not f.size}
+    aliases = [j[0] for j in ir.joins if j[0] in read]
+    return aliases[0] if len(aliases) == 1 else None
 
 
 def distinct_listed(s: State) -> None:
