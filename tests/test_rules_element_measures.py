@@ -110,3 +110,15 @@ def test_elements_compared_with_their_average_are_compared_one_at_a_time(world):
     `$gt` orders above any number)."""
     prediction, rows = rules_answer(world, "fees", "Which campuses have a campus fee above the average campus fee?")
     assert sorted(r["Campus"] for r in rows) == ["East"], prediction["pipeline"]
+
+
+def test_two_fields_compared_with_their_own_averages_keep_one_average_each(tmp_path):
+    """'a checking balance above the average checking balance and a savings balance below the
+    average savings balance': each field against its own average, not both against the first."""
+    accounts = [{"name": n, "checking_balance": c, "savings_balance": s}
+                for n, c, s in [("Ann", 100, 10), ("Bob", 300, 400), ("Cy", 500, 5), ("Di", 200, 2000)]]
+    world = rules_world(tmp_path, {"bank": {"accounts": accounts}})
+    prediction, rows = rules_answer(world, "bank", "What are the names of accounts with a checking balance above the "
+                                                   "average checking balance and a savings balance below the average "
+                                                   "savings balance?")
+    assert sorted(r["name"] for r in rows) == ["Bob", "Cy"], prediction["pipeline"]

@@ -116,7 +116,7 @@ def _conditions(filters: list[Filter], ir: IR, element: bool = False) -> dict:
                     f.field.mql, qualifying[f.field.mql])}}
             exprs.append({f.op: [{"$size": elements}, f.value]})
         elif f.average:
-            exprs.append({f.op: ["$" + path, "$" + AVERAGE_FIELD]})
+            exprs.append({f.op: ["$" + path, "$" + _average_name(f, ir)]})
         elif f.other is not None:
             exprs.append({f.op: [_ref(f.field, ir), _ref(f.other, ir)]})
         elif f.op == "$exists" and f.key_of is None:
@@ -287,9 +287,9 @@ def render(ir: IR) -> list[dict]:
     is_late = [_is_late(f, ir) or bool(f.branch and late_branch) for f in ir.filters]
     early = [f for f, later in zip(ir.filters, is_late) if not later]
     late = [f for f, later in zip(ir.filters, is_late) if later]
-    average = next((f for f in early if f.average), None)
-    if average is not None:  # the average over every document, before any other condition
-        pipeline.append(_average_window(average, ir))
+    averages = [f for f in early if f.average]
+    if averages:  # the average over every document, before any other condition
+        pipeline.append(_average_window(averages, ir))
     if early:
         pipeline.append({"$match": _filter_doc(early, ir)})
     for other, local, foreign in ir.anti_joins:
@@ -326,9 +326,9 @@ def render(ir: IR) -> list[dict]:
         else:
             pipeline.append({"$addFields": {_alias(path): {"$objectToArray": "$" + physical(path, ir)}}})
             pipeline.append({"$unwind": "$" + _alias(path)})
-    average = next((f for f in late if f.average), None)
-    if average is not None:
-        pipeline.append(_average_window(average, ir))
+    averages = [f for f in late if f.average]
+    if averages:
+        pipeline.append(_average_window(averages, ir))
     if late:
         pipeline.append({"$match": _filter_doc(late, ir)})
 
@@ -412,9 +412,18 @@ def _kept_size(f: Filter) -> Filter:
     return replace(f, size=False, field=replace(f.field, path=name, mql=name, arrays=(), maps=(), kind="scalar"))
 
 
-def _average_window(f: Filter, ir: IR) -> dict:
-    """The field's average over all documents (or elements), set on each."""
-    return {"$setWindowFields": {"output": {AVERAGE_FIELD: {"$avg": _ref(f.field, ir)}}}}
+def _average_name(f: Filter, ir: IR) -> str:
+    """Where the average of the filter's field is set: one name per field averaged ('a checking
+    balance above the average checking balance and a savings balance below the average savings
+    balance' compares each with its own)."""
+    averaged = list(dict.fromkeys(g.field.mql for g in ir.filters if g.average))
+    at = averaged.index(f.field.mql) if f.field.mql in averaged else 0
+    return AVERAGE_FIELD if at == 0 else f"{AVERAGE_FIELD}_{at + 1}"
+
+
+def _average_window(filters: list[Filter], ir: IR) -> dict:
+    """The averages of the filters' fields over all documents (or elements), set on each."""
+    return {"$setWindowFields": {"output": {_average_name(f, ir): {"$avg": _ref(f.field, ir)} for f in filters}}}
 
 
 def _ranks_documents(ir: IR, late: list[Filter]) -> bool:
