@@ -653,7 +653,7 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     """
     pool = [m for m in mentions if m.field.collection == collection and m.field.kind not in ("object", "dynamic_map")]
     pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score + m.echo, 1.35),
-                             -(m.end - m.start),
+                             -(m.end - m.start), -_parent_beside(m, words),
                              len(m.field.arrays),
                              -m.field.present, m.field.mql))
     taken: list[Mention] = []
@@ -688,6 +688,33 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     taken += elided(taken, words, fields, used | blocked | entity_positions)
     taken.sort(key=lambda m: m.start)
     return taken
+
+
+# What may stand between a field's word and the 'of' phrase naming its owner ('the balance of the savings').
+_OWNER_DETERMINERS = frozenset({"the", "a", "an", "each", "every", "all", "its", "their", "his", "her"})
+
+
+def _parent_beside(m: Mention, words: list[str]) -> bool:
+    """The array or object holding the field is named right beside the mention: as the
+    modifier before it ('the savings balance' is `SAVINGS.balance`, not `CHECKING.balance`)
+    or as the owner of an 'of' phrase after it ('the status of the items'). Breaks a tie
+    between fields of one leaf name under different parents, whose scores the question's
+    other words (each parent said somewhere) make equal. A parent's word that also names the
+    collection tells nothing ('the student IDs of students' are the students' own ids, not
+    those of their `Student_Course_Enrolment`)."""
+    own = split_name(m.field.collection)
+    parent = [c for c in m.field.context if not any(word_match(c, w) >= 0.8 for w in own)]
+    if not parent or not words:
+        return False
+    names = lambda at: 0 <= at < len(words) and any(word_match(words[at], c) >= 0.8 for c in parent)
+    if names(m.start - 1):
+        return True
+    at = m.end + 1
+    if words[m.end:at] != ["of"]:
+        return False
+    while at < len(words) and words[at] in _OWNER_DETERMINERS:
+        at += 1
+    return names(at)
 
 
 def _entity_and_its_attribute(m: Mention, words: list[str]) -> bool:
