@@ -23,7 +23,8 @@ def world(tmp_path_factory):
 
 
 def test_the_modifier_before_the_field_names_its_array(world):
-    prediction, rows = rules_answer(world, "bank", "Find the saving balance of the account with the highest checking balance.")
+    prediction, rows = rules_answer(world, "bank",
+                                    "Find the saving balance of the account with the highest checking balance.")
     assert [r["balance"] for r in rows] == [999.0], prediction["pipeline"]
 
 
@@ -54,11 +55,13 @@ def deeper(tmp_path_factory):
 
 
 def test_the_parent_whose_names_the_question_says_holds_the_field(deeper):
-    prediction, rows = rules_answer(deeper, "shows", 'What are the group names of the workshop groups that have bookings with status code "stop"?')
+    prediction, rows = rules_answer(deeper, "shows", "What are the group names of the workshop groups that have "
+                                                     'bookings with status code "stop"?')
     assert [r["group_name"] for r in rows] == ["Beta"], prediction["pipeline"]
 
 
 def test_a_field_of_two_arrays_is_read_in_the_array_the_other_fields_are_in(deeper):
-    prediction, rows = rules_answer(deeper, "league", 'Show the positions of the players from the team with name "Reds".')
+    prediction, rows = rules_answer(deeper, "league",
+                                    'Show the positions of the players from the team with name "Reds".')
     assert sorted((r["Position"], r["Team"]) for r in rows) == [("Defender", 1), ("Midfielder", 1)], \
         prediction["pipeline"]
