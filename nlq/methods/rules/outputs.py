@@ -219,6 +219,31 @@ def _coordinated(q: Question, first: Mention, second: Mention) -> bool:
     return "," in between or bool(LIST_MARKERS & set(gap))
 
 
+# Words that open a relative clause said of the noun before them ('the parties that have delegates').
+_RELATIVES = frozenset({"who", "that", "which"})
+# What joins a second question or another listed attribute to the first ('..., and what are the titles').
+_CLAUSE_LINKS = frozenset({"and", "or", "but", "also"})
+_ATTRIBUTE_LINKS = frozenset({"along", "together", "also", "plus", "what", "how", "which", "who"})
+
+
+def in_relative_clause(q: Question, m: Mention, shown: list[Mention]) -> bool:
+    """'the governors of the parties that have delegates representing district 1': a field
+    named inside a relative clause said of what the `shown` fields belong to states what those
+    documents have, it is not shown beside them. Not when a possessive or a new sentence lists
+    it as an attribute again ('... that have a loan, and their credit scores', '... the most
+    models. List the number of models', '... that earned a 5-star review along with the titles',
+    '... who do not own a cat, and also how old are they')."""
+    before = [n for n in shown if n.end <= m.start and n is not m]
+    if not before:
+        return False
+    clause = next((r for r in range(m.start - 1, before[0].end - 1, -1) if q.raw[r] in _RELATIVES), None)
+    if clause is None or not any(n.end <= clause for n in before) or q.raw[clause - 1] in _CLAUSE_LINKS:
+        return False  # ('the names of the pilots and which teams ...': a second question)
+    between = q.text[q.spans[clause][1]:q.spans[m.start][0]]
+    listed = (POSSESSIVES | _ATTRIBUTE_LINKS) & set(q.raw[clause + 1:m.start])
+    return not (listed or any(c in between for c in ".?!;"))
+
+
 # Words that end a listed noun phrase: the preposition of what it belongs to, a relative word, a list word.
 _PHRASE_ENDS = frozenset({"of", "for", "in", "from", "at", "on", "by", "who", "that", "which", "where", "whose",
                           "with", "and", "or", "sorted", "ordered", "arranged", "listed"})

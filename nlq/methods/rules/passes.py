@@ -40,9 +40,10 @@ from nlq.methods.rules.joins import ASKING, asked_collection, counted_nouns, rea
 from nlq.methods.rules.ordering import (ORDER_PHRASE, default_order, detect_limit, detect_order, entity_limit,
                                         orders_here, sortable, superlative_limit)
 from nlq.methods.rules.outputs import (asked_place, asks_all_fields, asks_for_entity, count_grain, entity_outputs,
-                                       full_names, grain_of, held_together, intent_word, listed_beside, listed_with,
-                                       members_of_both, names_array, plan_expansions, plan_unwinds, owned_twice,
-                                       plural_attribute, unlisted_outputs, unrepresented, validate)
+                                       full_names, grain_of, held_together, in_relative_clause, intent_word,
+                                       listed_beside, listed_with, members_of_both, names_array, plan_expansions,
+                                       plan_unwinds, owned_twice, plural_attribute, unlisted_outputs, unrepresented,
+                                       validate)
 from nlq.methods.rules.question import (POSSESSIVES, Question, counts_entity, meaningful_mentions, mention_fields,
                                         name_span, names_quantity, order_words, quantity_noun, select_mentions,
                                         word_match)
@@ -496,7 +497,8 @@ def read_outputs(s: State) -> None:
         ir.outputs = [f for f in fields if f.kind == "scalar" and f.arrays == grain and "<*>" not in f.mql]
     else:
         for m in mentions:
-            if m.start not in s.used and m.field not in ir.outputs and m.field not in ir.group_by:
+            if m.start not in s.used and m.field not in ir.outputs and m.field not in ir.group_by \
+                    and not in_relative_clause(q, m, named):
                 ir.outputs.append(m.field)
         if not (ir.count or ir.aggregates or ir.group_by):
             shown_read(s)

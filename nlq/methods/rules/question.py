@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from nlq.text import STOPWORDS as TEXT_STOPWORDS
 from nlq.text import normalize, word_spans
@@ -653,8 +653,8 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     """
     pool = [m for m in mentions if m.field.collection == collection and m.field.kind not in ("object", "dynamic_map")]
     pool.sort(key=lambda m: (-(m.end - m.start >= 2 and m.share >= 0.6), -min(m.score + m.echo, 1.35),
-                             -(m.end - m.start),
-                             len(m.field.arrays),
+                             -(m.end - m.start), -_parent_beside(m, words),
+                             len(m.field.arrays), -_parents_said(m, words),
                              -m.field.present, m.field.mql))
     taken: list[Mention] = []
     used: set[int] = set()
@@ -686,8 +686,65 @@ def select_mentions(mentions: list[Mention], collection: str, entity_positions: 
     taken += listed
     used |= {m.start for m in listed}
     taken += elided(taken, words, fields, used | blocked | entity_positions)
+    taken = [_in_the_array_read(m, taken, pool, words) for m in taken]
     taken.sort(key=lambda m: m.start)
     return taken
+
+
+def _in_the_array_read(m: Mention, taken: list[Mention], pool: list[Mention], words: list[str]) -> Mention:
+    """A field whose leaf name another array holds too, ranked level with it, is the one in the
+    array the reading's other fields are in ('the positions of the players from the team': the
+    `Team` of the `match_season` entries that hold the positions, not that of the `player`
+    entries), when no other field is in its own."""
+    if not m.field.arrays:
+        return m
+    rank = lambda n: (min(n.score + n.echo, 1.35), _parent_beside(n, words))
+    others = {n.field.arrays[-1] for n in taken if n is not m and n.field.arrays}
+    if m.field.arrays[-1] in others:
+        return m
+    level = [n for n in pool if n.field is not m.field and (n.start, n.end) == (m.start, m.end)
+             and n.field.words == m.field.words and n.field.kind == m.field.kind
+             and len(n.field.arrays) == len(m.field.arrays) and rank(n) == rank(m) and n.field.arrays[-1] in others]
+    return replace(m, field=level[0].field) if len(level) == 1 else m
+
+
+# What may stand between a field's word and the 'of' phrase naming its owner ('the balance of the savings').
+_OWNER_DETERMINERS = frozenset({"the", "a", "an", "each", "every", "all", "its", "their", "his", "her"})
+
+
+def _parent_beside(m: Mention, words: list[str]) -> bool:
+    """The array or object holding the field is named right beside the mention: as the
+    modifier before it ('the savings balance' is `SAVINGS.balance`, not `CHECKING.balance`)
+    or as the owner of an 'of' phrase after it ('the status of the items'). Breaks a tie
+    between fields of one leaf name under different parents, whose scores the question's
+    other words (each parent said somewhere) make equal. A parent's word that also names the
+    collection tells nothing ('the student IDs of students' are the students' own ids, not
+    those of their `Student_Course_Enrolment`)."""
+    own = split_name(m.field.collection)
+    parent = [c for c in m.field.context if not any(word_match(c, w) >= 0.8 for w in own)]
+    if not parent or not words:
+        return False
+    names = lambda at: 0 <= at < len(words) and any(word_match(words[at], c) >= 0.8 for c in parent)
+    before = m.start - 1
+    while before > 0 and any(word_match(words[before], w) >= 0.8 for w in own):
+        before -= 1  # 'the checking account balance' of an account
+    if names(before):
+        return True
+    at = m.end + 1
+    if words[m.end:at] != ["of"]:
+        return False
+    while at < len(words) and words[at] in _OWNER_DETERMINERS:
+        at += 1
+    return names(at)
+
+
+def _parents_said(m: Mention, words: list[str]) -> int:
+    """How many words of the names enclosing the field (not the collection's) the question
+    says: of two `Status_Code`s of bookings, 'the workshop groups that have bookings with
+    status code X' names the one under `Drama_Workshop_Groups.Bookings`, not `Clients.Bookings`."""
+    own = split_name(m.field.collection)
+    parent = {c for c in m.field.context if not any(word_match(c, w) >= 0.8 for w in own)}
+    return sum(any(word_match(w, c) >= 0.8 for w in words) for c in parent)
 
 
 def _entity_and_its_attribute(m: Mention, words: list[str]) -> bool:
