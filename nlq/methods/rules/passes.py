@@ -456,7 +456,7 @@ def read_order(s: State) -> None:
             ir.sort = [(target.field, s.limit_direction)]
             s.used.add(target.start)
     if ir.sort and ir.limit is None:
-        ir.limit = entity_limit(q, s.entities, s.mentions) or superlative_limit(q, s.mentions)
+        ir.limit = entity_limit(q, s.entities, s.mentions, s.consumed) or superlative_limit(q, s.mentions)
     if ir.sort:  # 'oldest first', 'the highest ones first': the order's direction, read with it
         s.consumed.update(i for i, w in enumerate(q.raw) if w in ("first", "last")
                           and SUPERLATIVES & set(q.raw[max(0, i - 2):i]))
