@@ -22,3 +22,18 @@ def test_a_count_bound_beside_an_order_limits_nothing(world):
     question = "Show the name of colleges that have at least two players in descending alphabetical order."
     prediction, rows = rules_answer(world, "league", question)
     assert [r["Name"] for r in rows] == ["Gamma", "Delta", "Alpha"], prediction["pipeline"]
+
+
+ACCOUNTS = [{"custid": i, "name": name, "SAVINGS": [{"balance": b}]}
+            for i, (name, b) in enumerate([("Ann", 100), ("Bob", 300), ("Cy", 800)])]
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("bank"), {"bank": {"accounts": ACCOUNTS}})
+
+
+def test_an_element_field_is_compared_with_its_average_over_the_elements(bank):
+    question = "What are the names of accounts whose savings balance is higher than the average savings balance?"
+    prediction, rows = rules_answer(bank, "bank", question)
+    assert [r["name"] for r in rows] == ["Cy"], prediction["pipeline"]

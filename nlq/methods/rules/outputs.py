@@ -383,8 +383,9 @@ def plan_unwinds(ir: IR) -> list[str]:
         if f.path.endswith("[]") and f.kind == "scalar" and f.mql not in needed:
             needed.append(f.mql)
     for f in ir.filters:
-        # a comparison of two fields (`$expr`, which traverses no array) reads one element of each at a time
-        for a in (f.field.arrays + f.other.arrays) if f.other else ():
+        # a comparison of two fields (`$expr`, which traverses no array) reads one element of each at a time;
+        # so does one with the field's average, taken over the elements ('savings balance above the average')
+        for a in (f.field.arrays + f.other.arrays) if f.other else f.field.arrays if f.average else ():
             if a not in needed:
                 needed.append(a)
         # a filter on an array nested in an unwound one is matched per element (one on a whole
