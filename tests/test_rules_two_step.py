@@ -37,3 +37,17 @@ def test_an_element_field_is_compared_with_its_average_over_the_elements(bank):
     question = "What are the names of accounts whose savings balance is higher than the average savings balance?"
     prediction, rows = rules_answer(bank, "bank", question)
     assert [r["name"] for r in rows] == ["Cy"], prediction["pipeline"]
+
+
+PEOPLE = [{"People_ID": i, "Name": name, "Height": h} for i, (name, h) in enumerate([("Al", 160), ("Bo", 190),
+                                                                                      ("Cy", 170), ("Di", 180)])]
+
+
+@pytest.fixture(scope="module")
+def people(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("people"), {"poll": {"people": PEOPLE}})
+
+
+def test_a_comparative_naming_no_field_compares_its_own_measure_with_the_average(people):
+    prediction, rows = rules_answer(people, "poll", "What are the names of people who are shorter than average?")
+    assert sorted(r["Name"] for r in rows) == ["Al", "Cy"], prediction["pipeline"]

@@ -183,7 +183,7 @@ def read_filters(s: State) -> None:
                                      witnessed_years(s.witnesses, s.collection, s.fields, q), s.counted)
     ir.filters += detect_dates(q, s.fields, s.mentions, s.witnesses, s.collection, s.consumed, s.used, years=True)
     ir.filters += detect_text_filters(q, s.mentions, s.consumed, s.used, s.witnesses)
-    ir.filters += detect_average_comparisons(q, s.mentions, s.consumed, s.used)
+    ir.filters += detect_average_comparisons(q, s.mentions, s.fields, s.consumed, s.used)
     ir.filters += detect_field_comparisons(q, s.mentions, s.fields, s.consumed, s.used)
     ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used, s.index)
     literals = witnessed_values(q, s.witnesses, s.collection, s.fields)  # what a negation before them denies
