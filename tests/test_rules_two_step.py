@@ -51,3 +51,25 @@ def people(tmp_path_factory):
 def test_a_comparative_naming_no_field_compares_its_own_measure_with_the_average(people):
     prediction, rows = rules_answer(people, "poll", "What are the names of people who are shorter than average?")
     assert sorted(r["Name"] for r in rows) == ["Al", "Cy"], prediction["pipeline"]
+
+
+FIRMS = [{"Code": i, "Name": name, "Headquarter": city, "Revenue": revenue} for i, (name, city, revenue) in
+         enumerate([("Ace", "Austin", 120), ("Bolt", "Austin", 200), ("Cog", "Tokyo", 100), ("Dyn", "Paris", 150),
+                     ("Eon", "Tokyo", 250)])]
+
+
+@pytest.fixture(scope="module")
+def firms(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("firms"), {"firms": {"manufacturer": FIRMS}})
+
+
+def test_a_value_after_a_compared_statistic_says_which_documents_it_is_over(firms):
+    question = "What are the names of companies with revenue less than the lowest revenue of any manufacturer in Austin?"
+    prediction, rows = rules_answer(firms, "firms", question)
+    assert [r["Name"] for r in rows] == ["Cog"], prediction["pipeline"]
+
+
+def test_a_field_compared_with_its_maximum(firms):
+    question = "What are the names of manufacturers with a revenue less than the highest revenue?"
+    prediction, rows = rules_answer(firms, "firms", question)
+    assert sorted(r["Name"] for r in rows) == ["Ace", "Bolt", "Cog", "Dyn"], prediction["pipeline"]

@@ -356,7 +356,13 @@ OWN_MEASURES = {"older": "age", "younger": "age", "taller": "height", "cheaper":
 
 AVERAGE_COMPARISON = re.compile(r"\b(?:(?P<gt>more|greater|higher|larger|bigger|longer|older|taller|heavier|above|over)"
                                 r"|(?P<lt>less|fewer|lower|smaller|shorter|younger|lighter|cheaper|below|under))"
-                                r"(?:\s+than)?\s+(?:the\s+)?(?:average|mean)\b")
+                                r"(?:\s+than)?\s+(?:the\s+)?(?:(?P<stat>average|mean|maximum|minimum|largest|smallest"
+                                r"|highest|lowest|greatest|biggest)|(?P<every>every|all))\b")
+
+# The statistic a comparison names ('less than the largest balance'); 'than every' ('older than every
+# engineer') is above the maximum, below the minimum.
+COMPARED_STATISTICS = {"average": "$avg", "mean": "$avg", "maximum": "$max", "largest": "$max", "highest": "$max",
+                       "greatest": "$max", "biggest": "$max", "minimum": "$min", "smallest": "$min", "lowest": "$min"}
 
 
 # Comparatives that name their own measure when no field is named ('people shorter than average'),
@@ -384,7 +390,9 @@ def detect_average_comparisons(q: Question, mentions: list[Mention], fields: lis
             field = next(filter(None, (measure_field(fields, w) for w in COMPARED_MEASURES.get(word, ()))), None)
         if field is None or at in consumed:
             continue
-        filters.append(Filter(field, "$gt" if found.group("gt") else "$lt", None, at, average=True))
+        op = "$gt" if found.group("gt") else "$lt"
+        statistic = COMPARED_STATISTICS.get(found.group("stat")) or ("$max" if op == "$gt" else "$min")
+        filters.append(Filter(field, op, None, at, average=True, statistic=statistic))
         consumed.update(range(at, end))
         used.update(m.start for m in mentions if m.field is field and abs(m.start - at) <= 8)
     return filters

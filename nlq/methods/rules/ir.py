@@ -74,6 +74,8 @@ class Filter:
     key_of: Field | None = None  # a dynamic-map key filter: the map's field
     size: bool = False           # compare the array's size, not its elements
     average: bool = False        # compare with the field's average over all documents (value unused)
+    statistic: str = "$avg"      # the statistic an `average` compares with: $avg, $max or $min
+    subset: tuple = ()           # the conditions on the documents that statistic is over ('of Austin's companies')
     branch: int = 0              # 1 or 2: a side of the question's disjunction; 0: required
     other: Field | None = None   # compare with this other field of the same document (`$expr`; value unused)
     joined_by_and: bool = False  # `$in` of literals joined by 'and' ('in 2014 and 2015'), not by 'or'

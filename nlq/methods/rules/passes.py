@@ -221,6 +221,7 @@ def read_literals(s: State) -> None:
     ir.witnesses_bound = len(s.bound)
     bind_bag_attributes(q, ir, s.fields, s.limit_direction)
     ir.filters += detect_flags(q, mentions, consumed, used, s.index)
+    ir.filters = compared_subsets(q, ir.filters)
     ir.bound_keys = {f.field.mql: f.value for f in s.bound if f.key_of is not None}
 
 
@@ -236,6 +237,29 @@ def names_counted(s: State, m: Mention, counting: set[int]) -> bool:
     noun = counted_noun(s.q, m.end)
     return noun is not None and noun not in s.entities and not any(n.start <= noun < n.end for n in s.mentions) \
         and sum(bool(quantity_noun(f)) for f in s.fields if f.arrays == m.field.arrays) == 1
+
+
+# Words that open a clause of their own: a value after one is no longer the compared statistic's.
+CLAUSE_WORDS = frozenset({"who", "whose", "which", "that", "where", "and", "but", "while", ","})
+
+
+def compared_subsets(q: Question, filters: list[Filter]) -> list[Filter]:
+    """'revenue less than the lowest revenue of any manufacturer in Austin', 'ratings above the
+    average of the movies directed by James Cameron': a value named after a compared statistic, in
+    the same clause, says which documents that statistic is over — not which are listed."""
+    compared = [f for f in filters if f.average]
+    if not compared:
+        return filters
+    kept = []
+    for f in filters:
+        over = next((c for c in compared if f.op in ("$eq", "$in") and not (f.relative or f.size or f.branch)
+                     and f.key_of is None and c.start < f.start
+                     and not CLAUSE_WORDS & set(q.raw[c.start:f.start])), None)
+        if over is None:
+            kept.append(f)
+        else:
+            over.subset += (f,)
+    return kept
 
 
 def read_counts(s: State) -> None:

@@ -374,8 +374,19 @@ AVERAGE_FIELD = "_average"
 
 
 def _average_window(f: Filter, ir: IR) -> dict:
-    """The field's average over all documents (or elements), set on each."""
-    return {"$setWindowFields": {"output": {AVERAGE_FIELD: {"$avg": _ref(f.field, ir)}}}}
+    """The field's statistic (its average, maximum or minimum) over all documents (or elements),
+    or over those meeting the filter's subset conditions, set on each."""
+    measured = _ref(f.field, ir)
+    if f.subset:
+        measured = {"$cond": [_subset_expr(f.subset, ir), measured, None]}
+    return {"$setWindowFields": {"output": {AVERAGE_FIELD: {f.statistic: measured}}}}
+
+
+def _subset_expr(filters: tuple[Filter, ...], ir: IR) -> dict:
+    """The expression a document meeting every equality of `filters` satisfies."""
+    terms = [{"$in": [_ref(f.field, ir), list(f.value)]} if f.op == "$in" else {"$eq": [_ref(f.field, ir), f.value]}
+             for f in filters]
+    return terms[0] if len(terms) == 1 else {"$and": terms}
 
 
 def _ranks_documents(ir: IR, late: list[Filter]) -> bool:
