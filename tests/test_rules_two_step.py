@@ -73,3 +73,19 @@ def test_a_field_compared_with_its_maximum(firms):
     question = "What are the names of manufacturers with a revenue less than the highest revenue?"
     prediction, rows = rules_answer(firms, "firms", question)
     assert sorted(r["Name"] for r in rows) == ["Ace", "Bolt", "Cog", "Dyn"], prediction["pipeline"]
+
+
+CUSTOMERS = [{"Customer_ID": i, "Customer_name": name,
+              "Policies": [{"Policy_ID": 10 * i + j, "Policy_Type_Code": t} for j, t in enumerate(types)]}
+             for i, (name, types) in enumerate([("Ann", ["Car", "Car", "Life"]), ("Bob", ["Car"]),
+                                                ("Cy", ["Life", "Home"]), ("Di", ["Life"]), ("Ed", ["Home"])])]
+
+
+@pytest.fixture(scope="module")
+def insurer(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("insurer"), {"insurer": {"customers": CUSTOMERS}})
+
+
+def test_a_count_of_documents_per_value_of_their_elements_counts_each_document_once(insurer):
+    prediction, rows = rules_answer(insurer, "insurer", "Find all the policy types that are used by more than 2 customers.")
+    assert [r["Policy_Type_Code"] for r in rows] == ["Life"], prediction["pipeline"]

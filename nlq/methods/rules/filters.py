@@ -424,8 +424,11 @@ def detect_having(q: Question, mentions: list[Mention], fields: list[Field], ent
         array = array_named(q, after, fields, top_level=False)
         if array is not None and not _own_documents(q, after, array):
             continue
+        # ('policy types used by more than 2 customers': a value of the documents' elements, the
+        # documents holding it counted, when the counted noun names the documents themselves)
         before = [m for m in mentions if m.end <= start and m.start not in used and m.field.kind != "array"
-                  and not m.field.arrays and not (unnamed and _holds_number(m.field, value))]
+                  and (not m.field.arrays or after in entities and m.field.kind == "scalar")
+                  and not (unnamed and _holds_number(m.field, value))]
         if before and unnamed and any(before[-1].end <= other < start for other, *_ in comparison_phrases(q)):
             continue  # 'a price exceeding 160 and more than 2 guests': the field's own bound comes between
         if before:

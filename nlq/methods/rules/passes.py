@@ -172,6 +172,9 @@ def read_having(s: State) -> None:
     having = detect_having(s.q, s.mentions, s.fields, s.entities, s.consumed, s.used, s.counted)
     if having is not None:
         s.ir.group_by, s.ir.having = [having[0]], having[1:]
+        if having[0].arrays:  # a value of the elements: the documents holding it are counted, each once
+            s.ir.distinct_count = identifier(s.index, s.collection, s.fields) or next(
+                iter(own_key(s.index, s.collection, s.fields)), None)
 
 
 def read_filters(s: State) -> None:
