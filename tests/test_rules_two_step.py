@@ -89,3 +89,24 @@ def insurer(tmp_path_factory):
 def test_a_count_of_documents_per_value_of_their_elements_counts_each_document_once(insurer):
     prediction, rows = rules_answer(insurer, "insurer", "Find all the policy types that are used by more than 2 customers.")
     assert [r["Policy_Type_Code"] for r in rows] == ["Life"], prediction["pipeline"]
+
+
+BUYERS = [{"customer_id": i, "customer_name": name, "payment_method": method} for i, (name, method) in
+          enumerate([("Ann", "Card"), ("Bob", "Cash"), ("Cy", "Card"), ("Di", "Cheque"), ("Ed", "Card")])]
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("shop"), {"shop": {"customers": BUYERS}})
+
+
+def test_the_documents_holding_the_most_common_value_are_each_listed(shop):
+    question = "What are the names of customers using the most popular payment method?"
+    prediction, rows = rules_answer(shop, "shop", question)
+    assert sorted(r["customer_name"] for r in rows) == ["Ann", "Cy", "Ed"], prediction["pipeline"]
+
+
+def test_the_documents_of_the_values_passing_a_count_are_each_listed(shop):
+    question = "List the names of all customers whose payment method is used by at least two customers."
+    prediction, rows = rules_answer(shop, "shop", question)
+    assert sorted(r["customer_name"] for r in rows) == ["Ann", "Cy", "Ed"], prediction["pipeline"]

@@ -114,6 +114,7 @@ class IR:
     grain: str | None = None         # the array whose elements the question counts/lists
     round: int | None = None         # decimal places aggregates are rounded to
     having: tuple = ()               # (operator, number) the per-group count must satisfy
+    members: list = field(default_factory=list)  # shown per document of each ranked group, not once per group
     conditions: list = field(default_factory=list)  # (aggregate index, operator, number) per group
     presort: list = field(default_factory=list)  # (Field, dir) before grouping: each group's $first is its top
     anti_joins: list = field(default_factory=list)  # (collection, local, foreign): no document refers here

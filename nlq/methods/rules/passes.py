@@ -1173,6 +1173,27 @@ def read_coverage(s: State) -> None:
     ir.offered, ir.witnessed = len(s.fields), len(s.witnesses)
 
 
+def ranked_members(s: State) -> None:
+    """'the names of customers using the most popular payment method', 'the titles of all movies
+    of directors with more than one movie': a field shown of the documents named after it ('of
+    customers', 'of every movie'), beside a value kept for how often it occurs (ranked first, or
+    passing a count), is listed for every document holding the value — not one per group; so are
+    the other fields shown with it."""
+    q, ir = s.q, s.ir
+    kept = ir.having or ir.limit and any(k == "count" for k, _ in ir.sort)
+    if len(ir.group_by) != 1 or not kept or ir.aggregates:
+        return
+    for m in s.mentions:
+        at = m.end + 1 if q.raw[m.end:m.end + 1] == ["of"] else None
+        if at is None or m.field not in ir.outputs or m.field in ir.group_by:
+            continue
+        every = q.raw[at:at + 1] in (["all"], ["every"], ["each"])
+        at += q.raw[at:at + 1] in (["the"], ["all"], ["every"], ["each"])
+        if at in s.entities and (at in s.plural or every):
+            ir.members = [f for f in ir.outputs if f not in ir.group_by]
+            return
+
+
 def plan_traversal(s: State) -> None:
     """Arrays unwound, maps expanded, and the issues that lower confidence."""
     ir = s.ir
@@ -1191,7 +1212,7 @@ def plan_traversal(s: State) -> None:
 
 PASSES = (read_limits, read_having, read_filters, read_literals, read_counts, read_grouping, read_aggregates,
           read_order, read_outputs, read_distinct_counts, read_counted_references, read_per_group, read_sums,
-          read_entity_presence, read_coverage, plan_traversal)
+          read_entity_presence, read_coverage, ranked_members, plan_traversal)
 
 
 def read(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,

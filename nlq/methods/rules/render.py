@@ -322,9 +322,12 @@ def render(ir: IR) -> list[dict]:
         if ir.count and ir.group_by and not ir.presort:
             group["count"] = {"$sum": 1}  # shown when asked; else it ranks or filters the groups
         extra = [f for f in ir.outputs if f not in keys and not any(f is a for _, a in ir.aggregates)]
+        members = [f for f in extra if f in ir.members]
         if ir.group_by:
-            for f in extra:
+            for f in (f for f in extra if f not in members):
                 group[_key_name(f)] = {"$first": _ref(f, ir)}
+            if members:  # each document of the group: pushed, and unwound once the groups are ranked
+                group[MEMBERS] = {"$push": {_key_name(f): _ref(f, ir) for f in members}}
         if "count" in group and ir.distinct_count is not None:
             group["count"] = {"$addToSet": _ref(ir.distinct_count, ir)}  # its distinct values, then how many
         pipeline.append({"$group": group})
@@ -339,6 +342,8 @@ def render(ir: IR) -> list[dict]:
             return pipeline
         if not documents_first:
             _sort_and_limit(pipeline, _render_sort(ir, agg_names, keys), ir.limit)
+        if members:
+            pipeline.append({"$unwind": "$" + MEMBERS})
         project: dict = {"_id": 0}
         if len(keys) == 1:
             project[_out_name(keys[0], taken)] = "$_id"
@@ -351,7 +356,7 @@ def render(ir: IR) -> list[dict]:
             project["count"] = 1
         if ir.group_by:
             for f in extra:
-                project[_out_name(f, taken)] = "$" + _key_name(f)
+                project[_out_name(f, taken)] = "$" + (f"{MEMBERS}." if f in members else "") + _key_name(f)
         pipeline.append({"$project": project})
         return pipeline
     if ir.count:
@@ -371,6 +376,7 @@ def render(ir: IR) -> list[dict]:
 
 
 AVERAGE_FIELD = "_average"
+MEMBERS = "_members"  # the documents of a ranked group, listed each (`IR.members`)
 
 
 def _average_window(f: Filter, ir: IR) -> dict:
