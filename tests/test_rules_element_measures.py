@@ -122,3 +122,13 @@ def test_two_fields_compared_with_their_own_averages_keep_one_average_each(tmp_p
                                                    "average checking balance and a savings balance below the average "
                                                    "savings balance?")
     assert sorted(r["name"] for r in rows) == ["Bob", "Cy"], prediction["pipeline"]
+
+
+def test_two_statistics_of_one_field_are_each_kept(tmp_path):
+    """'higher than the minimum balance and lower than the maximum balance': two statistics of one
+    field, each set under its own name."""
+    accounts = [{"name": n, "balance": b} for n, b in [("Ann", 100), ("Bob", 300), ("Cy", 500), ("Di", 200)]]
+    world = rules_world(tmp_path, {"bank": {"accounts": accounts}})
+    prediction, rows = rules_answer(world, "bank", "What are the names of accounts with a balance higher than the "
+                                                   "minimum balance and lower than the maximum balance?")
+    assert sorted(r["name"] for r in rows) == ["Bob", "Di"], prediction["pipeline"]

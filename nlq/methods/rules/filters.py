@@ -349,16 +349,34 @@ def comparison_phrases(q: Question) -> list[tuple[int, str, object, int]]:
     return sorted((f for f in found if f[0] == first[f[3]]), key=lambda x: x[0])
 
 
-AVERAGE_COMPARISON = re.compile(r"\b(?:(?P<gt>more|greater|higher|larger|bigger|longer|older|above|over)"
-                                r"|(?P<lt>less|fewer|lower|smaller|shorter|younger|below|under))"
-                                r"(?:\s+than)?\s+(?:the\s+)?(?:average|mean)\b")
+# Comparators that name their own measure, whatever field a unit after the number names.
+OWN_MEASURES = {"older": "age", "younger": "age", "taller": "height", "cheaper": "price", "heavier": "weight",
+                "lighter": "weight"}
 
 
-def detect_average_comparisons(q: Question, mentions: list[Mention], consumed: set[int],
+AVERAGE_COMPARISON = re.compile(r"\b(?:(?P<gt>more|greater|higher|larger|bigger|longer|older|taller|heavier|above|over)"
+                                r"|(?P<lt>less|fewer|lower|smaller|shorter|younger|lighter|cheaper|below|under))"
+                                r"(?:\s+than)?\s+(?:the\s+)?(?:(?P<stat>average|mean|maximum|minimum|largest|smallest"
+                                r"|highest|lowest|greatest|biggest)|(?P<every>every|all))\b")
+
+# The statistic a comparison names ('less than the largest balance'); 'than every' ('older than every
+# engineer') is above the maximum, below the minimum.
+COMPARED_STATISTICS = {"average": "$avg", "mean": "$avg", "maximum": "$max", "largest": "$max", "highest": "$max",
+                       "greatest": "$max", "biggest": "$max", "minimum": "$min", "smallest": "$min", "lowest": "$min"}
+
+
+# Comparatives that name their own measure when no field is named ('people shorter than average'),
+# the first one the collection has ('shorter': a river's length, else a person's height).
+COMPARED_MEASURES = {**{w: (m,) for w, m in OWN_MEASURES.items()}, "shorter": ("length", "height"),
+                     "longer": ("length",)}
+
+
+def detect_average_comparisons(q: Question, mentions: list[Mention], fields: list[Field], consumed: set[int],
                                used: set[int]) -> list[Filter]:
     """'salary more than the average', 'smaller than the average enrollment':
     the field named before the comparator (or right after 'average') is compared
-    with its own average over all documents."""
+    with its own average over all documents; with none named, the comparator's own
+    measure ('students younger than average': their age)."""
     numeric = [m for m in mentions if m.field.numeric]
     filters = []
     for found in AVERAGE_COMPARISON.finditer(q.text.lower()):
@@ -366,11 +384,17 @@ def detect_average_comparisons(q: Question, mentions: list[Mention], consumed: s
         after = next((m for m in numeric if end <= m.start <= end + 1), None)
         before = [m for m in numeric if m.end <= at and at - m.end <= 6]
         target = after or (max(before, key=lambda m: m.end) if before else None)
-        if target is None or at in consumed:
+        field = target.field if target else None
+        word = q.raw[at] if at < len(q.raw) else ""
+        if field is None:
+            field = next(filter(None, (measure_field(fields, w) for w in COMPARED_MEASURES.get(word, ()))), None)
+        if field is None or at in consumed:
             continue
-        filters.append(Filter(target.field, "$gt" if found.group("gt") else "$lt", None, at, average=True))
+        op = "$gt" if found.group("gt") else "$lt"
+        statistic = COMPARED_STATISTICS.get(found.group("stat")) or ("$max" if op == "$gt" else "$min")
+        filters.append(Filter(field, op, None, at, average=True, statistic=statistic))
         consumed.update(range(at, end))
-        used.update(m.start for m in mentions if m.field is target.field and abs(m.start - at) <= 8)
+        used.update(m.start for m in mentions if m.field is field and abs(m.start - at) <= 8)
     return filters
 
 
@@ -400,8 +424,11 @@ def detect_having(q: Question, mentions: list[Mention], fields: list[Field], ent
         array = array_named(q, after, fields, top_level=False)
         if array is not None and not _own_documents(q, after, array):
             continue
+        # ('policy types used by more than 2 customers': a value of the documents' elements, the
+        # documents holding it counted, when the counted noun names the documents themselves)
         before = [m for m in mentions if m.end <= start and m.start not in used and m.field.kind != "array"
-                  and not m.field.arrays and not (unnamed and _holds_number(m.field, value))]
+                  and (not m.field.arrays or after in entities and m.field.kind == "scalar")
+                  and not (unnamed and _holds_number(m.field, value))]
         if before and unnamed and any(before[-1].end <= other < start for other, *_ in comparison_phrases(q)):
             continue  # 'a price exceeding 160 and more than 2 guests': the field's own bound comes between
         if before:
@@ -464,11 +491,6 @@ def _year_bound(op: str, year: int) -> tuple[str, datetime]:
     """A comparison with a year, on a date: 'after 1990' is from 1 January 1991."""
     first = datetime(year + (op in ("$gt", "$lte")), 1, 1, tzinfo=timezone.utc)
     return ("$gte" if op in ("$gt", "$gte") else "$lt"), first
-
-
-# Comparators that name their own measure, whatever field a unit after the number names.
-OWN_MEASURES = {"older": "age", "younger": "age", "taller": "height", "cheaper": "price", "heavier": "weight",
-                "lighter": "weight"}
 
 
 def _measures(f: Field, measure: str) -> bool:

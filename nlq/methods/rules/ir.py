@@ -74,6 +74,8 @@ class Filter:
     key_of: Field | None = None  # a dynamic-map key filter: the map's field
     size: bool = False           # compare the array's size, not its elements
     average: bool = False        # compare with the field's average over all documents (value unused)
+    statistic: str = "$avg"      # the statistic an `average` compares with: $avg, $max or $min
+    subset: tuple = ()           # the conditions on the documents that statistic is over ('of Austin's companies')
     branch: int = 0              # 1 or 2: a side of the question's disjunction; 0: required
     other: Field | None = None   # compare with this other field of the same document (`$expr`; value unused)
     joined_by_and: bool = False  # `$in` of literals joined by 'and' ('in 2014 and 2015'), not by 'or'
@@ -112,6 +114,7 @@ class IR:
     grain: str | None = None         # the array whose elements the question counts/lists
     round: int | None = None         # decimal places aggregates are rounded to
     having: tuple = ()               # (operator, number) the per-group count must satisfy
+    members: list = field(default_factory=list)  # shown per document of each ranked group, not once per group
     conditions: list = field(default_factory=list)  # (aggregate index, operator, number) per group
     presort: list = field(default_factory=list)  # (Field, dir) before grouping: each group's $first is its top
     anti_joins: list = field(default_factory=list)  # (collection, local, foreign): no document refers here

@@ -289,12 +289,16 @@ def ranked_by(q: Question, mentions: list[Mention], used: set[int]) -> list[tupl
     return []
 
 
-def entity_limit(q: Question, entities: set[int], mentions: list[Mention]) -> int | None:
+def entity_limit(q: Question, entities: set[int], mentions: list[Mention],
+                 taken: set[int] = frozenset()) -> int | None:
     """'the 5 books with the highest price', 'which 10 sellers ...': N ranked
     documents or values — a number right before the entity, or right after
-    'which'/'the' before a field."""
+    'which'/'the' before a field. A number another pass read (`taken`: the bound of
+    'colleges with at least two players, sorted by name') limits nothing."""
     starts = {m.start for m in mentions}
     for i in range(len(q.raw) - 1):
+        if i in taken:
+            continue
         named = i + 1 in entities or i + 1 in starts and q.raw[i - 1:i] in (["which"], ["the"], ["what"])
         n = maybe_number(q.raw[i]) if named else None
         if isinstance(n, int) and n > 0:

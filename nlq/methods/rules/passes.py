@@ -173,6 +173,9 @@ def read_having(s: State) -> None:
     having = detect_having(s.q, s.mentions, s.fields, s.entities, s.consumed, s.used, s.counted)
     if having is not None:
         s.ir.group_by, s.ir.having = [having[0]], having[1:]
+        if having[0].arrays:  # a value of the elements: the documents holding it are counted, each once
+            s.ir.distinct_count = identifier(s.index, s.collection, s.fields) or next(
+                iter(own_key(s.index, s.collection, s.fields)), None)
 
 
 def read_filters(s: State) -> None:
@@ -184,7 +187,7 @@ def read_filters(s: State) -> None:
                                      witnessed_years(s.witnesses, s.collection, s.fields, q), s.counted)
     ir.filters += detect_dates(q, s.fields, s.mentions, s.witnesses, s.collection, s.consumed, s.used, years=True)
     ir.filters += detect_text_filters(q, s.mentions, s.consumed, s.used, s.witnesses)
-    ir.filters += detect_average_comparisons(q, s.mentions, s.consumed, s.used)
+    ir.filters += detect_average_comparisons(q, s.mentions, s.fields, s.consumed, s.used)
     ir.filters += detect_field_comparisons(q, s.mentions, s.fields, s.consumed, s.used)
     ir.filters += detect_missing(q, s.mentions, s.fields, s.consumed, s.used, s.index)
     literals = witnessed_values(q, s.witnesses, s.collection, s.fields)  # what a negation before them denies
@@ -222,6 +225,7 @@ def read_literals(s: State) -> None:
     ir.witnesses_bound = len(s.bound)
     bind_bag_attributes(q, ir, s.fields, s.limit_direction)
     ir.filters += detect_flags(q, mentions, consumed, used, s.index)
+    ir.filters = compared_subsets(q, ir.filters)
     ir.bound_keys = {f.field.mql: f.value for f in s.bound if f.key_of is not None}
 
 
@@ -237,6 +241,29 @@ def names_counted(s: State, m: Mention, counting: set[int]) -> bool:
     noun = counted_noun(s.q, m.end)
     return noun is not None and noun not in s.entities and not any(n.start <= noun < n.end for n in s.mentions) \
         and sum(bool(quantity_noun(f)) for f in s.fields if f.arrays == m.field.arrays) == 1
+
+
+# Words that open a clause of their own: a value after one is no longer the compared statistic's.
+CLAUSE_WORDS = frozenset({"who", "whose", "which", "that", "where", "and", "but", "while", ","})
+
+
+def compared_subsets(q: Question, filters: list[Filter]) -> list[Filter]:
+    """'revenue less than the lowest revenue of any manufacturer in Austin', 'ratings above the
+    average of the movies directed by James Cameron': a value named after a compared statistic, in
+    the same clause, says which documents that statistic is over — not which are listed."""
+    compared = [f for f in filters if f.average]
+    if not compared:
+        return filters
+    kept = []
+    for f in filters:
+        over = next((c for c in compared if f.op in ("$eq", "$in") and not (f.relative or f.size or f.branch)
+                     and f.key_of is None and c.start < f.start
+                     and not CLAUSE_WORDS & set(q.raw[c.start:f.start])), None)
+        if over is None:
+            kept.append(f)
+        else:
+            over.subset += (f,)
+    return kept
 
 
 def read_counts(s: State) -> None:
@@ -457,7 +484,7 @@ def read_order(s: State) -> None:
             ir.sort = [(target.field, s.limit_direction)]
             s.used.add(target.start)
     if ir.sort and ir.limit is None:
-        ir.limit = entity_limit(q, s.entities, s.mentions) or superlative_limit(q, s.mentions)
+        ir.limit = entity_limit(q, s.entities, s.mentions, s.consumed) or superlative_limit(q, s.mentions)
     if ir.sort:  # 'oldest first', 'the highest ones first': the order's direction, read with it
         s.consumed.update(i for i, w in enumerate(q.raw) if w in ("first", "last")
                           and SUPERLATIVES & set(q.raw[max(0, i - 2):i]))
@@ -1177,6 +1204,27 @@ def read_coverage(s: State) -> None:
     ir.offered, ir.witnessed = len(s.fields), len(s.witnesses)
 
 
+def ranked_members(s: State) -> None:
+    """'the names of customers using the most popular payment method', 'the titles of all movies
+    of directors with more than one movie': a field shown of the documents named after it ('of
+    customers', 'of every movie'), beside a value kept for how often it occurs (ranked first, or
+    passing a count), is listed for every document holding the value — not one per group; so are
+    the other fields shown with it."""
+    q, ir = s.q, s.ir
+    kept = ir.having or ir.limit and any(k == "count" for k, _ in ir.sort)
+    if len(ir.group_by) != 1 or not kept or ir.aggregates:
+        return
+    for m in s.mentions:
+        at = m.end + 1 if q.raw[m.end:m.end + 1] == ["of"] else None
+        if at is None or m.field not in ir.outputs or m.field in ir.group_by:
+            continue
+        every = q.raw[at:at + 1] in (["all"], ["every"], ["each"])
+        at += q.raw[at:at + 1] in (["the"], ["all"], ["every"], ["each"])
+        if at in s.entities and (at in s.plural or every):
+            ir.members = [f for f in ir.outputs if f not in ir.group_by]
+            return
+
+
 def plan_traversal(s: State) -> None:
     """Arrays unwound, maps expanded, and the issues that lower confidence."""
     ir = s.ir
@@ -1195,7 +1243,7 @@ def plan_traversal(s: State) -> None:
 
 PASSES = (read_limits, read_having, read_filters, read_literals, read_counts, read_grouping, read_aggregates,
           read_order, read_outputs, read_distinct_counts, read_counted_references, read_per_group, read_sums,
-          read_entity_presence, read_coverage, plan_traversal)
+          read_entity_presence, read_coverage, ranked_members, plan_traversal)
 
 
 def read(question: str, witnesses: list[dict], index: dict, grounding: Grounding | None = None,

@@ -350,9 +350,12 @@ def render(ir: IR) -> list[dict]:
         if ir.count and ir.group_by and not ir.presort:
             group["count"] = {"$sum": 1}  # shown when asked; else it ranks or filters the groups
         extra = [f for f in ir.outputs if f not in keys and not any(f is a for _, a in ir.aggregates)]
+        members = [f for f in extra if f in ir.members]
         if ir.group_by:
-            for f in extra:
+            for f in (f for f in extra if f not in members):
                 group[_key_name(f)] = {"$first": _ref(f, ir)}
+            if members:  # each document of the group: pushed, and unwound once the groups are ranked
+                group[MEMBERS] = {"$push": {_key_name(f): _ref(f, ir) for f in members}}
         if "count" in group and ir.distinct_count is not None:
             group["count"] = {"$addToSet": _ref(ir.distinct_count, ir)}  # its distinct values, then how many
         pipeline.append({"$group": group})
@@ -367,6 +370,8 @@ def render(ir: IR) -> list[dict]:
             return pipeline
         if not documents_first:
             _sort_and_limit(pipeline, _render_sort(ir, agg_names, keys), ir.limit)
+        if members:
+            pipeline.append({"$unwind": "$" + MEMBERS})
         project: dict = {"_id": 0}
         if len(keys) == 1:
             project[_out_name(keys[0], taken)] = "$_id"
@@ -379,7 +384,7 @@ def render(ir: IR) -> list[dict]:
             project["count"] = 1
         if ir.group_by:
             for f in extra:
-                project[_out_name(f, taken)] = "$" + _key_name(f)
+                project[_out_name(f, taken)] = "$" + (f"{MEMBERS}." if f in members else "") + _key_name(f)
         pipeline.append({"$project": project})
         return pipeline
     if ir.count:
@@ -399,6 +404,7 @@ def render(ir: IR) -> list[dict]:
 
 
 AVERAGE_FIELD = "_average"
+MEMBERS = "_members"  # the documents of a ranked group, listed each (`IR.members`)
 
 
 def _size_name(array: str) -> str:
@@ -413,17 +419,36 @@ def _kept_size(f: Filter) -> Filter:
 
 
 def _average_name(f: Filter, ir: IR) -> str:
-    """Where the average of the filter's field is set: one name per field averaged ('a checking
-    balance above the average checking balance and a savings balance below the average savings
-    balance' compares each with its own)."""
-    averaged = list(dict.fromkeys(g.field.mql for g in ir.filters if g.average))
-    at = averaged.index(f.field.mql) if f.field.mql in averaged else 0
+    """Where the statistic a filter compares with is set: one name per field and statistic ('a
+    checking balance above the average checking balance and a savings balance below the average
+    savings balance' compares each with its own)."""
+    measured = list(dict.fromkeys(_measure_key(g) for g in ir.filters if g.average))
+    at = measured.index(_measure_key(f)) if _measure_key(f) in measured else 0
     return AVERAGE_FIELD if at == 0 else f"{AVERAGE_FIELD}_{at + 1}"
 
 
+def _measure_key(f: Filter) -> tuple:
+    """What one statistic compared with is: its field, the statistic, the documents it covers."""
+    return f.field.mql, f.statistic, repr(f.subset)
+
+
 def _average_window(filters: list[Filter], ir: IR) -> dict:
-    """The averages of the filters' fields over all documents (or elements), set on each."""
-    return {"$setWindowFields": {"output": {_average_name(f, ir): {"$avg": _ref(f.field, ir)} for f in filters}}}
+    """The statistics (average, maximum or minimum) of the filters' fields over all documents (or
+    elements), or over those meeting a filter's subset conditions, set on each (`_average_name`)."""
+    return {"$setWindowFields": {"output": {_average_name(f, ir): {f.statistic: _measured(f, ir)} for f in filters}}}
+
+
+def _measured(f: Filter, ir: IR) -> object:
+    """The field a statistic is taken of, null where a document falls outside the filter's subset."""
+    measured = _ref(f.field, ir)
+    return {"$cond": [_subset_expr(f.subset, ir), measured, None]} if f.subset else measured
+
+
+def _subset_expr(filters: tuple[Filter, ...], ir: IR) -> dict:
+    """The expression a document meeting every equality of `filters` satisfies."""
+    terms = [{"$in": [_ref(f.field, ir), list(f.value)]} if f.op == "$in" else {"$eq": [_ref(f.field, ir), f.value]}
+             for f in filters]
+    return terms[0] if len(terms) == 1 else {"$and": terms}
 
 
 def _ranks_documents(ir: IR, late: list[Filter]) -> bool:
