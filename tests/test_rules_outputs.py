@@ -290,3 +290,24 @@ def test_a_question_opening_with_where_shows_where_the_entity_is(tmp_path):
         assert rows == [{"club_location": "Court 2"}], (question, prediction["pipeline"])
     _, rows = rules_answer(world, "campus", 'What is the name of the club with the most members?')
     assert rows == [{"club_name": "Tennis"}]  # (not a 'where' question)
+
+
+# -- a noun bound to the identifier of what it names ------------------------------------------------------------
+
+MANAGED = {"db": "managed", "collections": {"department": {"count": 3, "sampled": 3}},
+           "lattice": [entry("department", "Department_ID", types={"int": 3}), entry("department", "Name"),
+                       entry("department", "Num_Employees", types={"int": 3}),
+                       entry("department", "management", kind="array", types={"array": 3}),
+                       entry("department", "management[].head_ID", types={"int": 5}, present=5),
+                       entry("department", "management[].temporary_acting", present=5)],
+           "values": {}}
+
+
+def test_a_noun_bound_to_its_identifier_names_whose_fields_are_shown_not_an_identifier():
+    # 'heads' binds `head_ID`, but says which departments, not that their heads' IDs are shown
+    ir = rules.build_ir("Show the name and number of employees for the departments managed by heads who are "
+                        "temporary acting.", [], MANAGED)
+    assert [f.mql for f in ir.outputs] == ["Name", "Num_Employees"]
+    # an identifier the question names as one is shown
+    ir = rules.build_ir("Show the department names along with the head IDs.", [], MANAGED)
+    assert [f.mql for f in ir.outputs] == ["Name", "management.head_ID"]

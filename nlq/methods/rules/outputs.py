@@ -219,6 +219,19 @@ def _coordinated(q: Question, first: Mention, second: Mention) -> bool:
     return "," in between or bool(LIST_MARKERS & set(gap))
 
 
+# Words of a question that name an identifier itself ('the customer IDs', 'the partition identifier',
+# 'their identification numbers', 'the apartment numbers').
+_ID_WORDS = frozenset({"id", "ids", "identifier", "identifiers", "identification", "key", "keys", "number",
+                       "numbers", "code", "codes"})
+
+
+def names_entity(q: Question, m: Mention) -> bool:
+    """'heads' bound to `head_ID`, 'the journalists' to `journalist_ID`: the mention binds the
+    identifier of what its noun names, without a word saying an identifier; it names the thing."""
+    return m.field.words[-1:] == ("id",) and not _ID_WORDS & set(q.raw[m.start:m.end]) \
+        and not _ID_WORDS & set(q.stems[m.start:m.end])
+
+
 # Words that open a relative clause said of the noun before them ('the parties that have delegates').
 _RELATIVES = frozenset({"who", "that", "which"})
 # What joins a second question or another listed attribute to the first ('..., and what are the titles').

@@ -41,9 +41,9 @@ from nlq.methods.rules.ordering import (ORDER_PHRASE, default_order, detect_limi
                                         orders_here, sortable, superlative_limit)
 from nlq.methods.rules.outputs import (asked_place, asks_all_fields, asks_for_entity, count_grain, entity_outputs,
                                        full_names, grain_of, held_together, in_relative_clause, intent_word,
-                                       listed_beside, listed_with, members_of_both, names_array, plan_expansions,
-                                       plan_unwinds, owned_twice, plural_attribute, unlisted_outputs, unrepresented,
-                                       validate)
+                                       listed_beside, listed_with, members_of_both, names_array, names_entity,
+                                       plan_expansions, plan_unwinds, owned_twice, plural_attribute, unlisted_outputs,
+                                       unrepresented, validate)
 from nlq.methods.rules.question import (POSSESSIVES, Question, counts_entity, meaningful_mentions, mention_fields,
                                         name_span, names_quantity, order_words, quantity_noun, select_mentions,
                                         word_match)
@@ -519,14 +519,24 @@ def read_outputs(s: State) -> None:
     q, ir, lower, mentions, fields = s.q, s.ir, s.lower, s.mentions, s.fields
     read = conditioned(ir)
     named = [m for m in mentions if m.start not in s.used and not m.entity and m.field.mql not in read]
+    dropped: list[Field] = []  # identifiers a noun bound that names what they identify, not shown
     if asks_all_fields(q, mentions, s.entities, named):
         grain = grain_of(mentions, fields, s.entities, q, name_span(q, s.collection, fields))
         ir.outputs = [f for f in fields if f.kind == "scalar" and f.arrays == grain and "<*>" not in f.mql]
     else:
+        listed = []
         for m in mentions:
             if m.start not in s.used and m.field not in ir.outputs and m.field not in ir.group_by \
                     and not in_relative_clause(q, m, named):
                 ir.outputs.append(m.field)
+                listed.append(m)
+        if any(not names_entity(q, m) for m in listed):
+            # 'the name and phone for customers with a mailshot with outcome ...': a noun bound to the
+            # identifier of what it names says which thing the shown fields belong to, it shows no identifier
+            ids = {f.mql for f in ir.outputs if all(names_entity(q, m) for m in listed if m.field is f)
+                   and any(m.field is f for m in listed)}
+            dropped = [f for f in ir.outputs if f.mql in ids]
+            ir.outputs = [f for f in ir.outputs if f.mql not in ids]
         if not (ir.count or ir.aggregates or ir.group_by):
             shown_read(s)
             ir.outputs = ir.outputs or asked_condition(s)
@@ -545,6 +555,11 @@ def read_outputs(s: State) -> None:
     summed_quantities(s)
     ir.grain = s.grain or count_grain(q, fields, s.collection, ir.group_by) if ir.count else None
     ir.grain = ir.grain or joined_grain(s)
+    if not (ir.grain or ir.count or ir.aggregates or ir.group_by or ir.distinct):
+        # 'the names of technicians and the series of the machines they repair': the documents
+        # joined on a key of the dropped identifier's elements are still joined per element
+        keys = {j[2].rsplit(".", 1)[0] for j in ir.joins}
+        ir.grain = next((f.arrays[-1] for f in dropped if f.arrays and f.arrays[-1] in keys), None)
     if ir.count and ir.grain and "." not in ir.grain and not (ir.outputs or ir.group_by or ir.aggregates
                                                               or ir.distinct or ir.filters):
         # "all products and the number of complaints each has received": the entity,
