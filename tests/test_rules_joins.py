@@ -256,3 +256,29 @@ def test_joined_documents_a_condition_reads_are_what_a_count_of_them_counts(pets
     assert rows == [{"count": 2}]
     _, rows = answer(pets, "pets", "How many female students have dogs?")
     assert rows == [{"count": 1}]
+
+
+LEARNERS = [{"student_id": i, "login_name": name, "Enrolment": [{"course_id": c} for c in courses]}
+            for i, (name, courses) in enumerate([("ann", [1, 2]), ("bob", [2]), ("cal", [1, 2, 3]), ("dee", [3])])]
+COURSE_AUTHORS = [{"author_id": 100, "family_name": "Ross", "Courses": [{"course_id": 1, "course_name": "Algebra"},
+                                                                     {"course_id": 2, "course_name": "Biology"}]},
+                  {"author_id": 101, "family_name": "Chan", "Courses": [{"course_id": 3, "course_name": "Chemistry"},
+                                                                     {"course_id": 4, "course_name": "Drama"}]}]
+
+
+@pytest.fixture(scope="module")
+def paired(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("paired"), {
+        "learning": {"Students": LEARNERS, "Course_Authors": COURSE_AUTHORS}})
+
+
+def test_each_element_joins_the_joined_element_it_refers_to(paired):
+    """'the name of each course and the number of student enrollments', each student's
+    enrolments referring to courses kept in the authors' arrays: each enrolment is paired with
+    its own course — not every course of each author any enrolment reaches."""
+    prediction, rows = answer(paired, "learning",
+                              "What is the name of each course and the corresponding number of student enrollments?")
+    assert any("$lookup" in stage for stage in prediction["pipeline"]), prediction["pipeline"]
+    assert sorted((r["course_name"], r["count"]) for r in rows) == [("Algebra", 2), ("Biology", 3),
+                                                                    ("Chemistry", 2)], rows
+
