@@ -264,12 +264,18 @@ COURSE_AUTHORS = [{"author_id": 100, "family_name": "Ross", "Courses": [{"course
                                                                      {"course_id": 2, "course_name": "Biology"}]},
                   {"author_id": 101, "family_name": "Chan", "Courses": [{"course_id": 3, "course_name": "Chemistry"},
                                                                      {"course_id": 4, "course_name": "Drama"}]}]
+SINGERS = [{"Singer_ID": i, "Name": name, "singer_in_concert": [{"concert_ID": c} for c in concerts]}
+           for i, (name, concerts) in enumerate([("Joe", [1, 2]), ("Tim", [2]), ("Ann", [1, 3])])]
+STADIUMS = [{"Stadium_ID": 1, "Name": "Big", "concert": [{"concert_ID": 1, "concert_Name": "Auditions", "Theme": "Free"},
+                                                         {"concert_ID": 2, "concert_Name": "Super", "Theme": "Happy"}]},
+            {"Stadium_ID": 2, "Name": "Small", "concert": [{"concert_ID": 3, "concert_Name": "Home", "Theme": "Party"}]}]
 
 
 @pytest.fixture(scope="module")
 def paired(tmp_path_factory):
     return rules_world(tmp_path_factory.mktemp("paired"), {
-        "learning": {"Students": LEARNERS, "Course_Authors": COURSE_AUTHORS}})
+        "learning": {"Students": LEARNERS, "Course_Authors": COURSE_AUTHORS},
+        "concerts": {"singer": SINGERS, "stadium": STADIUMS}})
 
 
 def test_each_element_joins_the_joined_element_it_refers_to(paired):
@@ -282,3 +288,12 @@ def test_each_element_joins_the_joined_element_it_refers_to(paired):
     assert sorted((r["course_name"], r["count"]) for r in rows) == [("Algebra", 2), ("Biology", 3),
                                                                     ("Chemistry", 2)], rows
 
+
+def test_a_generic_name_listed_with_a_joined_field_is_the_joined_ones(paired):
+    """'the name and theme for all concerts', `Theme` read in the joined concerts: 'name' is
+    the concerts' `concert_Name`, not the singers' own `Name`."""
+    for question in ("Show the name and theme for all concerts and the number of singers in each concert.",
+                     "What are the names, themes, and number of singers for every concert?"):
+        _, rows = answer(paired, "concerts", question)
+        assert sorted((r["concert_Name"], r["Theme"], r["count"]) for r in rows) == [
+            ("Auditions", "Free", 2), ("Home", "Party", 1), ("Super", "Happy", 2)], rows
