@@ -256,3 +256,44 @@ def test_joined_documents_a_condition_reads_are_what_a_count_of_them_counts(pets
     assert rows == [{"count": 2}]
     _, rows = answer(pets, "pets", "How many female students have dogs?")
     assert rows == [{"count": 1}]
+
+
+LEARNERS = [{"student_id": i, "login_name": name, "Enrolment": [{"course_id": c} for c in courses]}
+            for i, (name, courses) in enumerate([("ann", [1, 2]), ("bob", [2]), ("cal", [1, 2, 3]), ("dee", [3])])]
+COURSE_AUTHORS = [{"author_id": 100, "family_name": "Ross", "Courses": [{"course_id": 1, "course_name": "Algebra"},
+                                                                     {"course_id": 2, "course_name": "Biology"}]},
+                  {"author_id": 101, "family_name": "Chan", "Courses": [{"course_id": 3, "course_name": "Chemistry"},
+                                                                     {"course_id": 4, "course_name": "Drama"}]}]
+SINGERS = [{"Singer_ID": i, "Name": name, "singer_in_concert": [{"concert_ID": c} for c in concerts]}
+           for i, (name, concerts) in enumerate([("Joe", [1, 2]), ("Tim", [2]), ("Ann", [1, 3])])]
+STADIUMS = [{"Stadium_ID": 1, "Name": "Big", "concert": [{"concert_ID": 1, "concert_Name": "Auditions", "Theme": "Free"},
+                                                         {"concert_ID": 2, "concert_Name": "Super", "Theme": "Happy"}]},
+            {"Stadium_ID": 2, "Name": "Small", "concert": [{"concert_ID": 3, "concert_Name": "Home", "Theme": "Party"}]}]
+
+
+@pytest.fixture(scope="module")
+def paired(tmp_path_factory):
+    return rules_world(tmp_path_factory.mktemp("paired"), {
+        "learning": {"Students": LEARNERS, "Course_Authors": COURSE_AUTHORS},
+        "concerts": {"singer": SINGERS, "stadium": STADIUMS}})
+
+
+def test_each_element_joins_the_joined_element_it_refers_to(paired):
+    """'the name of each course and the number of student enrollments', each student's
+    enrolments referring to courses kept in the authors' arrays: each enrolment is paired with
+    its own course — not every course of each author any enrolment reaches."""
+    prediction, rows = answer(paired, "learning",
+                              "What is the name of each course and the corresponding number of student enrollments?")
+    assert any("$lookup" in stage for stage in prediction["pipeline"]), prediction["pipeline"]
+    assert sorted((r["course_name"], r["count"]) for r in rows) == [("Algebra", 2), ("Biology", 3),
+                                                                    ("Chemistry", 2)], rows
+
+
+def test_a_generic_name_listed_with_a_joined_field_is_the_joined_ones(paired):
+    """'the name and theme for all concerts', `Theme` read in the joined concerts: 'name' is
+    the concerts' `concert_Name`, not the singers' own `Name`."""
+    for question in ("Show the name and theme for all concerts and the number of singers in each concert.",
+                     "What are the names, themes, and number of singers for every concert?"):
+        _, rows = answer(paired, "concerts", question)
+        assert sorted((r["concert_Name"], r["Theme"], r["count"]) for r in rows) == [
+            ("Auditions", "Free", 2), ("Home", "Party", 1), ("Super", "Happy", 2)], rows

@@ -24,7 +24,7 @@ from nlq.methods.rules.aggregation import COUNTING
 from nlq.methods.rules.filters import comparison_phrases
 from nlq.methods.rules.grounding import COUNT_FILLERS, counted_noun, explained_here
 from nlq.methods.rules.ir import Field, Mention
-from nlq.methods.rules.question import NEGATIONS, Question, denied, word_match
+from nlq.methods.rules.question import NEGATIONS, Question, denied, list_words, word_match
 from nlq.methods.rules.schema import Grounding, join_edge, split_name
 from nlq.methods.rules.vocabulary import COUNT_PATTERNS
 
@@ -176,6 +176,24 @@ def within_longer(inner: Mention, outer: Mention) -> bool:
     return outer.start <= inner.start and inner.end <= outer.end and inner.end - inner.start < outer.end - outer.start
 
 
+def listed_with(q: Question, mentions: list[Mention], found: list[Mention], virtual: list[Field]) -> list[Mention]:
+    """'the name and theme of all concerts', `Theme` read in the joined documents: a field here
+    whose name says nothing of whose it is ('name', `Name`), listed right before one read there,
+    is the joined elements' one of that name (`concert_Name`) — one owner's attributes listed."""
+    out = []
+    for m in mentions:
+        if m.share < 1.0 or not m.field.words or set(m.field.words) - GENERIC or m.field.path.startswith("_"):
+            continue
+        after = next((f for f in sorted(found, key=lambda f: f.start) if f.start >= m.end), None)
+        if after is None or not list_words(q.raw[m.end:after.start]):
+            continue
+        same = [v for v in virtual if v.arrays == after.field.arrays and v.kind == m.field.kind
+                and v.words[-1:] == m.field.words[-1:] and v is not after.field]
+        if len(same) == 1:
+            out.append(replace(m, field=same[0]))
+    return out
+
+
 def reach(q: Question, index: dict, grounding: Grounding, collection: str, fields: list[Field],
           mentions: list[Mention], all_mentions: list[Mention], entities: set[int], witnesses: list[dict]):
     """The join a question asks for beyond `collection`, if any: ([(alias, other, local,
@@ -238,8 +256,11 @@ def reach(q: Question, index: dict, grounding: Grounding, collection: str, field
     placed = [{**w, "matches": list(w.get("matches", [])) + [
         {**m, "collection": collection, "path": f"{alias}[].{m['path']}"}
         for m in w.get("matches", []) if m.get("collection") == other]} if w in literals else w for w in witnesses]
+    relisted = listed_with(q, mentions, found, virtual)
+    found += relisted
     read = named | {i for m in found for i in range(m.start, m.end)}
-    kept = [m for m in mentions if (m.share >= 1.0 or not set(range(m.start, m.end)) & read)
+    moved = {m.start for m in relisted}
+    kept = [m for m in mentions if m.start not in moved and (m.share >= 1.0 or not set(range(m.start, m.end)) & read)
             and not any(within_longer(m, f) for f in found if not set(range(f.start, f.end)) & counting_words)]
     return ([(alias, other, local, foreign)], fields + virtual, sorted(kept + found, key=lambda m: m.start),
             placed, named)

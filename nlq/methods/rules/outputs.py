@@ -439,6 +439,14 @@ def plan_unwinds(ir: IR) -> list[str]:
         for a in parents + [ir.grain]:
             if a not in needed:
                 needed.append(a)
+    # the joined documents unwound, each of this collection's arrays the join's local field lies
+    # in is too, when an element of theirs is what the join matched ('the themes of the concerts
+    # of each singer', `singer_in_concert[]` joined to `concert[]`): each element is paired with
+    # the one element it refers to, not with every element any element of the array matched
+    for alias, _, local, foreign in ir.joins:
+        if any(a.startswith(alias + ".") and foreign.startswith(a[len(alias) + 1:] + ".") for a in needed):
+            for a in [p for p in _prefixes(local) if p in ir.array_paths and p not in needed]:
+                needed.append(a)
     # an array the question asserts empty, none of whose elements may meet a condition, or
     # whose size is output or aggregated ('the total number of enrollments'), stays whole; one
     # only required to have some elements ('at least one committee') is unwound as needed

@@ -232,9 +232,11 @@ def _one_can_meet(filters: list[Filter]) -> bool:
 
 
 def _traversal(ir: IR) -> list[tuple[str, str]]:
-    """Unwinds and map expansions in the order the paths nest: (kind, logical path)."""
+    """Unwinds and map expansions in the order the paths nest: (kind, logical path); the joined
+    documents' after the collection's own, whose unwinds their `$lookup` may wait for."""
     steps = [("unwind", a) for a in ir.unwinds] + [("expand", m) for m in ir.expand]
-    return sorted(steps, key=lambda s: (s[1].count("."), s[0] == "expand", s[1]))
+    joined = {j[0] for j in ir.joins}
+    return sorted(steps, key=lambda s: (s[1].split(".")[0] in joined, s[1].count("."), s[0] == "expand", s[1]))
 
 
 def _is_late(f: Filter, ir: IR) -> bool:
@@ -273,6 +275,19 @@ def _joins_ready(ir: IR, pending: list, unwound: set[str], sized: list[Filter] =
         if alias in ir.unwinds:
             stages.append({"$unwind": "$" + alias})
     return stages
+
+
+def _joined_elements(ir: IR, path: str) -> list[dict]:
+    """A joined document's array unwound, when the join matched one of its elements ('the
+    concerts of each singer', joined to the stadium holding `concert[].concert_ID`): only the
+    elements the join matched, not every element of the document, which are other rows."""
+    for alias, _, local, foreign in ir.joins:
+        inner = path[len(alias) + 1:] if path.startswith(alias + ".") else ""
+        if inner and foreign.startswith(inner + ".") and "." not in foreign[len(inner) + 1:]:
+            mine = "$" + local  # (a value, or the values of an array not unwound)
+            return [{"$match": {"$expr": {"$in": ["$" + physical(path, ir) + foreign[len(inner):],
+                                                  {"$cond": [{"$isArray": mine}, mine, [mine]]}]}}}]
+    return []
 
 
 def render(ir: IR) -> list[dict]:
@@ -321,6 +336,7 @@ def render(ir: IR) -> list[dict]:
                 pipeline.append({"$addFields": {_size_name(path): {
                     "$size": {"$ifNull": ["$" + physical(path, ir), []]}}}})
             pipeline.append({"$unwind": "$" + physical(path, ir)})
+            pipeline += _joined_elements(ir, path)
             done.add(path)
             pipeline += _joins_ready(ir, pending, done, sized)
         else:
