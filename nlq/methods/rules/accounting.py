@@ -127,7 +127,8 @@ def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None
 STRICT_NEGATIONS = frozenset(NEGATIONS - {"other", "outside", "non"})
 # Statistics named by one unambiguous word ('most', 'top', 'least' also rank, so they are not here).
 STATISTIC_WORDS = {w: op for w, op in AGG_WORDS.items() if op in ("$avg", "$sum", "$min", "$max")
-                   and w in ("average", "avg", "mean", "total", "sum", "maximum", "max", "minimum", "min")}
+                   and w in ("average", "avg", "mean", "total", "sum", "maximum", "max", "minimum", "min")} | {
+    "minimal": "$min", "maximal": "$max", "peak": "$max"}  # (their adjectives: 'the minimal follower count')
 _DENYING_OPS = frozenset({"$ne", "$nin", "$not"})
 # Words that state the order's direction and nothing else.
 DIRECTIONS = {"descending": -1, "decreasing": -1, "ascending": 1, "increasing": 1}
