@@ -19,7 +19,8 @@ every sale. A word states a constraint when it is, and no pass used it:
 - `negation`: 'not', 'never', 'without'... when no part of the reading
   denies anything;
 - `operation`: a statistic named by its own word ('average', 'minimum')
-  that the reading does not compute, an order's direction ('descending')
+  that the reading does not compute (or computes for fewer of the fields named after
+  such words: 'the average score and average employee number' as one average), an order's direction ('descending')
   or an order itself ('sorted', 'in the order of') that nothing of it sorts
   by, a superlative ('the fewest', 'the most', 'top') when the reading ranks
   nothing — it neither picks the first rows of an order, nor sorts as asked,
@@ -79,7 +80,11 @@ def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None
     found: dict[int, str] = {}
     quoted = _quoted_positions(q)
     negated = ir is not None and denies(ir)
+    repeated = uncomputed_repeats(q, ir, loose) if ir is not None else set()
     for i, word in enumerate(q.raw):
+        if i in repeated:
+            found[i] = "operation"  # 'the average score and average staff': one average computed of two
+            continue
         if ir is not None and word in DIRECTIONS and not any(d == DIRECTIONS[word] for _, d in ir.sort):
             found[i] = "operation"  # 'in descending order' read, yet nothing sorts that way
             continue
@@ -122,7 +127,8 @@ def constraints(q: Question, grounded: set[int], missed: set[int], ir: IR | None
 STRICT_NEGATIONS = frozenset(NEGATIONS - {"other", "outside", "non"})
 # Statistics named by one unambiguous word ('most', 'top', 'least' also rank, so they are not here).
 STATISTIC_WORDS = {w: op for w, op in AGG_WORDS.items() if op in ("$avg", "$sum", "$min", "$max")
-                   and w in ("average", "avg", "mean", "total", "sum", "maximum", "max", "minimum", "min")}
+                   and w in ("average", "avg", "mean", "total", "sum", "maximum", "max", "minimum", "min")} | {
+    "minimal": "$min", "maximal": "$max", "peak": "$max"}  # (their adjectives: 'the minimal follower count')
 _DENYING_OPS = frozenset({"$ne", "$nin", "$not"})
 # Words that state the order's direction and nothing else.
 DIRECTIONS = {"descending": -1, "decreasing": -1, "ascending": 1, "increasing": 1}
@@ -144,6 +150,50 @@ def computed(ir: IR) -> set[str]:
     if ir.count:
         ops.add("$sum")  # 'the total number of': the count is the total
     return ops
+
+
+# Statistics one word names and a reading computes once per naming ('the average score and average age').
+REPEATABLE = ("average", "avg", "mean", "maximum", "max", "minimum", "min")
+
+
+def uncomputed_repeats(q: Question, ir: IR, loose: frozenset = frozenset()) -> set[int]:
+    """The positions of the statistic words naming more statistics of their kind than the reading
+    computes, all but the first ones ('the average score and average employee number' read as one
+    average): each field named after such a word asks for a statistic of its own ('the highest average
+    gpa ... and the average gpa' names one), so one computed for fewer fields leaves the others out
+    (one computed not at all is the single word's own case, read below)."""
+    out: set[int] = set()
+    for op in ("$avg", "$max", "$min"):
+        said, named = [], set()
+        for i, w in enumerate(q.raw):
+            if w in REPEATABLE and STATISTIC_WORDS.get(w) == op and q.raw[i - 1:i] != ["on"]:
+                what = _named_after(q, ir, i, loose)
+                if what is not None and what not in named:  # 'the average gpa ... the average GPA': one
+                    named.add(what)
+                    said.append(i)
+        made = sum(1 for o, _ in ir.aggregates if o == op) + sum(
+            1 for f in ir.filters if f.average and f.statistic == op)
+        if op in ("$max", "$min") and ir.sort and ir.limit:
+            made += 1  # 'the maximum price' read by ranking
+        if made:
+            out.update(said[made:])
+    return out
+
+
+def _named_after(q: Question, ir: IR, i: int, loose: frozenset) -> str | None:
+    """What the statistic word at `i` is of: the field a mention right after it names ('average
+    [base] price', 'the mean age'), else the first content word after it when no pass placed it
+    ('the average employee number' where no field is called so), else None (nothing named: the
+    statistic is not said twice; a number follows: 'an average of 150' is a bound)."""
+    after = [m for m in ir.mentions if i < m.start <= i + 3]
+    if after:
+        return min(after, key=lambda m: m.start).field.mql
+    for j in range(i + 1, len(q.raw)):
+        if _is_number(q.raw[j]):
+            return None
+        if q.raw[j] not in STOPWORDS:
+            return q.stems[j] if j in loose else None
+    return None
 
 
 # Words that rank: superlatives ('fewest', 'most', 'tallest') and 'top'.
