@@ -60,6 +60,10 @@ def pipeline_of(question):
     ("comprehensive details for all people", "all the details for all people"),
     ("all relevant data for each body builder", "all the data for each body builder"),
     ("every detail concerning the matches", "all the details concerning the matches"),
+    ("visitors below age 30", "visitors age below 30"),
+    ("pets with a greater weight than 10", "pets with weight greater than 10"),
+    ("students between the ages of 20 and 25", "students age between 20 and 25"),
+    ("hotels with more than one 3 star rating", "hotels with more than one 3 star rating"),  # a count, no measure
 ])
 def test_rephrasings_are_rewritten_to_the_canonical_phrasing(said, canonical_form):
     assert canonical(said) == canonical_form
@@ -80,6 +84,11 @@ def test_quoted_literals_are_never_rewritten():
     ("Show the names of students in alphabetical order.", "Show the names of students, organized alphabetically."),
     ("Show the names of students with age between 20 and 30.",
      "Show the names of students in the age range of twenty to thirty."),
+    # the measure said between the comparator and its number
+    ("Show the names of students with age less than 30.", "Show the names of students below age 30."),
+    ("Show the names of students with salary more than 999.", "Which students have a greater salary than 999?"),
+    ("Show the names of students with age between 20 and 25.",
+     "Show the names of students between the ages of 20 and 25."),
 ])
 def test_a_rephrasing_reads_like_the_first_phrasing(first, other):
     assert [s for s in pipeline_of(other) if {"$match", "$group", "$sort", "$limit"} & set(s)] == \

@@ -42,6 +42,12 @@ _OWN_MEASURE = "oldest|youngest|newest|latest|earliest|longest|shortest|tallest|
 # a bound another comparison follows ('before 2000 or later than 2010'): not 'N or later'
 _ANOTHER_BOUND = r"(?!\s+(?:than\b|(?:the\s+)?(?:year\s+(?:of\s+)?)?\d))"
 
+def _not_a_measure(word: str) -> bool:
+    """A function word or a number ('more than one 3-star hotel'), not a measure's name."""
+    word = word.lower()
+    return word in _FUNCTION_WORDS or word in WORD_NUMBERS or word == "than"
+
+
 # (pattern, replacement: a template or a function of the match), applied in order, case-insensitively, to unquoted text
 REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
     # numbers in words: 'four thousand', '2.5 million'
@@ -85,6 +91,14 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (r"(?<![\w$€£])[$€£]\s?(?=\d)", r""),
     (rf"\b(more than|less than|at least|at most|over|above|under|below|before|after)\s+(?:an?|the)\s+(?!year\b)"
      rf"([a-z]+)\s+of\s+{_N}", r"\2 \1 \3"),
+    # the measure said between the comparator and its number: 'visitors below age 30', 'a greater weight
+    # than 10', 'between the ages of 20 and 25' (the measure first, as 'weight greater than 10')
+    (rf"\b(more than|less than|at least|at most|over|above|under|below)\s+([a-z]+)\s+(?:of\s+)?{_N}\b",
+     lambda m: m.group() if _not_a_measure(m.group(2)) else f"{m.group(2)} {m.group(1)} {m.group(3)}"),
+    (rf"\b(?:an?\s+)?(greater|higher|larger|bigger|lower|smaller)\s+([a-z]+)\s+than\s+{_N}\b",
+     lambda m: m.group() if _not_a_measure(m.group(2)) else f"{m.group(2)} {m.group(1)} than {m.group(3)}"),
+    (rf"\bbetween\s+the\s+([a-z]+?)s\s+(?:of\s+)?{_N}\s+and\s+{_N}\b",
+     lambda m: m.group() if _not_a_measure(m.group(1)) else f"{m.group(1)} between {m.group(2)} and {m.group(3)}"),
     # ranges: 'in the salary range of 100 to 200', 'within the 8000 to 12000 range'
     (rf"\b(?:fall(?:s|ing)? )?(?:with)?in (?:the|a) (?:([a-z]+) )?range (?:of|from) {_N} (?:and|to) {_N}",
      r"\1 between \2 and \3"),
