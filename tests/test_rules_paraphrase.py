@@ -6,6 +6,7 @@ import pytest
 
 from nlq.methods import rules
 from nlq.methods.rules.paraphrase import canonical
+from tests.helpers import rules_answer, rules_world
 
 
 def entry(collection, path, kind="scalar", types=None, present=4):
@@ -107,3 +108,15 @@ def test_the_entity_named_before_a_count_of_its_array_is_shown_with_the_size():
     said = pipeline_of("Provide a list of all students and the total number of allergies each has.")
     assert said == pipeline_of("List the names of all students along with the number of allergies.")
     assert said[-1]["$project"]["count"] == {"$size": {"$ifNull": ["$allergies", []]}}
+
+
+CLIENTS = [{"client_id": 1, "client_name": "Ada", "visits": [{"visit_id": 1}, {"visit_id": 2}, {"visit_id": 3}]},
+           {"client_id": 2, "client_name": "Bo", "visits": [{"visit_id": 4}]},
+           {"client_id": 3, "client_name": "Cy", "visits": [{"visit_id": 5}, {"visit_id": 6}, {"visit_id": 7},
+                                                             {"visit_id": 8}]}]
+
+
+def test_a_participle_between_a_count_and_its_array_is_a_filler(tmp_path):
+    world = rules_world(tmp_path, {"crm": {"client": CLIENTS}})
+    prediction, rows = rules_answer(world, "crm", "What are the names of clients who have three or more recorded visits?")
+    assert sorted(r["client_name"] for r in rows) == ["Ada", "Cy"], prediction["pipeline"]

@@ -175,9 +175,11 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"most (?:frequent|common|often)\b", r"in ascending order of count"),
     (r"\b(?:by|of) (?:their |its |the )?(?:frequency|frequencies|number of occurrences|occurrences)\b", r"by count"),
     (r"\b(?:their|its|the) (?:frequency|frequencies|number of occurrences)\b", r"the count"),
-    # fillers between a count and what it counts: 'the most corresponding counties', 'two different allergies'
+    # fillers between a count and what it counts: 'the most corresponding counties', 'two different allergies',
+    # 'three recorded events'
     (r"\b(most|fewest|least|more than one|at least one|\d+|" + "|".join(WORD_NUMBERS) + r") "
-     r"(?:corresponding|associated|related|respective|linked|individual|separate|different|distinct)\s+(?=[a-z])",
+     r"(?:corresponding|associated|related|respective|linked|individual|separate|different|distinct|recorded|documented|"
+     r"existing)\s+(?=[a-z])",
      r"\1 "),
     (r"\b(number of) (?:corresponding|associated|related|respective|linked)\s+(?=[a-z])", r"\1 "),
     (r"\b([a-z]+) counts?\b(?=\s*(?:$|[,.?;:)]|(?:for|per|in|and|along|with|associated|of each|by)\b))",
