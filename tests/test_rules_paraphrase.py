@@ -65,6 +65,8 @@ def pipeline_of(question):
     ("pets with a greater weight than 10", "pets with weight greater than 10"),
     ("students between the ages of 20 and 25", "students age between 20 and 25"),
     ("hotels with more than one 3 star rating", "hotels with more than one 3 star rating"),  # a count, no measure
+    ("the names of every county sorted from Z to A", "the names of every county sorted in reverse alphabetical order"),
+    ("cities sorted in alphabetical order from A to Z", "cities sorted in alphabetical order"),
 ])
 def test_rephrasings_are_rewritten_to_the_canonical_phrasing(said, canonical_form):
     assert canonical(said) == canonical_form
@@ -89,7 +91,7 @@ def test_quoted_literals_are_never_rewritten():
     ("Show the names of students with age less than 30.", "Show the names of students below age 30."),
     ("Show the names of students with salary more than 999.", "Which students have a greater salary than 999?"),
     ("Show the names of students with age between 20 and 25.",
-     "Show the names of students between the ages of 20 and 25."),
+     "Show the names of students between the ages of 20 and 25."),    ("Show the names of students in reverse alphabetical order.", "Show the names of students sorted from Z to A."),
 ])
 def test_a_rephrasing_reads_like_the_first_phrasing(first, other):
     assert [s for s in pipeline_of(other) if {"$match", "$group", "$sort", "$limit"} & set(s)] == \

@@ -208,6 +208,10 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (r"\bstarting (?:with|from) the (youngest|latest|newest|earliest)\b", r"\1 first"),
     (r"\bstarting (?:with|from) the (?:highest|largest|biggest|most|greatest)\b", r"in descending order"),
     (r"\bstarting (?:with|from) the (?:lowest|smallest|least|fewest)\b", r"in ascending order"),
+    # letters as an order: 'sorted from Z to A', 'listed in order from A to Z'
+    (r"\b(?:in (?:alphabetical |alphabetic )?order |alphabetically )?from a (?:to|through) z\b", r"in alphabetical order"),
+    (r"\b(?:in (?:alphabetical |alphabetic )?order |alphabetically )?from z (?:to|through) a\b",
+     r"in reverse alphabetical order"),
     (r"\bmost recent(?:ly)?\b", r"latest"),
     (r"\bleast recent(?:ly)?\b", r"earliest"),
     # the extremes of one measure: 'the ages of the youngest and oldest', 'the oldest and youngest ages'
