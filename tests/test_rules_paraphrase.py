@@ -6,6 +6,7 @@ import pytest
 
 from nlq.methods import rules
 from nlq.methods.rules.paraphrase import canonical
+from tests.helpers import rules_answer, rules_world
 
 
 def entry(collection, path, kind="scalar", types=None, present=4):
@@ -60,6 +61,12 @@ def pipeline_of(question):
     ("comprehensive details for all people", "all the details for all people"),
     ("all relevant data for each body builder", "all the data for each body builder"),
     ("every detail concerning the matches", "all the details concerning the matches"),
+    ("visitors below age 30", "visitors age below 30"),
+    ("pets with a greater weight than 10", "pets with weight greater than 10"),
+    ("students between the ages of 20 and 25", "students age between 20 and 25"),
+    ("hotels with more than one 3 star rating", "hotels with more than one 3 star rating"),  # a count, no measure
+    ("the names of every county sorted from Z to A", "the names of every county sorted in reverse alphabetical order"),
+    ("cities sorted in alphabetical order from A to Z", "cities sorted in alphabetical order"),
 ])
 def test_rephrasings_are_rewritten_to_the_canonical_phrasing(said, canonical_form):
     assert canonical(said) == canonical_form
@@ -80,6 +87,11 @@ def test_quoted_literals_are_never_rewritten():
     ("Show the names of students in alphabetical order.", "Show the names of students, organized alphabetically."),
     ("Show the names of students with age between 20 and 30.",
      "Show the names of students in the age range of twenty to thirty."),
+    # the measure said between the comparator and its number
+    ("Show the names of students with age less than 30.", "Show the names of students below age 30."),
+    ("Show the names of students with salary more than 999.", "Which students have a greater salary than 999?"),
+    ("Show the names of students with age between 20 and 25.",
+     "Show the names of students between the ages of 20 and 25."),    ("Show the names of students in reverse alphabetical order.", "Show the names of students sorted from Z to A."),
 ])
 def test_a_rephrasing_reads_like_the_first_phrasing(first, other):
     assert [s for s in pipeline_of(other) if {"$match", "$group", "$sort", "$limit"} & set(s)] == \
@@ -98,3 +110,15 @@ def test_the_entity_named_before_a_count_of_its_array_is_shown_with_the_size():
     said = pipeline_of("Provide a list of all students and the total number of allergies each has.")
     assert said == pipeline_of("List the names of all students along with the number of allergies.")
     assert said[-1]["$project"]["count"] == {"$size": {"$ifNull": ["$allergies", []]}}
+
+
+CLIENTS = [{"client_id": 1, "client_name": "Ada", "visits": [{"visit_id": 1}, {"visit_id": 2}, {"visit_id": 3}]},
+           {"client_id": 2, "client_name": "Bo", "visits": [{"visit_id": 4}]},
+           {"client_id": 3, "client_name": "Cy", "visits": [{"visit_id": 5}, {"visit_id": 6}, {"visit_id": 7},
+                                                             {"visit_id": 8}]}]
+
+
+def test_a_participle_between_a_count_and_its_array_is_a_filler(tmp_path):
+    world = rules_world(tmp_path, {"crm": {"client": CLIENTS}})
+    prediction, rows = rules_answer(world, "crm", "What are the names of clients who have three or more recorded visits?")
+    assert sorted(r["client_name"] for r in rows) == ["Ada", "Cy"], prediction["pipeline"]

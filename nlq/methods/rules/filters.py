@@ -842,17 +842,22 @@ def text_flag(index: dict | None, f: Field) -> str | None:
 # verbs that say a text holds a piece of text, and the nouns naming that piece
 HOLDS = (r"contains?|containing|includes?|including|featur(?:e|es|ing)|with|has|have|having|"
          r"show(?:s|ing)?|bear(?:s|ing)?|carr(?:y|ies|ying)")
-PIECE = r"letters?|words?|substrings?|strings?|characters?|text|terms?|sequences?|phrases?|segments?|parts?"
+PIECE = (r"letters?|words?|substrings?|strings?|characters?|text|terms?|sequences?|phrases?|segments?|parts?|"
+         r"keywords?|digits?")
+# the piece a text starts or ends with: 'starts with the letter A', 'beginning with the digit "2"'
+EDGE_PIECE = r"letters?|words?|digits?|characters?"
 TEXT_PATTERNS = [
     # (pattern, how the literal is anchored); the literal is group "s"
     (r"\b(?:starts?|starting|begins?|beginning|commenc(?:e|es|ing))\s+with\s+(?:an?\s+|the\s+)?"
-     r"(?:letters?|words?)?\s*"
+     r"(?:(?:" + EDGE_PIECE + r")\b)?\s*"
      r"[\"'“‘]?(?P<s>[\w]+)[\"'”’]?", "prefix"),
-    (r"\b(?:ends?|ending|finish(?:es|ing)?|conclud(?:e|es|ing))\s+with\s+(?:an?\s+|the\s+)?(?:letters?|words?)?\s*"
+    (r"\b(?:ends?|ending|finish(?:es|ing)?|conclud(?:e|es|ing))\s+with\s+(?:an?\s+|the\s+)?"
+     r"(?:(?:" + EDGE_PIECE + r")\b)?\s*"
      r"[\"'“‘]?(?P<s>[\w]+)[\"'”’]?", "suffix"),
     # (anchored ones first: 'ends with the letter m' is no 'with the letter m')
-    (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:" + PIECE + r")?\s*[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]",
-     "contains"),
+    # ('the French word "Moulin"': one word may qualify the piece)
+    (r"\b(?:" + HOLDS + r")\s+(?:an?\s+|the\s+)?(?:(?:[a-z]+\s+)?(?:" + PIECE + r")\b)?\s*"
+     r"[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]", "contains"),
     # 'feature either "x" or "y"' (not 'with either "A" or "B"': values, not pieces of text)
     (r"\b(?:contains?|containing|includes?|including|featur(?:e|es|ing))\s+either\s+(?:the\s+)?(?:(?:" + PIECE
      + r")\s+)?[\"'“‘](?P<s>[^\"'”’]+)[\"'”’]", "contains"),

@@ -42,6 +42,12 @@ _OWN_MEASURE = "oldest|youngest|newest|latest|earliest|longest|shortest|tallest|
 # a bound another comparison follows ('before 2000 or later than 2010'): not 'N or later'
 _ANOTHER_BOUND = r"(?!\s+(?:than\b|(?:the\s+)?(?:year\s+(?:of\s+)?)?\d))"
 
+def _not_a_measure(word: str) -> bool:
+    """A function word or a number ('more than one 3-star hotel'), not a measure's name."""
+    word = word.lower()
+    return word in _FUNCTION_WORDS or word in WORD_NUMBERS or word == "than"
+
+
 # (pattern, replacement: a template or a function of the match), applied in order, case-insensitively, to unquoted text
 REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORECASE), r) for p, r in (
     # numbers in words: 'four thousand', '2.5 million'
@@ -85,6 +91,14 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (r"(?<![\w$€£])[$€£]\s?(?=\d)", r""),
     (rf"\b(more than|less than|at least|at most|over|above|under|below|before|after)\s+(?:an?|the)\s+(?!year\b)"
      rf"([a-z]+)\s+of\s+{_N}", r"\2 \1 \3"),
+    # the measure said between the comparator and its number: 'visitors below age 30', 'a greater weight
+    # than 10', 'between the ages of 20 and 25' (the measure first, as 'weight greater than 10')
+    (rf"\b(more than|less than|at least|at most|over|above|under|below)\s+([a-z]+)\s+(?:of\s+)?{_N}\b",
+     lambda m: m.group() if _not_a_measure(m.group(2)) else f"{m.group(2)} {m.group(1)} {m.group(3)}"),
+    (rf"\b(?:an?\s+)?(greater|higher|larger|bigger|lower|smaller)\s+([a-z]+)\s+than\s+{_N}\b",
+     lambda m: m.group() if _not_a_measure(m.group(2)) else f"{m.group(2)} {m.group(1)} than {m.group(3)}"),
+    (rf"\bbetween\s+the\s+([a-z]+?)s\s+(?:of\s+)?{_N}\s+and\s+{_N}\b",
+     lambda m: m.group() if _not_a_measure(m.group(1)) else f"{m.group(1)} between {m.group(2)} and {m.group(3)}"),
     # ranges: 'in the salary range of 100 to 200', 'within the 8000 to 12000 range'
     (rf"\b(?:fall(?:s|ing)? )?(?:with)?in (?:the|a) (?:([a-z]+) )?range (?:of|from) {_N} (?:and|to) {_N}",
      r"\1 between \2 and \3"),
@@ -161,9 +175,11 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"most (?:frequent|common|often)\b", r"in ascending order of count"),
     (r"\b(?:by|of) (?:their |its |the )?(?:frequency|frequencies|number of occurrences|occurrences)\b", r"by count"),
     (r"\b(?:their|its|the) (?:frequency|frequencies|number of occurrences)\b", r"the count"),
-    # fillers between a count and what it counts: 'the most corresponding counties', 'two different allergies'
+    # fillers between a count and what it counts: 'the most corresponding counties', 'two different allergies',
+    # 'three recorded events'
     (r"\b(most|fewest|least|more than one|at least one|\d+|" + "|".join(WORD_NUMBERS) + r") "
-     r"(?:corresponding|associated|related|respective|linked|individual|separate|different|distinct)\s+(?=[a-z])",
+     r"(?:corresponding|associated|related|respective|linked|individual|separate|different|distinct|recorded|documented|"
+     r"existing)\s+(?=[a-z])",
      r"\1 "),
     (r"\b(number of) (?:corresponding|associated|related|respective|linked)\s+(?=[a-z])", r"\1 "),
     (r"\b([a-z]+) counts?\b(?=\s*(?:$|[,.?;:)]|(?:for|per|in|and|along|with|associated|of each|by)\b))",
@@ -192,6 +208,10 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
     (r"\bstarting (?:with|from) the (youngest|latest|newest|earliest)\b", r"\1 first"),
     (r"\bstarting (?:with|from) the (?:highest|largest|biggest|most|greatest)\b", r"in descending order"),
     (r"\bstarting (?:with|from) the (?:lowest|smallest|least|fewest)\b", r"in ascending order"),
+    # letters as an order: 'sorted from Z to A', 'listed in order from A to Z'
+    (r"\b(?:in (?:alphabetical |alphabetic )?order |alphabetically )?from a (?:to|through) z\b", r"in alphabetical order"),
+    (r"\b(?:in (?:alphabetical |alphabetic )?order |alphabetically )?from z (?:to|through) a\b",
+     r"in reverse alphabetical order"),
     (r"\bmost recent(?:ly)?\b", r"latest"),
     (r"\bleast recent(?:ly)?\b", r"earliest"),
     # the extremes of one measure: 'the ages of the youngest and oldest', 'the oldest and youngest ages'
