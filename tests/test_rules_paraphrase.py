@@ -60,6 +60,11 @@ def pipeline_of(question):
     ("comprehensive details for all people", "all the details for all people"),
     ("all relevant data for each body builder", "all the data for each body builder"),
     ("every detail concerning the matches", "all the details concerning the matches"),
+    # a plural noun right after 'the most' is counted; an adjective, a duration or an order's end is not
+    ("the city that hosted the most events", "the city that hosted the most number of events"),
+    ("the party with the most people", "the party with the most number of people"),
+    ("the most famous actors", "the most famous actors"),
+    ("the driver with the most years of experience", "the driver with the most years of experience"),
 ])
 def test_rephrasings_are_rewritten_to_the_canonical_phrasing(said, canonical_form):
     assert canonical(said) == canonical_form
@@ -80,6 +85,8 @@ def test_quoted_literals_are_never_rewritten():
     ("Show the names of students in alphabetical order.", "Show the names of students, organized alphabetically."),
     ("Show the names of students with age between 20 and 30.",
      "Show the names of students in the age range of twenty to thirty."),
+    ("Which major has the largest number of members?", "Which major has the most members?"),
+    ("Which advisor has the greatest number of people?", "Which advisor has the most people?"),
 ])
 def test_a_rephrasing_reads_like_the_first_phrasing(first, other):
     assert [s for s in pipeline_of(other) if {"$match", "$group", "$sort", "$limit"} & set(s)] == \

@@ -135,6 +135,13 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"population|headcount) of\b", r"most number of"),
     (r"\b(?:lowest|smallest|fewest|minimum|least) (?:number|count|amount|quantity|total number|population|"
      r"headcount) of\b", r"least number of"),
+    # 'the city that hosted the most events', 'the party with the most delegates': a plural noun right after
+    # the superlative is counted, as 'the most number of events' ('the most popular', 'the most famous': an
+    # adjective, not a plural; 'the most times' is a frequency, below; 'the most years of experience' a duration,
+    # measured rather than counted; 'from the least to the most hits' an order)
+    (r"(?<!to )(?<!to the )\b(most) (?!(?:times|has|was|does|years|months|weeks|days|hours|minutes|seconds)\b)"
+     r"([a-z]+s\b(?<![sui]s)|people\b|men\b|women\b|children\b)",
+     r"\1 number of \2"),
     # 'has been governor the most times', 'ordered the most number of times': how often, a frequency
     (r"\b(?:the )?most (?:number of )?times\b", r"most common"),
     (r"\b(?:the )?(?:least|fewest) (?:number of )?times\b", r"least common"),
