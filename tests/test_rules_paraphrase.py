@@ -65,6 +65,7 @@ def pipeline_of(question):
     ("the party with the most people", "the party with the most number of people"),
     ("the most famous actors", "the most famous actors"),
     ("the driver with the most years of experience", "the driver with the most years of experience"),
+    ("names ordered by age in a descending manner", "names ordered by age in descending order"),
 ])
 def test_rephrasings_are_rewritten_to_the_canonical_phrasing(said, canonical_form):
     assert canonical(said) == canonical_form

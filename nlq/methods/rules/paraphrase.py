@@ -187,6 +187,8 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"\1 first"),
     (r"\b(?:with )?the (oldest|youngest|newest|latest|earliest|highest|lowest|largest|smallest) "
      r"(?:listed|shown|displayed|appearing|coming) first\b", r"\1 first"),
+    # 'in a descending manner', 'in an ascending sequence': the order's direction
+    (r"\bin (?:an? )?(ascending|descending|increasing|decreasing) (?:manner|sequence|fashion|way)\b", r"in \1 order"),
     (r"\b(ordered|sorted|arranged|ranked|listed|organi[sz]ed) (?:in )?(?:terms of|according to|based on)\b", r"\1 by"),
     # 'sorted by the year they were opened': the opening year
     (r"\b(?:the )?(year|date|day|time) (?:that |when |in which )?(?:they|it) "
