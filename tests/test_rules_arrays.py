@@ -61,6 +61,13 @@ def test_elements_named_by_their_identifier_are_counted(world):
     assert rows == [{"reader_name": "Bo"}], prediction["pipeline"]
 
 
+def test_elements_a_superlative_counts_rank_without_showing_the_count(world):
+    """'the largest number of newsletters' ranks the readers by their array's size; the size is not asked for."""
+    prediction, rows = rules_answer(world, "letters",
+                                    "Show the names of readers who have the largest number of newsletters.")
+    assert rows == [{"reader_name": "Bo"}], prediction["pipeline"]
+
+
 def test_a_count_per_group_counts_the_ranked_array(world):
     """'the reader who received the highest number of newsletters', counted per name: each
     group counts the array's elements, and the groups are ranked by that count."""

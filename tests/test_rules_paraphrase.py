@@ -67,6 +67,12 @@ def pipeline_of(question):
     ("hotels with more than one 3 star rating", "hotels with more than one 3 star rating"),  # a count, no measure
     ("the names of every county sorted from Z to A", "the names of every county sorted in reverse alphabetical order"),
     ("cities sorted in alphabetical order from A to Z", "cities sorted in alphabetical order"),
+    # a plural noun right after 'the most' is counted; an adjective, a duration or an order's end is not
+    ("the city that hosted the most events", "the city that hosted the most number of events"),
+    ("the party with the most people", "the party with the most number of people"),
+    ("the most famous actors", "the most famous actors"),
+    ("the driver with the most years of experience", "the driver with the most years of experience"),
+    ("names ordered by age in a descending manner", "names ordered by age in descending order"),
 ])
 def test_rephrasings_are_rewritten_to_the_canonical_phrasing(said, canonical_form):
     assert canonical(said) == canonical_form
@@ -91,7 +97,10 @@ def test_quoted_literals_are_never_rewritten():
     ("Show the names of students with age less than 30.", "Show the names of students below age 30."),
     ("Show the names of students with salary more than 999.", "Which students have a greater salary than 999?"),
     ("Show the names of students with age between 20 and 25.",
-     "Show the names of students between the ages of 20 and 25."),    ("Show the names of students in reverse alphabetical order.", "Show the names of students sorted from Z to A."),
+     "Show the names of students between the ages of 20 and 25."),
+    ("Show the names of students in reverse alphabetical order.", "Show the names of students sorted from Z to A."),
+    ("Which major has the largest number of members?", "Which major has the most members?"),
+    ("Which advisor has the greatest number of people?", "Which advisor has the most people?"),
 ])
 def test_a_rephrasing_reads_like_the_first_phrasing(first, other):
     assert [s for s in pipeline_of(other) if {"$match", "$group", "$sort", "$limit"} & set(s)] == \

@@ -149,6 +149,13 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"population|headcount) of\b", r"most number of"),
     (r"\b(?:lowest|smallest|fewest|minimum|least) (?:number|count|amount|quantity|total number|population|"
      r"headcount) of\b", r"least number of"),
+    # 'the city that hosted the most events', 'the party with the most delegates': a plural noun right after
+    # the superlative is counted, as 'the most number of events' ('the most popular', 'the most famous': an
+    # adjective, not a plural; 'the most times' is a frequency, below; 'the most years of experience' a duration,
+    # measured rather than counted; 'from the least to the most hits' an order)
+    (r"(?<!to )(?<!to the )\b(most) (?!(?:times|has|was|does|years|months|weeks|days|hours|minutes|seconds)\b)"
+     r"([a-z]+s\b(?<![sui]s)|people\b|men\b|women\b|children\b)",
+     r"\1 number of \2"),
     # 'has been governor the most times', 'ordered the most number of times': how often, a frequency
     (r"\b(?:the )?most (?:number of )?times\b", r"most common"),
     (r"\b(?:the )?(?:least|fewest) (?:number of )?times\b", r"least common"),
@@ -196,6 +203,8 @@ REWRITES: tuple[tuple[re.Pattern, object], ...] = tuple((re.compile(p, re.IGNORE
      r"\1 first"),
     (r"\b(?:with )?the (oldest|youngest|newest|latest|earliest|highest|lowest|largest|smallest) "
      r"(?:listed|shown|displayed|appearing|coming) first\b", r"\1 first"),
+    # 'in a descending manner', 'in an ascending sequence': the order's direction
+    (r"\bin (?:an? )?(ascending|descending|increasing|decreasing) (?:manner|sequence|fashion|way)\b", r"in \1 order"),
     (r"\b(ordered|sorted|arranged|ranked|listed|organi[sz]ed) (?:in )?(?:terms of|according to|based on)\b", r"\1 by"),
     # 'sorted by the year they were opened': the opening year
     (r"\b(?:the )?(year|date|day|time) (?:that |when |in which )?(?:they|it) "

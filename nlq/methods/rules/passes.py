@@ -594,9 +594,13 @@ def read_outputs(s: State) -> None:
         elif ir.grain and "." not in ir.grain and not any(ir.grain in f.arrays for f in inside) \
                 and not all(repeats(s.index, f) for f in ir.outputs):
             # "products and the number of complaints": one row per product, its array's size
-            # (values several documents share, "card types and the number of transactions", group)
-            ir.sizes = [next(f for f in fields if f.mql == ir.grain)]
-            ir.filters.append(Filter(ir.sizes[0], "$gt", 0, size=True))
+            # (values several documents share, "card types and the number of transactions", group);
+            # 'the readers with the most number of newsletters' ranks by the size, not asking for it (the
+            # fewest are among the documents that have some, as 'the fewest members' reads)
+            sized = next(f for f in fields if f.mql == ir.grain)
+            ir.sizes = [sized] if ir.count_asked else []
+            if ir.count_asked or any(d == 1 for _, d in ir.sort):
+                ir.filters.append(Filter(sized, "$gt", 0, size=True))
             ir.count, ir.grain = False, None
         elif not before and (values := counted_values(s)):  # 'how many cities do banks have': each city once
             ir.distinct = True
