@@ -297,3 +297,14 @@ def test_a_generic_name_listed_with_a_joined_field_is_the_joined_ones(paired):
         _, rows = answer(paired, "concerts", question)
         assert sorted((r["concert_Name"], r["Theme"], r["count"]) for r in rows) == [
             ("Auditions", "Free", 2), ("Home", "Party", 1), ("Super", "Happy", 2)], rows
+
+
+def test_a_piece_of_text_then_a_value_stored_whole_are_both_read(tmp_path):
+    """'titles containing "deep" and associated with the "Google" institution': a piece of a
+    title, then a value some field stores whole; the first literal's reading leaves the second's."""
+    papers = [{"title": t, "Inst": [{"name": i}]} for t, i in [("deep nets", "Google"), ("deep sea", "MIT"),
+                                                                ("shallow", "Google")]]
+    world = rules_world(tmp_path, {"papers": {"Papers": papers}})
+    prediction, rows = rules_answer(world, "papers", 'Which papers have titles containing "deep" and are associated '
+                                                     'with the "Google" institution?')
+    assert rows == [{"title": "deep nets"}], prediction["pipeline"]

@@ -892,12 +892,12 @@ def detect_text_filters(q: Question, mentions: list[Mention], consumed: set[int]
             # 'without the letter M in their first names': the field the piece is in, named after it
             mention = inside[0] if inside else max(before, key=lambda mm: mm.end) if before else (
                 min(after, key=lambda mm: mm.start) if after else None)
-            whole = _value_as(q, m, strings) if anchor == "contains" else None
-            if whole is not None:  # 'have "USA" as their nationality': the whole value of that field
+            valued = _value_as(q, m, strings) if anchor == "contains" else None
+            if valued is not None:  # 'have "USA" as their nationality': the whole value of that field
                 negated = any(w in NEGATIONS for w in q.raw[max(0, at - 2):at])
-                filters.append(Filter(whole.field, "$ne" if negated else "$eq", m.group("s"), at))
-                used.add(whole.start)
-                consumed.update(range(at, whole.start))
+                filters.append(Filter(valued.field, "$ne" if negated else "$eq", m.group("s"), at))
+                used.add(valued.start)
+                consumed.update(range(at, valued.start))
                 continue
             if mention is None:
                 continue
