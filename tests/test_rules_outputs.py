@@ -311,3 +311,15 @@ def test_a_noun_bound_to_its_identifier_names_whose_fields_are_shown_not_an_iden
     # an identifier the question names as one is shown
     ir = rules.build_ir("Show the department names along with the head IDs.", [], MANAGED)
     assert [f.mql for f in ir.outputs] == ["Name", "management.head_ID"]
+
+
+def test_a_counted_noun_bound_to_an_identifier_is_what_is_counted(tmp_path):
+    """'how many distinct patients have ... in any year': 'patients' binds `patient_id`, which
+    the count counts once each — not the years it is read over."""
+    histories = [{"patient_id": p, "values_by_year": {y: {"LDL": {"readings": r}} for y, r in years.items()}}
+                 for p, years in [(1, {"2020": [3.0, 4.8], "2021": [4.9]}), (2, {"2020": [2.0]}),
+                                  (3, {"2021": [5.1], "2022": [4.7]}), (4, {"2022": [4.0]})]]
+    world = rules_world(tmp_path, {"lab": {"lab_histories": histories}})
+    prediction, rows = rules_answer(world, "lab", "How many distinct patients have at least one LDL reading above "
+                                                  "4.5 in any year?")
+    assert rows == [{"count": 2}], prediction["pipeline"]

@@ -530,9 +530,10 @@ def read_outputs(s: State) -> None:
                     and not in_relative_clause(q, m, named):
                 ir.outputs.append(m.field)
                 listed.append(m)
-        if any(not names_entity(q, m) for m in listed):
+        if not ir.count and any(not names_entity(q, m) for m in listed):
             # 'the name and phone for customers with a mailshot with outcome ...': a noun bound to the
             # identifier of what it names says which thing the shown fields belong to, it shows no identifier
+            # (in a count it says what is counted: 'how many distinct patients have ... in any year')
             ids = {f.mql for f in ir.outputs if all(names_entity(q, m) for m in listed if m.field is f)
                    and any(m.field is f for m in listed)}
             dropped = [f for f in ir.outputs if f.mql in ids]
