@@ -8,7 +8,7 @@ from nlq.methods.rules.vocabulary import (ADJECTIVE_ENDINGS, AGG_WORDS, COUNT_PA
                                           STATISTICS, STOPWORDS, WORD_NUMBERS)
 from nlq.methods.rules.ir import Field, Filter, IR, Mention
 from nlq.methods.rules.schema import split_name
-from nlq.methods.rules.question import Question, quantity_noun, to_number, word_match
+from nlq.methods.rules.question import Question, names_documents, quantity_noun, to_number, word_match
 from nlq.methods.rules.grounding import array_named, array_phrase, counted_noun, element_numbers, own_quantity
 from nlq.methods.rules.ordering import entity_limit, ranks_all
 
@@ -272,7 +272,7 @@ def _counted_phrase(q: Question, start: int, at: int, counting: bool, ranking: b
         found, skipped = array_phrase(q, at, fields) or _nested_phrase(q, at, fields, read_in), -1
         if found is None and qualifier:
             found, skipped = array_phrase(q, at + 1, fields), at
-    if found is None or _names_documents(q, found[1] - 1, collection):
+    if found is None or names_documents(q, found[1] - 1, collection):
         return None
     return found[0], found[1], skipped
 
@@ -294,12 +294,6 @@ def _free_qualifier(q: Question, at: int, read: set[int], bare: bool) -> bool:
     adjective = word.endswith(ADJECTIVE_ENDINGS) and not word.endswith("ed")  # ('the most logged problems')
     return at not in read and word.isalpha() and word not in STOPWORDS and word not in AGG_WORDS \
         and word not in COUNT_HEADS and not (bare and adjective)
-
-
-def _names_documents(q: Question, at: int, collection: str) -> bool:
-    """The word at `at` names the collection's own documents."""
-    head = split_name(collection)[-1:]
-    return at < len(q.stems) and any(word_match(q.stems[at], w) >= 0.85 for w in head)
 
 
 def _referenced_elements(q: Question, target: Mention, fields: list[Field]) -> tuple[Field, int] | None:
@@ -481,7 +475,7 @@ def _most_of_entity(q: Question, i: int, mentions: list[Mention], entities: set[
     while j < len(q.raw) and (q.raw[j] in ("number", "of", "the") or j in consumed and j not in entities):
         j += 1  # ('the most female students': a literal read before the entity)
     if j not in entities or array_named(q, j, fields, top_level=False) is not None \
-            and not _names_documents(q, j, collection):
+            and not names_documents(q, j, collection):
         return None
     before = [m for m in mentions if m.end <= i and m.start not in used and m.field.kind != "array"]
     return before[-1] if before else None

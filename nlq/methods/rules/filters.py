@@ -10,7 +10,8 @@ from nlq.methods.rules.vocabulary import (AGG_WORDS, BETWEEN, COMPARATORS, DISTI
                                           SETTING_ASIDE, STOPWORDS, SYNONYMS)
 from nlq.methods.rules.ir import Field, Filter, Mention
 from nlq.methods.rules.schema import identifier, join_edge, split_name
-from nlq.methods.rules.question import Question, denial_of, is_year, maybe_number, plain_word, to_number, word_match
+from nlq.methods.rules.question import (Question, denial_of, is_year, maybe_number, names_documents, plain_word,
+                                        to_number, word_match)
 from nlq.methods.rules.grounding import (TEMPORAL_COMPARATORS, array_derived, array_named, array_of_subject, array_phrase, element_numbers,
                                          measure_field,
                                          in_named_array, number_fits, object_named, stored_number,
@@ -643,9 +644,8 @@ SUBJECT_HAVING = re.compile(r"\b(?P<subject>[a-z]+)\s+(?:has|have|had|with)\s+(?
 
 def _documents_having(q: Question, fields: list[Field]) -> list[re.Match]:
     """The 'have' ('with') phrases whose subject is the word naming the collection's own documents."""
-    head = split_name(fields[0].collection)[-1:] if fields else []
-    return [m for m in SUBJECT_HAVING.finditer(q.text.lower()) if head
-            and word_match(q.stems[q.word_at(m.start("subject"))], head[0]) >= 0.85]
+    return [m for m in SUBJECT_HAVING.finditer(q.text.lower())
+            if fields and names_documents(q, q.word_at(m.start("subject")), fields[0].collection)]
 
 
 def detect_presence(q: Question, fields: list[Field], consumed: set[int], filters: list[Filter]) -> list[Filter]:

@@ -45,8 +45,8 @@ from nlq.methods.rules.outputs import (asked_place, asks_all_fields, asks_for_en
                                        plan_expansions, plan_unwinds, owned_twice, plural_attribute, unlisted_outputs,
                                        unrepresented, validate)
 from nlq.methods.rules.question import (POSSESSIVES, Question, counts_entity, meaningful_mentions, mention_fields,
-                                        name_span, names_quantity, order_words, quantity_noun, select_mentions,
-                                        word_match)
+                                        name_span, names_documents, names_quantity, order_words, quantity_noun,
+                                        select_mentions, word_match)
 from nlq.methods.rules.schema import Grounding, identifier, prepare, repeats, split_name
 from nlq.methods.rules.vocabulary import (ADJECTIVE_ENDINGS, AGG_WORDS, ASC_WORDS, COUNT_PATTERNS,
                                           DESC_WORDS, DISTINCT_PHRASES, DISTINCT_WORDS, GROUP_PATTERNS,
@@ -674,7 +674,7 @@ def read_distinct_counts(s: State) -> None:
                 ir.outputs = [f for f in ir.outputs if f is not counted]
                 s.consumed.add(at + 1)
             return
-        if at not in s.plural or names_own_documents(s, at) or any(m.start == at for m in s.mentions):
+        if at not in s.plural or names_documents(s.q, at, s.collection) or any(m.start == at for m in s.mentions):
             continue
         # 'the number of customers holding cards of each type', 'the number of products in each
         # order': things other than the rows grouped (a reference, the enclosing elements), each once
@@ -719,12 +719,6 @@ def distinct_field(s: State, at: int) -> Field | None:
     if array is not None:
         return outer_key(s, array)
     return named_reference(s, at)
-
-
-def names_own_documents(s: State, at: int) -> bool:
-    """The word at `at` is the collection's head noun ('cards' in `Customers_Cards`)."""
-    head = split_name(s.collection)[-1:]
-    return bool(head) and word_match(s.q.stems[at], head[0]) >= 0.85
 
 
 def named_reference(s: State, at: int) -> Field | None:
@@ -917,19 +911,13 @@ def ranked_entity(s: State) -> list[Field]:
     for at in sorted(i for i in s.entities if i < first):
         if not (q.raw[at - 1:at] in (["which"], ["what"]) or q.raw[at + 1:at + 2] and q.raw[at + 1] in _PICKED_BY):
             continue
-        if names_own_word(q, at, s.collection):
+        if names_documents(q, at, s.collection):
             return own_key(s.index, s.collection, s.fields)
         array = array_named(q, at, s.fields, top_level=False)
         if array is not None and array.mql in measure.arrays:
             key = element_key(array, s.fields)
             return [key] if key is not None else []
     return []
-
-
-def names_own_word(q: Question, at: int, collection: str) -> bool:
-    """The word at `at` is the collection's own name ('game' in Video_Games)."""
-    head = split_name(collection)[-1:]
-    return bool(head) and word_match(q.stems[at], head[0]) >= 0.85
 
 
 def own_key(index: dict, collection: str, fields: list[Field]) -> list[Field]:
@@ -1158,8 +1146,7 @@ def sizes_counted(ir: IR) -> None:
 
 def names_own(q: Question, m: Mention, collection: str) -> bool:
     """The mention is the collection's own name ('manufacturer' in Manufacturers), one word."""
-    head = split_name(collection)[-1:]
-    return m.end - m.start == 1 and bool(head) and word_match(q.stems[m.start], head[0]) >= 0.85
+    return m.end - m.start == 1 and names_documents(q, m.start, collection)
 
 
 def own_label(index: dict, collection: str, fields: list[Field]) -> list[Field]:

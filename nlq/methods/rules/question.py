@@ -880,3 +880,10 @@ def plain_word(q: Question, i: int) -> bool:
     """A lowercase, unquoted word: not a literal such as 'Tony' in 'not "Tony Award"'."""
     start, end = q.spans[i]
     return q.text[start:end].isalpha() and q.text[start:end].islower() and q.text[start - 1:start] not in "\"'“‘"
+
+
+def names_documents(q: Question, at: int, collection: str) -> bool:
+    """The word at `at` names the collection's own documents ('cards' in `Customers_Cards`,
+    'game' in `Video_Games`)."""
+    head = split_name(collection)[-1:]
+    return at < len(q.stems) and any(word_match(q.stems[at], w) >= 0.85 for w in head)
