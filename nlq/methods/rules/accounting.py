@@ -228,7 +228,7 @@ def carried_out(operation: str | None, ir: IR) -> bool:
     values; a "group" forms groups, or sizes
     arrays per document, or summarizes nothing (so 'the name of each player' lists them)."""
     if operation == "count":
-        if ir.count and ir.aggregates and not ir.group_by and not (ir.distinct and ir.outputs):
+        if ir.count and one_row(ir):
             return False  # 'the highest number of final tables' as a maximum, then its one row counted
         return bool(ir.count or ir.sizes or ir.having or ir.conditions) or any(
             op in ("$sum", "$count") for op, _ in ir.aggregates) or any(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 import re
@@ -202,18 +203,20 @@ def _element_condition(f: Filter) -> bool:
 
 
 def _element_expr(array: str, filters: list[Filter]) -> dict:
-    """The expression an element (`$$element`) of `array` meeting every filter satisfies; a
-    value it lacks meets no bound (as in a query, where an aggregation expression would
-    order a missing value below every number)."""
+    """The expression an element (`$$element`) of `array` meeting every filter satisfies."""
+    return _all_of(filters, lambda f: "$$element." + f.field.mql[len(array) + 1:])
+
+
+def _all_of(filters: Iterable[Filter], ref: Callable[[Filter], str]) -> dict:
+    """The expression a value meeting every filter satisfies, `ref` saying where each filter's
+    field is read; a value it lacks meets no upper bound (as in a query, where an aggregation
+    expression would order a missing value below every number)."""
     terms = []
     for f in filters:
-        ref = "$$element." + f.field.mql[len(array) + 1:]
-        if f.op == "$in":
-            terms.append({"$in": [ref, list(f.value)]})
-        else:
-            terms.append({f.op: [ref, f.value]})
+        at = ref(f)
+        terms.append({"$in": [at, list(f.value)]} if f.op == "$in" else {f.op: [at, f.value]})
         if f.op in ("$lt", "$lte"):
-            terms.append({"$gt": [ref, None]})
+            terms.append({"$gt": [at, None]})
     return terms[0] if len(terms) == 1 else {"$and": terms}
 
 
@@ -457,14 +460,7 @@ def _average_window(filters: list[Filter], ir: IR) -> dict:
 def _measured(f: Filter, ir: IR) -> object:
     """The field a statistic is taken of, null where a document falls outside the filter's subset."""
     measured = _ref(f.field, ir)
-    return {"$cond": [_subset_expr(f.subset, ir), measured, None]} if f.subset else measured
-
-
-def _subset_expr(filters: tuple[Filter, ...], ir: IR) -> dict:
-    """The expression a document meeting every equality of `filters` satisfies."""
-    terms = [{"$in": [_ref(f.field, ir), list(f.value)]} if f.op == "$in" else {"$eq": [_ref(f.field, ir), f.value]}
-             for f in filters]
-    return terms[0] if len(terms) == 1 else {"$and": terms}
+    return {"$cond": [_all_of(f.subset, lambda g: _ref(g.field, ir)), measured, None]} if f.subset else measured
 
 
 def _ranks_documents(ir: IR, late: list[Filter]) -> bool:
